@@ -1,0 +1,25 @@
+# Every target uses a local virtualenv (.venv) that it creates on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml setup.cfg
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check client_cache tests examples
+	$(PY) -m mypy --strict client_cache
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

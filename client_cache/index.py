@@ -1,0 +1,98 @@
+"""Indexers: stores that also keep secondary indices (Go ``tools/cache/index.go``).
+
+An *index function* maps an object to zero or more string values ("index values"). An
+index named ``N`` maps each value to the set of keys of the objects that produced it, so
+``by_index(N, value)`` answers "which objects have this value" without a scan. The standard
+index is :data:`NAMESPACE_INDEX`, built by :func:`meta_namespace_index_func`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from client_cache import meta
+from client_cache.store import Store
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "Index",
+    "IndexFunc",
+    "Indexer",
+    "Indexers",
+    "Indices",
+    "index_func_to_key_func_adapter",
+    "meta_namespace_index_func",
+]
+
+# Aliases so that annotations inside classes with a ``list`` method mean the builtin.
+_Objects = list[Any]
+_Keys = list[str]
+
+IndexFunc = Callable[[Any], Sequence[str]]
+"""Computes the index values of an object; raises on failure (Go ``IndexFunc``)."""
+
+Indexers = dict[str, IndexFunc]
+"""Index name -> index function (Go ``Indexers``)."""
+
+Index = dict[str, set[str]]
+"""Index value -> set of object keys (Go ``Index``)."""
+
+Indices = dict[str, Index]
+"""Index name -> index (Go ``Indices``)."""
+
+NAMESPACE_INDEX = "namespace"
+"""Name of the index built by :func:`meta_namespace_index_func` (Go ``NamespaceIndex``)."""
+
+
+@runtime_checkable
+class Indexer(Store, Protocol):
+    """A :class:`~client_cache.store.Store` with named indices (Go ``cache.Indexer``).
+
+    * ``index(name, obj)``: the stored objects that share at least one ``name`` value with
+      ``obj`` (the index function is run on ``obj``);
+    * ``index_keys(name, value)``: the keys indexed under ``value``, sorted;
+    * ``list_index_func_values(name)``: every value present in the index (an unknown index
+      name gives an empty list);
+    * ``by_index(name, value)``: the stored objects indexed under ``value``;
+    * ``get_indexers()`` / ``add_indexers(new)``: the registered index functions; adding
+      indexes the objects already stored.
+
+    An unknown index name raises :class:`~client_cache.errors.IndexNotFoundError` (except in
+    ``list_index_func_values``); an unknown value gives an empty result.
+    """
+
+    def index(self, index_name: str, obj: Any) -> _Objects: ...
+    def index_keys(self, index_name: str, indexed_value: str) -> _Keys: ...
+    def list_index_func_values(self, index_name: str) -> _Keys: ...
+    def by_index(self, index_name: str, indexed_value: str) -> _Objects: ...
+    def get_indexers(self) -> Indexers: ...
+    def add_indexers(self, new_indexers: Indexers) -> None: ...
+
+
+def meta_namespace_index_func(obj: Any) -> _Keys:
+    """Index an object by its namespace: ``[namespace]`` (``[""]`` when cluster-scoped).
+
+    Go returns ``[""]`` together with an error for an object without metadata; the port
+    raises :class:`~client_cache.errors.MetaAccessError`.
+    """
+    return [meta.get_namespace(obj)]
+
+
+def index_func_to_key_func_adapter(index_func: IndexFunc) -> Callable[[Any], str]:
+    """Turn an index function that yields exactly one value into a key function
+    (Go ``IndexFuncToKeyFuncAdapter``).
+
+    The key function raises ``ValueError`` when the index function yields more than one
+    value (``"too many keys: ..."``) or none (``"unexpected empty indexKeys"``).
+    """
+
+    def key_func(obj: Any) -> str:
+        values = index_func(obj)
+        if len(values) > 1:
+            raise ValueError(f"too many keys: {list(values)}")
+        if len(values) == 0:
+            raise ValueError("unexpected empty indexKeys")
+        return values[0]
+
+    return key_func

@@ -1,0 +1,159 @@
+"""Cached Get/List over a store (Go ``tools/cache/listers.go``).
+
+:func:`list_all` and :func:`list_all_by_namespace` filter a store by label selector;
+:class:`GenericLister` wraps an indexer for one resource and raises the API's NotFound
+error (:class:`~client_cache.errors.ApiStatusError`, code 404) for a missing name, so code
+that handles a live ``GET`` handles a cached one the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from client_cache import meta
+from client_cache.errors import IndexNotFoundError, new_not_found
+from client_cache.index import NAMESPACE_INDEX, Indexer
+from client_cache.labels import Selector
+from client_cache.schema import GroupResource
+from client_cache.store import Store
+
+__all__ = [
+    "NAMESPACE_ALL",
+    "AppendFunc",
+    "GenericLister",
+    "GenericNamespaceLister",
+    "list_all",
+    "list_all_by_namespace",
+    "new_generic_lister",
+]
+
+_log = logging.getLogger(__name__)
+
+# Aliases so that annotations inside classes with a ``list`` method mean the builtin.
+_Objects = list[Any]
+
+AppendFunc = Callable[[Any], None]
+"""Receives each selected object (Go ``AppendFunc``)."""
+
+NAMESPACE_ALL = ""
+"""The namespace value meaning "all namespaces" (Go ``metav1.NamespaceAll``)."""
+
+
+def _append_matching(objects: list[Any], selector: Selector, append_fn: AppendFunc) -> None:
+    if selector.empty():
+        for obj in objects:
+            append_fn(obj)
+        return
+    for obj in objects:
+        if selector.matches(meta.get_labels(obj)):
+            append_fn(obj)
+
+
+def list_all(store: Store, selector: Selector, append_fn: AppendFunc) -> None:
+    """Call ``append_fn`` for every object in ``store`` whose labels match ``selector``.
+
+    An empty selector (everything) appends every object without reading labels; a selector
+    that matches nothing returns at once (the client-go v0.34 short cut). An object without
+    metadata raises :class:`~client_cache.errors.MetaAccessError` when labels must be read.
+    """
+    if selector.matches_nothing():
+        return
+    _append_matching(store.list(), selector, append_fn)
+
+
+def list_all_by_namespace(
+    indexer: Indexer, namespace: str, selector: Selector, append_fn: AppendFunc
+) -> None:
+    """Like :func:`list_all`, restricted to ``namespace`` (``""`` means all namespaces).
+
+    Uses the :data:`~client_cache.index.NAMESPACE_INDEX` index when the indexer has one
+    (looked up by value with ``by_index``, so the index function is never run on a fake
+    object); without it, logs a warning and scans every object, as client-go does.
+    """
+    if namespace == NAMESPACE_ALL:
+        list_all(indexer, selector, append_fn)
+        return
+    if selector.matches_nothing():
+        return
+    try:
+        items = indexer.by_index(NAMESPACE_INDEX, namespace)
+    except IndexNotFoundError as err:
+        _log.warning("can not retrieve list of objects using index : %s", err)
+        items = [obj for obj in indexer.list() if meta.get_namespace(obj) == namespace]
+    _append_matching(items, selector, append_fn)
+
+
+@runtime_checkable
+class GenericNamespaceLister(Protocol):
+    """Lists and gets objects of one resource in one namespace."""
+
+    def list(self, selector: Selector) -> _Objects: ...
+    def get(self, name: str) -> Any: ...
+
+
+@runtime_checkable
+class GenericLister(Protocol):
+    """Lists and gets objects of one resource (Go ``GenericLister``)."""
+
+    def list(self, selector: Selector) -> _Objects: ...
+    def get(self, name: str) -> Any: ...
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister: ...
+
+
+class _GenericLister:
+    __slots__ = ("_indexer", "_resource")
+
+    def __init__(self, indexer: Indexer, resource: GroupResource) -> None:
+        self._indexer = indexer
+        self._resource = resource
+
+    def list(self, selector: Selector) -> _Objects:
+        """Every cached object matching ``selector``, in all namespaces."""
+        out: list[Any] = []
+        list_all(self._indexer, selector, out.append)
+        return out
+
+    def get(self, name: str) -> Any:
+        """The cached object stored under key ``name`` (a cluster-scoped object, or a full
+        ``ns/name`` key); raises the NotFound :class:`~client_cache.errors.ApiStatusError`."""
+        obj, exists = self._indexer.get_by_key(name)
+        if not exists:
+            raise new_not_found(self._resource.group, self._resource.resource, name)
+        return obj
+
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister:
+        """A lister restricted to ``namespace``."""
+        return _GenericNamespaceLister(self._indexer, self._resource, namespace)
+
+
+class _GenericNamespaceLister:
+    __slots__ = ("_indexer", "_namespace", "_resource")
+
+    def __init__(self, indexer: Indexer, resource: GroupResource, namespace: str) -> None:
+        self._indexer = indexer
+        self._resource = resource
+        self._namespace = namespace
+
+    def list(self, selector: Selector) -> _Objects:
+        """Every cached object in the namespace matching ``selector``."""
+        out: list[Any] = []
+        list_all_by_namespace(self._indexer, self._namespace, selector, out.append)
+        return out
+
+    def get(self, name: str) -> Any:
+        """The cached object ``namespace/name``; raises NotFound when absent."""
+        obj, exists = self._indexer.get_by_key(f"{self._namespace}/{name}")
+        if not exists:
+            raise new_not_found(self._resource.group, self._resource.resource, name)
+        return obj
+
+
+def new_generic_lister(indexer: Indexer, resource: GroupResource) -> GenericLister:
+    """A :class:`GenericLister` over ``indexer`` for ``resource`` (Go ``NewGenericLister``).
+
+    ``resource`` names the resource in NotFound errors, e.g. ``GroupResource("", "pod")``
+    gives ``pod "x" not found``.
+    """
+    return _GenericLister(indexer, resource)

@@ -1,0 +1,269 @@
+"""Read object metadata from any of the object shapes the cache holds.
+
+This is the port of apimachinery's ``meta.Accessor``. A cached object is one of:
+
+* a wire-form ``dict`` as decoded from JSON (``{"metadata": {"name": ...}}``), keys in
+  camelCase; this is the fast path and is checked first;
+* a ``kubernetes.client`` model (``V1Pod``), either the classic generated classes or the
+  newer pydantic ones: both expose ``obj.metadata.resource_version`` style snake_case
+  attributes, and nothing here depends on a model base class;
+* a dynamic-client object (``kubernetes.dynamic.ResourceInstance``), whose ``metadata`` is a
+  ``ResourceField`` with the wire's camelCase attribute names.
+
+Nothing is converted or copied to read a field: the functions look up the one attribute or
+key they need. An object without usable metadata (no ``metadata``, ``metadata`` of ``None``
+or of the wrong type, a name or namespace that is not a string) raises
+:class:`~client_cache.errors.MetaAccessError`, whose message names the object's type.
+
+Missing optional fields read as Go's zero values: ``""`` for strings, ``0`` for the
+generation, an empty mapping for labels and annotations, an empty list for owner
+references and ``None`` for the deletion timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from client_cache.errors import MetaAccessError
+
+__all__ = [
+    "ObjectMetaAccessor",
+    "OwnerReference",
+    "accessor",
+    "get_labels",
+    "get_name",
+    "get_namespace",
+    "get_resource_version",
+    "namespace_and_name",
+    "type_meta",
+]
+
+_EMPTY: Mapping[str, str] = {}
+
+
+def _metadata(obj: Any) -> tuple[Any, bool]:
+    """Return ``(metadata, is_mapping)`` for ``obj`` or raise MetaAccessError."""
+    md = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
+    if md is None:
+        raise MetaAccessError(obj, "it has no 'metadata' (missing or None)")
+    if isinstance(md, Mapping):
+        return md, True
+    if isinstance(md, (str, bytes, int, float, list, tuple)):
+        raise MetaAccessError(obj, f"its 'metadata' is a {type(md).__name__}")
+    return md, False
+
+
+def _field(md: Any, is_map: bool, snake: str, camel: str) -> Any:
+    if is_map:
+        return md.get(camel)
+    value = getattr(md, snake, None)
+    if value is None and camel != snake:
+        value = getattr(md, camel, None)
+    return value
+
+
+def _string(obj: Any, value: Any, field: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    raise MetaAccessError(obj, f"metadata.{field} is a {type(value).__name__}, not a string")
+
+
+def _mapping(value: Any) -> Mapping[str, str]:
+    if value is None:
+        return _EMPTY
+    if isinstance(value, Mapping):
+        return value
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):  # a dynamic-client ResourceField
+        result = to_dict()
+        if isinstance(result, Mapping):
+            return result
+    return dict(value)
+
+
+def namespace_and_name(obj: Any) -> tuple[str, str]:
+    """Return ``(namespace, name)`` of ``obj``; the key functions' hot path."""
+    if type(obj) is dict:
+        md = obj.get("metadata")
+        if type(md) is dict:
+            ns = md.get("namespace")
+            name = md.get("name")
+            if (ns is None or type(ns) is str) and (name is None or type(name) is str):
+                return ns or "", name or ""
+    md, is_map = _metadata(obj)
+    ns = _string(obj, _field(md, is_map, "namespace", "namespace"), "namespace")
+    name = _string(obj, _field(md, is_map, "name", "name"), "name")
+    return ns, name
+
+
+def get_name(obj: Any) -> str:
+    """``metadata.name`` or ``""``."""
+    md, is_map = _metadata(obj)
+    return _string(obj, _field(md, is_map, "name", "name"), "name")
+
+
+def get_namespace(obj: Any) -> str:
+    """``metadata.namespace`` or ``""``."""
+    md, is_map = _metadata(obj)
+    return _string(obj, _field(md, is_map, "namespace", "namespace"), "namespace")
+
+
+def get_resource_version(obj: Any) -> str:
+    """``metadata.resourceVersion`` or ``""``."""
+    md, is_map = _metadata(obj)
+    return _string(
+        obj, _field(md, is_map, "resource_version", "resourceVersion"), "resourceVersion"
+    )
+
+
+def get_labels(obj: Any) -> Mapping[str, str]:
+    """``metadata.labels`` (the object's own mapping, not a copy; do not mutate it)."""
+    if type(obj) is dict:
+        md = obj.get("metadata")
+        if type(md) is dict:
+            labels = md.get("labels")
+            if labels is None:
+                return _EMPTY
+            if type(labels) is dict:
+                return labels
+    md, is_map = _metadata(obj)
+    return _mapping(_field(md, is_map, "labels", "labels"))
+
+
+def type_meta(obj: Any) -> tuple[str, str]:
+    """Return ``(apiVersion, kind)`` of ``obj``; ``""`` for what it does not carry."""
+    if isinstance(obj, Mapping):
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    else:
+        api_version = getattr(obj, "api_version", None) or getattr(obj, "apiVersion", None)
+        kind = getattr(obj, "kind", None)
+    return (
+        api_version if isinstance(api_version, str) else "",
+        kind if isinstance(kind, str) else "",
+    )
+
+
+@dataclass(frozen=True)
+class OwnerReference:
+    """One entry of ``metadata.ownerReferences``, in one shape whatever the object's shape."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+def _owner_reference(ref: Any) -> OwnerReference:
+    is_map = isinstance(ref, Mapping)
+
+    def s(snake: str, camel: str) -> str:
+        value = _field(ref, is_map, snake, camel)
+        return value if isinstance(value, str) else ""
+
+    def b(snake: str, camel: str) -> bool | None:
+        value = _field(ref, is_map, snake, camel)
+        return value if isinstance(value, bool) else None
+
+    return OwnerReference(
+        api_version=s("api_version", "apiVersion"),
+        kind=s("kind", "kind"),
+        name=s("name", "name"),
+        uid=s("uid", "uid"),
+        controller=b("controller", "controller"),
+        block_owner_deletion=b("block_owner_deletion", "blockOwnerDeletion"),
+    )
+
+
+def _timestamp(obj: Any, value: Any, field: str) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError as err:
+            raise MetaAccessError(obj, f"metadata.{field} {value!r} is not RFC 3339") from err
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    raise MetaAccessError(obj, f"metadata.{field} is a {type(value).__name__}")
+
+
+class ObjectMetaAccessor:
+    """Read-only view of one object's metadata (Go ``metav1.Object`` getters).
+
+    Built by :func:`accessor`; it validates that the object has metadata once and then reads
+    fields on demand, so creating one is cheap. Values are the object's own (labels are not
+    copied): callers must not mutate them.
+    """
+
+    __slots__ = ("_is_map", "_md", "_obj")
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+        self._md, self._is_map = _metadata(obj)
+
+    def _str(self, snake: str, camel: str) -> str:
+        return _string(self._obj, _field(self._md, self._is_map, snake, camel), camel)
+
+    @property
+    def name(self) -> str:
+        return self._str("name", "name")
+
+    @property
+    def namespace(self) -> str:
+        return self._str("namespace", "namespace")
+
+    @property
+    def uid(self) -> str:
+        return self._str("uid", "uid")
+
+    @property
+    def resource_version(self) -> str:
+        return self._str("resource_version", "resourceVersion")
+
+    @property
+    def generation(self) -> int:
+        value = _field(self._md, self._is_map, "generation", "generation")
+        if value is None:
+            return 0
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise MetaAccessError(self._obj, f"metadata.generation is a {type(value).__name__}")
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return _mapping(_field(self._md, self._is_map, "labels", "labels"))
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return _mapping(_field(self._md, self._is_map, "annotations", "annotations"))
+
+    @property
+    def owner_references(self) -> list[OwnerReference]:
+        refs = _field(self._md, self._is_map, "owner_references", "ownerReferences")
+        return [_owner_reference(ref) for ref in refs or ()]
+
+    @property
+    def deletion_timestamp(self) -> datetime | None:
+        return _timestamp(
+            self._obj,
+            _field(self._md, self._is_map, "deletion_timestamp", "deletionTimestamp"),
+            "deletionTimestamp",
+        )
+
+    def __repr__(self) -> str:
+        return f"ObjectMetaAccessor({type(self._obj).__name__} {self.namespace}/{self.name})"
+
+
+def accessor(obj: Any) -> ObjectMetaAccessor:
+    """Return a metadata view of ``obj`` (Go ``meta.Accessor``).
+
+    Raises :class:`~client_cache.errors.MetaAccessError` when ``obj`` has no usable metadata.
+    """
+    return ObjectMetaAccessor(obj)

@@ -1,0 +1,53 @@
+"""API group/version/resource/kind identifiers (apimachinery ``runtime/schema``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GroupResource", "GroupVersionKind", "GroupVersionResource"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResource:
+    """A resource in an API group; ``str()`` is ``resource.group`` (or ``resource`` for the
+    core group)."""
+
+    group: str = ""
+    resource: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionResource:
+    """A resource at an API version (``apps/v1, Resource=deployments``)."""
+
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+
+    def group_resource(self) -> GroupResource:
+        return GroupResource(self.group, self.resource)
+
+    def group_version(self) -> str:
+        """``group/version``, or ``version`` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.version}, Resource={self.resource}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionKind:
+    """A kind at an API version (``mygroup/v1, Kind=MyKind``)."""
+
+    group: str = ""
+    version: str = ""
+    kind: str = ""
+
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.version}, Kind={self.kind}"

@@ -33,6 +33,7 @@ __all__ = [
     "ObjectMetaAccessor",
     "OwnerReference",
     "accessor",
+    "get_annotations",
     "get_labels",
     "get_name",
     "get_namespace",
@@ -133,6 +134,12 @@ def get_labels(obj: Any) -> Mapping[str, str]:
                 return labels
     md, is_map = _metadata(obj)
     return _mapping(_field(md, is_map, "labels", "labels"))
+
+
+def get_annotations(obj: Any) -> Mapping[str, str]:
+    """``metadata.annotations`` (the object's own mapping, not a copy; do not mutate it)."""
+    md, is_map = _metadata(obj)
+    return _mapping(_field(md, is_map, "annotations", "annotations"))
 
 
 def type_meta(obj: Any) -> tuple[str, str]:

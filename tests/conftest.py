@@ -1,0 +1,30 @@
+"""Shared fixtures: every test is checked for leaked threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+
+def _alive_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.is_alive()}
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leak() -> Iterator[None]:
+    """Fail a test that leaves a thread running more than 1 s after it returns.
+
+    The library's contract is that every thread it starts ends within 1 s of its stop
+    signal; a test must give that signal before it returns.
+    """
+    before = _alive_threads()
+    yield
+    deadline = time.monotonic() + 1.0
+    leaked = _alive_threads() - before
+    for thread in leaked:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    still = sorted(t.name for t in _alive_threads() - before)
+    assert not still, f"threads still alive 1 s after the test: {still}"

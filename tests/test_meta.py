@@ -1,0 +1,181 @@
+"""meta.py: one metadata accessor over wire dicts, models and dynamic-client objects."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+import pytest
+from kubernetes.client import V1ObjectMeta, V1OwnerReference, V1Pod
+from kubernetes.dynamic.resource import ResourceInstance
+
+from client_cache import MetaAccessError, meta
+from client_cache.meta import OwnerReference
+
+WIRE_META: dict[str, Any] = {
+    "name": "web-0",
+    "namespace": "shop",
+    "uid": "0c1d-77",
+    "resourceVersion": "4711",
+    "generation": 3,
+    "labels": {"app": "web", "tier": "front"},
+    "annotations": {"note": "hello"},
+    "ownerReferences": [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "name": "web",
+            "uid": "ss-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ],
+    "deletionTimestamp": "2026-11-22T10:11:12Z",
+}
+EXPECTED_OWNER = OwnerReference("apps/v1", "StatefulSet", "web", "ss-1", True, True)
+EXPECTED_DELETION = datetime(2026, 11, 22, 10, 11, 12, tzinfo=timezone.utc)
+
+
+class ClassicMeta:
+    """Shaped like the classic (pre-pydantic) generated models: snake_case properties."""
+
+    openapi_types: ClassVar[dict[str, str]] = {"name": "str"}
+
+    def __init__(self, **fields: Any) -> None:
+        self._fields = fields
+
+    def __getattr__(self, item: str) -> Any:
+        fields = self.__dict__["_fields"]
+        if item in ("name", "namespace", "uid", "resource_version", "generation", "labels",
+                    "annotations", "owner_references", "deletion_timestamp"):
+            return fields.get(item)
+        raise AttributeError(item)
+
+
+class ClassicPod:
+    def __init__(self, metadata: Any) -> None:
+        self.metadata = metadata
+
+
+def wire() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": dict(WIRE_META)}
+
+
+def model() -> V1Pod:
+    return V1Pod(
+        api_version="v1",
+        kind="Pod",
+        metadata=V1ObjectMeta(
+            name="web-0",
+            namespace="shop",
+            uid="0c1d-77",
+            resource_version="4711",
+            generation=3,
+            labels={"app": "web", "tier": "front"},
+            annotations={"note": "hello"},
+            owner_references=[
+                V1OwnerReference(api_version="apps/v1", kind="StatefulSet", name="web",
+                                 uid="ss-1", controller=True, block_owner_deletion=True)
+            ],
+            deletion_timestamp=EXPECTED_DELETION,
+        ),
+    )
+
+
+def classic() -> ClassicPod:
+    return ClassicPod(
+        ClassicMeta(
+            name="web-0", namespace="shop", uid="0c1d-77", resource_version="4711",
+            generation=3, labels={"app": "web", "tier": "front"}, annotations={"note": "hello"},
+            owner_references=[
+                V1OwnerReference(api_version="apps/v1", kind="StatefulSet", name="web",
+                                 uid="ss-1", controller=True, block_owner_deletion=True)
+            ],
+            deletion_timestamp=EXPECTED_DELETION,
+        )
+    )
+
+
+def dynamic() -> ResourceInstance:
+    return ResourceInstance(None, wire())
+
+
+@pytest.mark.parametrize("make", [wire, model, classic, dynamic], ids=lambda f: f.__name__)
+def test_accessor_reads_every_field(make: Any) -> None:
+    obj = make()
+    acc = meta.accessor(obj)
+    assert acc.name == "web-0"
+    assert acc.namespace == "shop"
+    assert acc.uid == "0c1d-77"
+    assert acc.resource_version == "4711"
+    assert acc.generation == 3
+    assert dict(acc.labels) == {"app": "web", "tier": "front"}
+    assert dict(acc.annotations) == {"note": "hello"}
+    assert acc.owner_references == [EXPECTED_OWNER]
+    assert acc.deletion_timestamp == EXPECTED_DELETION
+    assert meta.namespace_and_name(obj) == ("shop", "web-0")
+    assert meta.get_name(obj) == "web-0"
+    assert meta.get_namespace(obj) == "shop"
+    assert meta.get_resource_version(obj) == "4711"
+    assert dict(meta.get_labels(obj)) == {"app": "web", "tier": "front"}
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"metadata": {}},
+        V1Pod(metadata=V1ObjectMeta()),
+        ClassicPod(ClassicMeta()),
+        ResourceInstance(None, {"kind": "Pod", "apiVersion": "v1", "metadata": {}}),
+    ],
+    ids=["wire", "model", "classic", "dynamic"],
+)
+def test_missing_fields_read_as_zero_values(obj: Any) -> None:
+    acc = meta.accessor(obj)
+    assert (acc.name, acc.namespace, acc.uid, acc.resource_version) == ("", "", "", "")
+    assert acc.generation == 0
+    assert dict(acc.labels) == {} and dict(acc.annotations) == {}
+    assert acc.owner_references == []
+    assert acc.deletion_timestamp is None
+
+
+def test_wire_labels_are_not_copied() -> None:
+    obj = wire()
+    assert meta.get_labels(obj) is obj["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "type_name"),
+    [
+        ({"kind": "Pod"}, "dict"),
+        ({"metadata": None}, "dict"),
+        ({"metadata": ["x"]}, "dict"),
+        (V1Pod(metadata=None), "V1Pod"),
+        (ResourceInstance(None, {"kind": "Pod", "apiVersion": "v1"}), "ResourceInstance"),
+        (object(), "object"),
+        ("text", "str"),
+        (None, "NoneType"),
+    ],
+)
+def test_no_usable_metadata_names_the_type(obj: Any, type_name: str) -> None:
+    with pytest.raises(MetaAccessError) as info:
+        meta.accessor(obj)
+    assert "object has no meta" in str(info.value)
+    assert type_name in str(info.value)
+    assert isinstance(info.value, TypeError)
+
+
+def test_bad_field_types_raise() -> None:
+    with pytest.raises(MetaAccessError, match="generation"):
+        _ = meta.accessor({"metadata": {"generation": "3"}}).generation
+    with pytest.raises(MetaAccessError, match="deletionTimestamp"):
+        _ = meta.accessor({"metadata": {"deletionTimestamp": "yesterday"}}).deletion_timestamp
+    with pytest.raises(MetaAccessError, match="resourceVersion"):
+        _ = meta.accessor({"metadata": {"resourceVersion": 12}}).resource_version
+
+
+def test_type_meta() -> None:
+    assert meta.type_meta(wire()) == ("v1", "Pod")
+    assert meta.type_meta(model()) == ("v1", "Pod")
+    assert meta.type_meta(dynamic()) == ("v1", "Pod")
+    assert meta.type_meta({"metadata": {}}) == ("", "")

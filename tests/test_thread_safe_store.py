@@ -1,0 +1,298 @@
+"""thread_safe_store.go (thread_safe_store_test.go) plus the port's safety guarantees."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+import pytest
+
+from client_cache import (
+    IndexerConflictError,
+    IndexFuncError,
+    IndexNotFoundError,
+    new_indexer,
+    new_thread_safe_store,
+)
+from client_cache.testing import check_indexer_consistency
+from tests.fixtures import StoreObject, by_val, store_key_func
+
+
+def test_delete_removes_empty_sets_from_index() -> None:
+    """Upstream TestThreadSafeStoreDeleteRemovesEmptySetsFromIndex."""
+    store = new_thread_safe_store({"self": lambda obj: [obj]}, {})
+    store.add("key-one", "key-one")
+    assert store.index_keys("self", "key-one") == ["key-one"]
+    assert store.list_index_func_values("self") == ["key-one"]
+    store.delete("key-one")
+    assert store.list_index_func_values("self") == []
+    assert store.index_keys("self", "key-one") == []
+
+
+def test_add_keeps_non_empty_set_post_delete_from_index() -> None:
+    """Upstream TestThreadSafeStoreAddKeepsNonEmptySetPostDeleteFromIndex."""
+    store = new_thread_safe_store({"const": lambda obj: ["bucket"]}, {})
+    store.add("stay", "stay")
+    store.add("leave", "leave")
+    assert store.index_keys("const", "bucket") == ["leave", "stay"]
+    store.delete("leave")
+    assert store.list_index_func_values("const") == ["bucket"]
+    assert store.index_keys("const", "bucket") == ["stay"]
+
+
+def test_indexing_functions_with_multiple_values() -> None:
+    """Upstream TestThreadSafeStoreIndexingFunctionsWithMultipleValues (same sequence)."""
+    store = new_thread_safe_store({"split": lambda obj: obj.split(",")}, {})
+
+    def check(expected: dict[str, list[str]]) -> None:
+        for value, keys in expected.items():
+            assert store.index_keys("split", value) == keys, value
+        present = {v for v, keys in expected.items() if keys}
+        assert set(store.list_index_func_values("split")) == present
+
+    store.add("k1", "red")
+    store.add("k2", "blue")
+    check({"red": ["k1"], "blue": ["k2"]})
+    store.update("k2", "red,blue")
+    check({"red": ["k1", "k2"], "blue": ["k2"]})
+    store.update("k1", "red,blue")
+    check({"red": ["k1", "k2"], "blue": ["k1", "k2"]})
+    store.add("k3", "red,blue,green")
+    check({"red": ["k1", "k2", "k3"], "blue": ["k1", "k2", "k3"], "green": ["k3"]})
+    store.update("k1", "red")
+    check({"red": ["k1", "k2", "k3"], "blue": ["k2", "k3"], "green": ["k3"]})
+    store.update("k2", "blue")
+    check({"red": ["k1", "k3"], "blue": ["k2", "k3"], "green": ["k3"]})
+    store.delete("k1")
+    check({"red": ["k3"], "blue": ["k2", "k3"], "green": ["k3"]})
+    store.delete("k3")
+    check({"red": [], "blue": ["k2"], "green": []})
+
+
+def test_update_touches_only_changed_values() -> None:
+    calls: list[str] = []
+
+    def tracking(obj: str) -> list[str]:
+        calls.append(obj)
+        return [obj.split(":", maxsplit=1)[0]]
+
+    store = new_thread_safe_store({"prefix": tracking}, {})
+    store.add("a", "same:1")
+    keys_before = store._indices["prefix"]["same"]  # the set object itself
+    store.update("a", "same:2")
+    # the old object is not re-indexed (values are remembered) and the set is untouched
+    assert calls == ["same:1", "same:2"]
+    assert store._indices["prefix"]["same"] is keys_before
+    assert store.index_keys("prefix", "same") == ["a"]
+
+
+def test_stale_index_entries_removed_even_if_object_mutated_in_place() -> None:
+    store = new_thread_safe_store({"val": lambda obj: [obj["v"]]}, {})
+    obj = {"v": "before"}
+    store.add("k", obj)
+    obj["v"] = "mutated"  # forbidden, but must not corrupt the index
+    store.update("k", {"v": "after"})
+    assert store.list_index_func_values("val") == ["after"]
+
+
+def test_unknown_index_name() -> None:
+    store = new_thread_safe_store({"v": lambda obj: [obj]}, {})
+    for call in (
+        lambda: store.index("nope", "x"),
+        lambda: store.by_index("nope", "x"),
+        lambda: store.index_keys("nope", "x"),
+    ):
+        with pytest.raises(IndexNotFoundError) as info:
+            call()
+        assert str(info.value) == "Index with name nope does not exist"
+    assert store.list_index_func_values("nope") == []
+    assert store.by_index("v", "unknown-value") == []
+
+
+def test_index_func_error_on_add_leaves_store_unchanged() -> None:
+    def fragile(obj: Any) -> list[str]:
+        if obj == "explode":
+            raise RuntimeError("index func failed")
+        return [obj]
+
+    store = new_thread_safe_store({"ok": lambda obj: ["all"], "fragile": fragile}, {})
+    store.add("k", "fine")
+    with pytest.raises(IndexFuncError) as info:
+        store.update("k", "explode")
+    assert info.value.key == "k" and info.value.index_name == "fragile"
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert store.get("k") == ("fine", True)
+    assert store.index_keys("fragile", "fine") == ["k"]
+    assert store.index_keys("ok", "all") == ["k"]
+    with pytest.raises(IndexFuncError):
+        store.add("new", "explode")
+    assert store.list_keys() == ["k"]
+    assert store.index_keys("ok", "all") == ["k"]
+
+
+def test_index_func_returning_a_string_is_rejected() -> None:
+    store = new_thread_safe_store({"bad": lambda obj: "abc"}, {})
+    with pytest.raises(IndexFuncError, match="not a list of str"):
+        store.add("k", "v")
+    assert store.list_keys() == []
+
+
+def test_add_indexers_on_non_empty_store() -> None:
+    indexer = new_indexer(store_key_func, {"by_val": by_val})
+    indexer.add(StoreObject("a", "x"))
+    indexer.add(StoreObject("b", "y"))
+    indexer.add_indexers({"by_id": lambda obj: [obj.id]})
+    assert indexer.index_keys("by_id", "a") == ["a"]
+    assert indexer.index_keys("by_val", "y") == ["b"]
+    assert sorted(indexer.get_indexers()) == ["by_id", "by_val"]
+    check_indexer_consistency(indexer)
+
+
+def test_add_indexers_conflict_and_failure_register_nothing() -> None:
+    indexer = new_indexer(store_key_func, {"by_val": by_val})
+    indexer.add(StoreObject("a", "x"))
+    with pytest.raises(IndexerConflictError) as info:
+        indexer.add_indexers({"by_val": by_val, "fresh": by_val})
+    assert str(info.value) == "indexer conflict: ['by_val']"
+    assert sorted(indexer.get_indexers()) == ["by_val"]
+
+    def failing(obj: Any) -> list[str]:
+        raise KeyError("no")
+
+    with pytest.raises(IndexFuncError):
+        indexer.add_indexers({"fresh": by_val, "failing": failing})
+    assert sorted(indexer.get_indexers()) == ["by_val"]
+    with pytest.raises(IndexNotFoundError):
+        indexer.by_index("fresh", "x")
+
+
+def test_get_indexers_returns_a_copy() -> None:
+    indexer = new_indexer(store_key_func, {"by_val": by_val})
+    got = indexer.get_indexers()
+    got["extra"] = by_val
+    assert list(indexer.get_indexers()) == ["by_val"]
+
+
+def test_reads_are_snapshots() -> None:
+    indexer = new_indexer(store_key_func, {"by_val": by_val})
+    indexer.add(StoreObject("a", "x"))
+    listed, keys = indexer.list(), indexer.list_keys()
+    by_index, idx_keys = indexer.by_index("by_val", "x"), indexer.index_keys("by_val", "x")
+    values = indexer.list_index_func_values("by_val")
+    indexer.add(StoreObject("b", "x"))
+    indexer.delete(StoreObject("a", ""))
+    indexer.replace([StoreObject("z", "q")], "9")
+    assert [o.id for o in listed] == ["a"] and keys == ["a"]
+    assert [o.id for o in by_index] == ["a"] and idx_keys == ["a"]
+    assert values == ["x"]
+
+
+def test_replace_copies_the_given_mapping() -> None:
+    store = new_thread_safe_store({}, {})
+    items = {"a": 1}
+    store.replace(items, "5")
+    items["b"] = 2
+    assert store.list_keys() == ["a"]
+
+
+def test_initial_indices_must_be_empty() -> None:
+    assert len(new_thread_safe_store({}, {"x": {}})) == 0
+    with pytest.raises(ValueError):
+        new_thread_safe_store({}, {"x": {"v": {"k"}}})
+
+
+def test_index_with_multiple_values_unions() -> None:
+    store = new_thread_safe_store({"split": lambda obj: obj.split(",")}, {})
+    store.add("a", "p,q")
+    store.add("b", "q,r")
+    store.add("c", "s")
+    assert sorted(store.index("split", "p,r")) == ["p,q", "q,r"]
+    assert sorted(store.index("split", "q")) == ["p,q", "q,r"]
+    assert store.index("split", "zz") == []
+
+
+def test_concurrent_writers_and_readers_keep_indices_consistent() -> None:
+    """4 writers and 4 readers on one indexer for 2 s; then every index matches a rescan."""
+    indexer = new_indexer(
+        store_key_func,
+        {
+            "by_val": by_val,
+            "by_parts": lambda obj: sorted(set(obj.val.split("-"))),
+        },
+    )
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    writes = [0] * 4
+    reads = [0] * 4
+    values = ["a", "b", "c", "a-b", "b-c", "a-b-c", "d"]
+
+    def writer(n: int) -> None:
+        rnd = random.Random(n)
+        try:
+            while not stop.is_set():
+                key = f"k{rnd.randrange(200)}"
+                op = rnd.random()
+                if op < 0.45:
+                    indexer.add(StoreObject(key, rnd.choice(values)))
+                elif op < 0.8:
+                    indexer.update(StoreObject(key, rnd.choice(values)))
+                elif op < 0.98:
+                    indexer.delete(StoreObject(key, ""))
+                else:
+                    indexer.replace(
+                        [StoreObject(f"k{i}", rnd.choice(values)) for i in range(50)], "1"
+                    )
+                writes[n] += 1
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    def reader(n: int) -> None:
+        rnd = random.Random(100 + n)
+        try:
+            while not stop.is_set():
+                value = rnd.choice(values)
+                for obj in indexer.by_index("by_val", value):
+                    assert obj.val == value
+                for key in indexer.index_keys("by_parts", "b"):
+                    assert isinstance(key, str)
+                for obj in indexer.index("by_parts", StoreObject("probe", "c")):
+                    assert "c" in obj.val.split("-")
+                indexer.list()
+                reads[n] += 1
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [
+        threading.Thread(target=writer, args=(i,), name=f"test-writer-{i}", daemon=True)
+        for i in range(4)
+    ] + [
+        threading.Thread(target=reader, args=(i,), name=f"test-reader-{i}", daemon=True)
+        for i in range(4)
+    ]
+    for t in threads:
+        t.start()
+    # The test's duration is the workload, not a synchronisation: the threads are
+    # stopped by the event and joined below.
+    stop.wait(2.0)
+    stop.set()
+    for t in threads:
+        t.join(5)
+        assert not t.is_alive()
+    assert not errors, errors
+    assert sum(writes) > 1000 and sum(reads) > 100, (writes, reads)
+    check_indexer_consistency(indexer)
+
+
+def test_consistency_helper_detects_corruption() -> None:
+    indexer = new_indexer(store_key_func, {"by_val": by_val})
+    indexer.add(StoreObject("a", "x"))
+    check_indexer_consistency(indexer)
+    storage = indexer._storage  # type: ignore[attr-defined]
+    storage._indices["by_val"]["x"].add("ghost")
+    with pytest.raises(AssertionError, match="by_val"):
+        check_indexer_consistency(indexer)
+    storage._indices["by_val"]["x"].discard("ghost")
+    storage._indices["by_val"]["stale"] = {"a"}
+    with pytest.raises(AssertionError, match="values"):
+        check_indexer_consistency(indexer)

@@ -8,6 +8,11 @@ in :mod:`client_cache.meta`, and exceptions in :mod:`client_cache.errors`.
 from client_cache.errors import (
     ApiStatusError,
     ClientCacheError,
+    FIFOClosedError,
+    HeapClosedError,
+    ObjectNotFoundError,
+    RequeueError,
+    ZeroLengthDeltasError,
     IndexerConflictError,
     IndexFuncError,
     IndexNotFoundError,
@@ -68,6 +73,11 @@ __version__ = "0.1.0"
 __all__ = [
     "NAMESPACE_INDEX",
     "ApiStatusError",
+    "FIFOClosedError",
+    "HeapClosedError",
+    "ObjectNotFoundError",
+    "RequeueError",
+    "ZeroLengthDeltasError",
     "AppendFunc",
     "ClientCacheError",
     "DeletedFinalStateUnknown",

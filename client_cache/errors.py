@@ -18,6 +18,11 @@ Go                                 Python
 panic in ``updateIndices``         :class:`IndexFuncError` (the store is unchanged)
 labels/fields parse errors         :class:`SelectorParseError`
 ``apierrors.StatusError``          :class:`ApiStatusError`
+``ErrFIFOClosed``                  :class:`FIFOClosedError`
+``ErrRequeue{Err}``                :class:`RequeueError`
+``ErrZeroLengthDeltasObject``      :class:`ZeroLengthDeltasError`
+``"heap is closed"``               :class:`HeapClosedError`
+``"object not found"`` (heap)      :class:`ObjectNotFoundError`
 =================================  ===========================================
 """
 
@@ -29,6 +34,11 @@ from typing import Any
 __all__ = [
     "ApiStatusError",
     "ClientCacheError",
+    "FIFOClosedError",
+    "HeapClosedError",
+    "ObjectNotFoundError",
+    "RequeueError",
+    "ZeroLengthDeltasError",
     "IndexFuncError",
     "IndexNotFoundError",
     "IndexerConflictError",
@@ -155,6 +165,50 @@ class ApiStatusError(ClientCacheError):
         if self.details:
             out["details"] = dict(self.details)
         return out
+
+
+class FIFOClosedError(ClientCacheError):
+    """``pop`` was called on (or was waiting in) a closed queue (Go ``ErrFIFOClosed``)."""
+
+    def __init__(self, message: str = "DeltaFIFO: manipulating with closed queue") -> None:
+        super().__init__(message)
+
+
+class RequeueError(ClientCacheError):
+    """Raised by a ``pop`` process function to put the item back in the queue
+    (Go ``ErrRequeue``).
+
+    ``pop`` re-adds the item (unless its key was queued again meanwhile) and then raises
+    ``err`` if one is given, or returns normally when ``err`` is ``None``.
+    """
+
+    def __init__(self, err: BaseException | None = None) -> None:
+        self.err = err
+        super().__init__(
+            str(err) if err is not None
+            else "the popped item should be requeued without returning an error"
+        )
+
+
+class ZeroLengthDeltasError(ClientCacheError):
+    """A key was asked of an empty ``Deltas`` (Go ``ErrZeroLengthDeltasObject``)."""
+
+    def __init__(self) -> None:
+        super().__init__("0 length Deltas object; can't get key")
+
+
+class HeapClosedError(ClientCacheError):
+    """The heap is closed (Go's ``"heap is closed"`` error)."""
+
+    def __init__(self) -> None:
+        super().__init__("heap is closed")
+
+
+class ObjectNotFoundError(ClientCacheError, LookupError):
+    """``Heap.delete`` of a key that is not in the heap (Go ``"object not found"``)."""
+
+    def __init__(self) -> None:
+        super().__init__("object not found")
 
 
 def new_not_found(group: str, resource: str, name: str) -> ApiStatusError:

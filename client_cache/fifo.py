@@ -1,0 +1,310 @@
+"""The ``Queue`` interface and the simple ``FIFO`` (Go ``tools/cache/fifo.go``).
+
+A *queue* is a store that also hands its items, in order, to a consumer: ``pop(process)``
+waits for an item, removes it, and runs ``process(item, is_in_initial_list)`` **while
+holding the queue's lock**, so that whatever the process function updates (normally the
+informer's indexer) changes atomically with the queue. ``close()`` wakes every blocked
+``pop``, which then raises :class:`~client_cache.errors.FIFOClosedError`.
+
+The lock is re-entrant: a process function that calls back into the same queue works here
+(in Go it deadlocks). Every blocking ``pop`` takes an optional ``timeout`` and raises
+``TimeoutError`` when it passes; waiting uses a condition variable, so an idle consumer
+costs no CPU.
+
+:class:`FIFO` keeps only the latest object per key: adding an object whose key is already
+queued replaces the object and keeps its place in line.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from client_cache.errors import FIFOClosedError, KeyFuncError, RequeueError
+from client_cache.store import KeyFunc, Store
+
+__all__ = [
+    "FIFO",
+    "PopProcessFunc",
+    "Queue",
+    "ReflectorStore",
+    "new_fifo",
+    "pop",
+]
+
+_log = logging.getLogger(__name__)
+
+PopProcessFunc = Callable[[Any, bool], None]
+"""``process(item, is_in_initial_list)``; may raise :class:`RequeueError` (Go
+``PopProcessFunc``)."""
+
+_Objects = list[Any]
+_Keys = list[str]
+
+_SLOW_PROCESS = 0.1  # seconds; a slower process call with a deep queue is logged
+_TRACE_DEPTH = 10
+
+
+@runtime_checkable
+class ReflectorStore(Protocol):
+    """What a Reflector writes to (Go ``ReflectorStore``, v0.33+)."""
+
+    def add(self, obj: Any) -> None: ...
+    def update(self, obj: Any) -> None: ...
+    def delete(self, obj: Any) -> None: ...
+    def replace(self, items: Iterable[Any], resource_version: str) -> None: ...
+    def resync(self) -> None: ...
+
+
+@runtime_checkable
+class Queue(Store, Protocol):
+    """A store with a blocking ``pop`` (Go ``Queue``, v0.32 shape).
+
+    ``has_synced`` is true once the first ``replace`` batch has been popped entirely, or
+    when an add/update/delete came before any replace. ``add_if_not_present`` queues an
+    item only when its key is not queued already (used to requeue).
+    """
+
+    def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Any: ...
+    def add_if_not_present(self, obj: Any) -> None: ...
+    def has_synced(self) -> bool: ...
+    def close(self) -> None: ...
+
+
+class _QueueBase:
+    """Lock, condition, closed flag and initial-population accounting shared by the FIFOs.
+
+    Invariant: ``has_synced`` = populated and the initial population count is zero. The
+    count is set once, by the first ``replace`` when nothing was written before it, and
+    goes down by one for each ``pop`` (by the batch size for ``pop_batch``).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._closed = False
+        self._populated = False
+        self._initial_population_count = 0
+
+    def _empty_locked(self) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the queue: every blocked and future ``pop`` on an empty queue raises
+        :class:`~client_cache.errors.FIFOClosedError`. Writes are still accepted."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    def is_closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
+    def has_synced(self) -> bool:
+        """True once the first replace batch has been popped (or a write came first)."""
+        with self._lock:
+            return self._has_synced_locked()
+
+    def _has_synced_locked(self) -> bool:
+        return self._populated and self._initial_population_count == 0
+
+    def _wait_for_item_locked(self, timeout: float | None, count: bool = True) -> bool:
+        """Block until the queue is non-empty; returns ``is_in_initial_list`` for the
+        item about to be popped and, when ``count``, counts one item off the initial
+        population."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._empty_locked():
+            if self._closed:
+                raise FIFOClosedError()
+            if deadline is None:
+                self._cond.wait()
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("pop timed out waiting for an item")
+                self._cond.wait(remaining)
+        in_initial_list = not self._has_synced_locked()
+        if count and self._initial_population_count > 0:
+            self._initial_population_count -= 1
+        return in_initial_list
+
+    def _process_locked(
+        self,
+        process: PopProcessFunc,
+        item: Any,
+        in_initial_list: bool,
+        *,
+        key: str,
+        depth: int,
+        requeue: Callable[[], None] | None,
+    ) -> None:
+        """Run ``process`` under the lock; requeue on :class:`RequeueError` (raising its
+        inner error, if any); log a slow call when the queue is deep."""
+        start = time.monotonic() if depth > _TRACE_DEPTH else None
+        try:
+            process(item, in_initial_list)
+        except RequeueError as err:
+            if requeue is None:  # this queue does not requeue (RealFIFO, as v0.33+)
+                raise
+            requeue()
+            if err.err is not None:
+                raise err.err from err
+        finally:
+            if start is not None:
+                elapsed = time.monotonic() - start
+                if elapsed > _SLOW_PROCESS:
+                    _log.info(
+                        "%s pop process took %.3fs (ID=%s, Depth=%d): slow event handlers "
+                        "blocking the queue",
+                        type(self).__name__,
+                        elapsed,
+                        key,
+                        depth,
+                    )
+
+
+class FIFO(_QueueBase):
+    """A producer/consumer queue that keeps the newest object per key (Go ``FIFO``).
+
+    * ``add``/``update`` of a queued key replaces the object and keeps its position (no
+      line jumping); of a new key appends it;
+    * ``delete`` removes the object but leaves the key in line; ``pop`` skips such keys
+      (they still count toward the initial population);
+    * ``replace`` drops everything and queues the new list (no deletion events);
+    * ``resync`` re-queues stored keys missing from the line (normally none).
+    """
+
+    def __init__(self, key_func: KeyFunc) -> None:
+        super().__init__()
+        self._key_func = key_func
+        self._items: dict[str, Any] = {}
+        self._queue: deque[str] = deque()
+
+    def _empty_locked(self) -> bool:
+        return not self._queue
+
+    def _key(self, obj: Any) -> str:
+        try:
+            return self._key_func(obj)
+        except Exception as err:
+            raise KeyFuncError(obj, err) from err
+
+    def add(self, obj: Any) -> None:
+        """Queue ``obj`` (replacing a queued object with the same key in place)."""
+        key = self._key(obj)
+        with self._lock:
+            self._populated = True
+            if key not in self._items:
+                self._queue.append(key)
+            self._items[key] = obj
+            self._cond.notify_all()
+
+    update = add
+
+    def add_if_not_present(self, obj: Any) -> None:
+        """Queue ``obj`` only if its key is not stored already."""
+        key = self._key(obj)
+        with self._lock:
+            self._add_if_not_present_locked(key, obj)
+
+    def _add_if_not_present_locked(self, key: str, obj: Any) -> None:
+        self._populated = True
+        if key in self._items:
+            return
+        self._queue.append(key)
+        self._items[key] = obj
+        self._cond.notify_all()
+
+    def delete(self, obj: Any) -> None:
+        """Forget the object; its key stays in line and is skipped by ``pop``."""
+        key = self._key(obj)
+        with self._lock:
+            self._populated = True
+            self._items.pop(key, None)
+
+    def list(self) -> _Objects:
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> _Keys:
+        with self._lock:
+            return list(self._items)
+
+    def get(self, obj: Any) -> tuple[Any, bool]:
+        return self.get_by_key(self._key(obj))
+
+    def get_by_key(self, key: str) -> tuple[Any, bool]:
+        with self._lock:
+            if key in self._items:
+                return self._items[key], True
+            return None, False
+
+    def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Any:
+        """Wait for an item, remove it and run ``process(item, is_in_initial_list)`` under
+        the lock; returns the item. A :class:`RequeueError` from ``process`` puts the item
+        back (and its ``err``, if any, is raised); any other exception propagates and the
+        item stays removed."""
+        with self._lock:
+            while True:
+                in_initial_list = self._wait_for_item_locked(timeout)
+                key = self._queue.popleft()
+                if key not in self._items:
+                    continue  # deleted after it was queued
+                item = self._items.pop(key)
+                self._process_locked(
+                    process,
+                    item,
+                    in_initial_list,
+                    key=key,
+                    depth=len(self._queue),
+                    requeue=functools.partial(self._add_if_not_present_locked, key, item),
+                )
+                return item
+
+    def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
+        """Drop the content and queue ``items`` (later duplicates of a key win). All keys are
+        computed first: a key error raises and leaves the queue unchanged."""
+        new: dict[str, Any] = {}
+        for item in items:
+            new[self._key(item)] = item
+        with self._lock:
+            if not self._populated:
+                self._populated = True
+                self._initial_population_count = len(new)
+            self._items = new
+            self._queue = deque(new)
+            if self._queue:
+                self._cond.notify_all()
+
+    def resync(self) -> None:
+        """Queue every stored key that is not in line."""
+        with self._lock:
+            in_line = set(self._queue)
+            for key in self._items:
+                if key not in in_line:
+                    self._queue.append(key)
+            if self._queue:
+                self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+def new_fifo(key_func: KeyFunc) -> FIFO:
+    """A new :class:`FIFO` (Go ``NewFIFO``)."""
+    return FIFO(key_func)
+
+
+def pop(queue: Queue) -> Any:
+    """Pop one item with a process function that does nothing; ``None`` if the queue is
+    closed (Go's deprecated ``Pop`` helper, kept for tests)."""
+    try:
+        return queue.pop(lambda obj, is_in_initial_list: None)
+    except FIFOClosedError:
+        return None

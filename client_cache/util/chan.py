@@ -1,0 +1,207 @@
+"""A small Go-style buffered channel, the building block of timers and ``select``.
+
+Go code waits on channels (``<-timer.C()``); this port hands out :class:`Chan` objects
+for the same job. A channel has a fixed capacity (timers use 1). ``recv`` blocks until a
+value is there or the timeout passes; ``send`` blocks while the buffer is full, and
+``try_send`` drops the value instead (Go's ``select { case ch <- v: default: }``).
+
+A channel may also become ready *by itself* at a deadline (a real-clock timer): subclasses
+implement :meth:`Chan._due_locked` and :meth:`Chan._deadline_locked`, so a real timer needs
+no thread of its own. :func:`select` waits on several channels and a
+``threading.Event`` at once without polling: channels wake their waiters directly, and the
+stop event is bridged through :func:`stop_chan` (one named daemon thread per event, the
+way Go bridges a stop channel into a context).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["Chan", "select", "stop_chan"]
+
+_Waker = Callable[[], None]
+
+
+class Chan(Generic[T]):
+    """A buffered channel of capacity ``capacity`` (>= 1).
+
+    Values are received in the order sent. There is no ``close``: the library's channels
+    never need one (stop is an event).
+    """
+
+    def __init__(self, capacity: int = 1) -> None:
+        if capacity < 1:
+            raise ValueError("Chan capacity must be >= 1")
+        self._capacity = capacity
+        self._buf: deque[T] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._wakers: list[_Waker] = []
+
+    # -- hooks for self-filling channels (real timers) --------------------------------
+    def _due_locked(self, now: float) -> None:
+        """Move a value into the buffer if one has come due by ``now`` (monotonic)."""
+
+    def _deadline_locked(self) -> float | None:
+        """Monotonic time at which a value comes due by itself, or None."""
+        return None
+
+    # -- internals --------------------------------------------------------------------
+    def _notify_locked(self) -> None:
+        self._cond.notify_all()
+        for waker in list(self._wakers):
+            waker()
+
+    def _put_locked(self, value: T) -> None:
+        self._buf.append(value)
+        self._notify_locked()
+
+    # -- API --------------------------------------------------------------------------
+    def send(self, value: T, timeout: float | None = None) -> bool:
+        """Send, blocking while the buffer is full; False if ``timeout`` passed first."""
+        with self._cond:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while len(self._buf) >= self._capacity:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            self._put_locked(value)
+            return True
+
+    def try_send(self, value: T) -> bool:
+        """Send without blocking; False (value dropped) when the buffer is full."""
+        with self._cond:
+            if len(self._buf) >= self._capacity:
+                return False
+            self._put_locked(value)
+            return True
+
+    def recv(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Receive: ``(value, True)``, or ``(None, False)`` when ``timeout`` passed first."""
+        with self._cond:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                now = time.monotonic()
+                self._due_locked(now)
+                if self._buf:
+                    value = self._buf.popleft()
+                    self._cond.notify_all()  # a blocked sender may proceed
+                    return value, True
+                wait = None if deadline is None else deadline - now
+                due = self._deadline_locked()
+                if due is not None:
+                    wait = due - now if wait is None else min(wait, due - now)
+                if wait is not None and wait <= 0:
+                    if deadline is not None and now >= deadline:
+                        return None, False
+                    continue
+                self._cond.wait(wait)
+
+    def try_recv(self) -> tuple[T | None, bool]:
+        """Receive without blocking."""
+        return self.recv(0)
+
+    def ready(self) -> bool:
+        """Whether a ``recv`` would return at once."""
+        with self._cond:
+            self._due_locked(time.monotonic())
+            return bool(self._buf)
+
+    def __len__(self) -> int:
+        with self._cond:
+            self._due_locked(time.monotonic())
+            return len(self._buf)
+
+    def _add_waker(self, waker: _Waker) -> float | None:
+        """Register ``waker``; returns this channel's own deadline (or None)."""
+        with self._cond:
+            self._wakers.append(waker)
+            return self._deadline_locked()
+
+    def _remove_waker(self, waker: _Waker) -> None:
+        with self._cond, contextlib.suppress(ValueError):
+            self._wakers.remove(waker)
+
+
+class _StopBridge(Chan[None]):
+    """A channel that becomes (and stays) ready once a ``threading.Event`` is set."""
+
+    def __init__(self, event: threading.Event) -> None:
+        super().__init__(1)
+        self._set = False
+        self.event = event
+
+    def fire(self) -> None:
+        with self._cond:
+            self._set = True
+            self._notify_locked()
+
+    def _due_locked(self, now: float) -> None:
+        if self._set and not self._buf:
+            self._buf.append(None)  # level-triggered: every receive sees it
+
+
+_bridges: weakref.WeakKeyDictionary[threading.Event, _StopBridge] = weakref.WeakKeyDictionary()
+_bridges_lock = threading.Lock()
+
+
+def stop_chan(event: threading.Event) -> Chan[None]:
+    """A channel that is ready for ever once ``event`` is set (Go: a closed stop channel).
+
+    The first call for an event starts one named daemon thread that waits for the event and
+    then ends; later calls reuse the same channel. Setting the event ends the thread at once.
+    """
+    with _bridges_lock:
+        bridge = _bridges.get(event)
+        if bridge is not None:
+            return bridge
+        bridge = _StopBridge(event)
+        _bridges[event] = bridge
+    if event.is_set():
+        bridge.fire()
+        return bridge
+
+    def watch() -> None:
+        event.wait()
+        bridge.fire()
+
+    threading.Thread(target=watch, name="client_cache-stop-bridge", daemon=True).start()
+    return bridge
+
+
+def select(chans: Sequence[Chan[T]], timeout: float | None = None) -> tuple[int, T | None]:
+    """Wait until one of ``chans`` has a value and receive it (Go ``select``).
+
+    Returns ``(index, value)``; ``(-1, None)`` when ``timeout`` passed first. When several
+    are ready, the lowest index wins (Go picks at random; no caller here relies on either).
+    """
+    wake = threading.Event()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            wake.clear()
+            own_deadlines = [c._add_waker(wake.set) for c in chans]
+            for i, chan in enumerate(chans):
+                value, ok = chan.try_recv()
+                if ok:
+                    return i, value
+            now = time.monotonic()
+            waits = [d - now for d in own_deadlines if d is not None]
+            if deadline is not None:
+                if now >= deadline:
+                    return -1, None
+                waits.append(deadline - now)
+            wake.wait(max(0.0, min(waits)) if waits else None)
+            for chan in chans:
+                chan._remove_waker(wake.set)
+    finally:
+        for chan in chans:
+            chan._remove_waker(wake.set)

@@ -1,0 +1,194 @@
+"""util/clock.py and util/chan.py: fake-clock semantics of k8s.io/utils/clock/testing."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from client_cache.util.chan import Chan, select, stop_chan
+from client_cache.util.clock import FakeClock, IntervalClock, RealClock
+
+T0 = 1_700_000_000.0
+
+
+def test_fake_clock_now_since_step_set_time() -> None:
+    clock = FakeClock(T0)
+    assert clock.now() == T0
+    clock.step(2.5)
+    assert clock.now() == T0 + 2.5
+    assert clock.since(T0) == 2.5
+    clock.set_time(T0 + 100)
+    assert clock.since(T0) == 100
+    clock.sleep(1)  # sleep is step, does not block
+    assert clock.now() == T0 + 101
+
+
+def test_fake_timer_fires_at_target_inclusive() -> None:
+    clock = FakeClock(T0)
+    timer = clock.new_timer(10)
+    assert clock.has_waiters()
+    clock.step(9.999)
+    assert not timer.c().ready()
+    clock.step(0.001)  # exactly the target fires
+    assert timer.c().recv(0) == (T0 + 10, True)
+    assert not clock.has_waiters()
+    assert timer.stop() is False  # already fired
+
+
+def test_fake_timer_zero_duration_waits_for_next_step() -> None:
+    clock = FakeClock(T0)
+    ch = clock.after(0)
+    assert not ch.ready()
+    clock.step(0)
+    assert ch.recv(0) == (T0, True)
+
+
+def test_fake_timer_stop_and_reset() -> None:
+    clock = FakeClock(T0)
+    timer = clock.new_timer(5)
+    assert timer.stop() is True
+    assert not clock.has_waiters()
+    clock.step(10)
+    assert not timer.c().ready()
+    assert timer.reset(3) is False  # was not active
+    assert clock.has_waiters()
+    assert timer.reset(4) is True  # active: moves the target
+    clock.step(3)
+    assert not timer.c().ready()
+    clock.step(1)
+    assert timer.c().recv(0) == (T0 + 14, True)
+
+
+def test_fake_ticker_collapses_missed_ticks_and_stop_is_noop() -> None:
+    clock = FakeClock(T0)
+    ticker = clock.new_ticker(1)
+    clock.step(3.5)  # three periods pass: one tick pending, re-armed at T0+4
+    assert ticker.c().recv(0) == (T0 + 3.5, True)
+    assert not ticker.c().ready()
+    clock.step(0.4)
+    assert not ticker.c().ready()
+    clock.step(0.1)
+    assert ticker.c().recv(0) == (T0 + 4.0, True)
+    ticker.stop()
+    assert clock.has_waiters()  # upstream's fake ticker stays registered
+    assert not FakeClock(T0).tick(0).ready()
+
+
+def test_fake_after_func_runs_inside_step() -> None:
+    clock = FakeClock(T0)
+    seen: list[float] = []
+    clock.after_func(2, lambda: seen.append(clock.now()))
+    clock.step(1)
+    assert seen == []
+    clock.step(1)
+    assert seen == [T0 + 2]
+
+
+def test_thread_blocked_on_fake_timer_is_released_by_step() -> None:
+    clock = FakeClock(T0)
+    got: list[float | None] = []
+    registered = threading.Event()
+
+    def waiter() -> None:
+        ch = clock.after(30)
+        registered.set()
+        value, _ = ch.recv(5)
+        got.append(value)
+
+    t = threading.Thread(target=waiter, name="test-fake-waiter", daemon=True)
+    t.start()
+    assert registered.wait(5)
+    assert clock.has_waiters()
+    clock.step(30)
+    t.join(5)
+    assert got == [T0 + 30]
+
+
+def test_interval_clock() -> None:
+    clock = IntervalClock(T0, 0.5)
+    assert clock.now() == T0 + 0.5
+    assert clock.now() == T0 + 1.0
+    assert clock.since(T0) == 1.5
+    with pytest.raises(NotImplementedError):
+        clock.new_timer(1)
+
+
+def test_real_timer_and_ticker() -> None:
+    clock = RealClock()
+    start = time.monotonic()
+    timer = clock.new_timer(0.05)
+    value, ok = timer.c().recv(2)
+    assert ok and value is not None
+    assert time.monotonic() - start >= 0.05
+    assert timer.stop() is False
+    timer2 = clock.new_timer(10)
+    assert timer2.stop() is True
+    assert timer2.c().recv(0.05) == (None, False)
+    ticker = clock.new_ticker(0.02)
+    for _ in range(3):
+        assert ticker.c().recv(2)[1]
+    ticker.stop()
+    assert ticker.c().recv(0.06) == (None, False)
+    with pytest.raises(ValueError):
+        clock.new_ticker(0)
+
+
+def test_real_after_func_and_stop() -> None:
+    clock = RealClock()
+    fired = threading.Event()
+    timer = clock.after_func(0.01, fired.set)
+    assert fired.wait(2)
+    assert timer.stop() is False
+    never = threading.Event()
+    timer2 = clock.after_func(5, never.set)
+    assert timer2.stop() is True
+    assert not never.is_set()
+
+
+def test_chan_send_recv_capacity() -> None:
+    ch: Chan[int] = Chan(2)
+    assert ch.try_send(1) and ch.try_send(2)
+    assert not ch.try_send(3)
+    assert ch.send(3, timeout=0.01) is False
+    assert len(ch) == 2
+    assert ch.recv() == (1, True)
+    assert ch.recv() == (2, True)
+    assert ch.try_recv() == (None, False)
+    with pytest.raises(ValueError):
+        Chan(0)
+
+
+def test_select_wakes_on_stop_event_and_timer() -> None:
+    stop = threading.Event()
+    clock = FakeClock(T0)
+    timer = clock.new_timer(5)
+    done = stop_chan(stop)
+    result: list[tuple[int, object]] = []
+
+    def run() -> None:
+        result.append(select([done, timer.c()], timeout=5))
+
+    t = threading.Thread(target=run, name="test-select", daemon=True)
+    t.start()
+    clock.step(5)
+    t.join(5)
+    assert result == [(1, T0 + 5)]
+
+    t = threading.Thread(target=run, name="test-select-2", daemon=True)
+    t.start()
+    stop.set()
+    t.join(5)
+    assert result[1] == (0, None)
+    # the stop channel stays ready (a closed Go channel)
+    assert select([done], timeout=0) == (0, None)
+    assert select([done], timeout=0) == (0, None)
+    assert stop_chan(stop) is done
+
+
+def test_select_timeout_and_real_deadline() -> None:
+    ch: Chan[int] = Chan(1)
+    assert select([ch], timeout=0.02) == (-1, None)
+    idx, value = select([ch, RealClock().after(0.02)], timeout=2)
+    assert idx == 1 and isinstance(value, float)

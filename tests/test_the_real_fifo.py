@@ -1,0 +1,516 @@
+"""the_real_fifo.go (the_real_fifo_test.go, client-go v0.35), scenario by scenario."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from client_cache import FIFOClosedError, KeyFuncError, RequeueError
+from client_cache.delta_fifo import Delta, Deltas, DeltaType
+from client_cache.store import DeletedFinalStateUnknown as DFSU
+from client_cache.the_real_fifo import (
+    RealFIFO,
+    RealFIFOOptions,
+    new_real_fifo,
+    new_real_fifo_with_options,
+)
+from tests.fixtures import LiteralListerGetter, fifo_key, known, mk, newest, pop2
+
+ADDED, UPDATED, DELETED, REPLACED, SYNC = (
+    DeltaType.ADDED,
+    DeltaType.UPDATED,
+    DeltaType.DELETED,
+    DeltaType.REPLACED,
+    DeltaType.SYNC,
+)
+
+
+def D(t: DeltaType, obj: Any) -> Delta:  # noqa: N802 - reads like the upstream tables
+    return Delta(t, obj)
+
+
+def rfifo(known_objects: Any = None, transformer: Any = None, batch: int = 1000) -> RealFIFO:
+    return new_real_fifo_with_options(
+        RealFIFOOptions(
+            key_function=fifo_key,
+            known_objects=known_objects if known_objects is not None else known(),
+            transformer=transformer,
+            batch_size=batch,
+        )
+    )
+
+
+def pop_all(f: RealFIFO) -> list[Delta]:
+    """Pop everything queued, concatenating the one-delta Deltas (``collapseDeltas``)."""
+    out: list[Delta] = []
+    while len(f):
+        deltas = f.pop(lambda o, i: None, timeout=1)
+        assert len(deltas) == 1
+        out.extend(deltas)
+    return out
+
+
+def test_known_objects_required() -> None:
+    with pytest.raises(ValueError, match="known_objects must be provided"):
+        new_real_fifo(fifo_key, None)  # type: ignore[arg-type]
+
+
+def test_basic_two_producers_keep_their_order() -> None:
+    """TestRealFIFO_basic."""
+    f = rfifo()
+    amount = 300
+
+    def produce(prefix: str, kind: type) -> None:
+        for i in range(amount):
+            f.add(mk(f"{prefix}{i}", kind(i + 1)))
+
+    threads = [
+        threading.Thread(target=produce, args=("a", int), name="test-rprod-a", daemon=True),
+        threading.Thread(target=produce, args=("b", float), name="test-rprod-b", daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    last_int, last_float = 0, 0.0
+    for _ in range(2 * amount):
+        obj = newest(f.pop(lambda o, i: None, timeout=5))
+        if isinstance(obj.val, int):
+            assert obj.val > last_int
+            last_int = obj.val
+        else:
+            assert obj.val > last_float
+            last_float = obj.val
+    for t in threads:
+        t.join(5)
+
+
+def test_replace_with_delete_delta_in() -> None:
+    """TestRealFIFO_replaceWithDeleteDeltaIn."""
+    old, new = mk("foo", 1), mk("foo", 2)
+    f = rfifo(known(old))
+    f.delete(old)
+    f.replace([new], "")
+    assert list(f._items) == [D(DELETED, old), D(REPLACED, new)]
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("add-replace-empty", "A D*"),
+        ("add-delete-replace", "A D"),
+        ("replaced-twice", "A R R D*"),
+        ("double-replace-empty", "A D*"),
+        ("readd-then-replace", "A D A2 D*2"),
+    ],
+)
+def test_replace_makes_deletions_for_objects_only_in_queue(case: str, expected: str) -> None:
+    """TestRealFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue."""
+    obj, obj2 = mk("foo", 2), mk("foo", 3)
+    f = rfifo()
+    f.add(obj)
+    if case == "add-replace-empty":
+        f.replace([], "0")
+    elif case == "add-delete-replace":
+        f.delete(obj)
+        f.replace([], "0")
+    elif case == "replaced-twice":
+        f.replace([obj], "0")
+        f.replace([obj], "0")
+        f.replace([], "0")
+    elif case == "double-replace-empty":
+        f.replace([], "0")
+        f.replace([], "1")
+    else:
+        f.delete(obj)
+        f.add(obj2)
+        f.replace([], "0")
+    table = {
+        "A": D(ADDED, obj),
+        "A2": D(ADDED, obj2),
+        "R": D(REPLACED, obj),
+        "D": D(DELETED, obj),
+        "D*": D(DELETED, DFSU("foo", obj)),
+        "D*2": D(DELETED, DFSU("foo", obj2)),
+    }
+    assert pop_all(f) == [table[t] for t in expected.split()]
+    assert len(f) == 0
+
+
+def test_add_update_deliver_every_event() -> None:
+    """TestRealFIFO_addUpdate."""
+    f = rfifo()
+    f.add(mk("foo", 10))
+    f.update(mk("foo", 12))
+    f.delete(mk("foo", 15))
+    assert pop_all(f) == [
+        D(ADDED, mk("foo", 10)),
+        D(UPDATED, mk("foo", 12)),
+        D(DELETED, mk("foo", 15)),
+    ]
+
+
+def test_transformer() -> None:
+    """TestRealFIFO_transformer: each non-tombstone object transformed once."""
+    calls: list[Any] = []
+
+    def transform(obj: Any) -> Any:
+        assert not isinstance(obj, DFSU)
+        calls.append(obj)
+        return mk(obj.name, ("t", obj.val))
+
+    f = rfifo(transformer=transform)
+    f.add(mk("foo", 10))
+    f.add(mk("bar", 11))
+    f.update(mk("foo", 12))
+    f.delete(mk("foo", 15))
+    f.replace([], "")
+    f.add(mk("bar", 16))
+    f.replace([], "")
+    got = pop_all(f)
+    assert calls == [mk("foo", 10), mk("bar", 11), mk("foo", 12), mk("foo", 15), mk("bar", 16)]
+    assert got == [
+        D(ADDED, mk("foo", ("t", 10))),
+        D(ADDED, mk("bar", ("t", 11))),
+        D(UPDATED, mk("foo", ("t", 12))),
+        D(DELETED, mk("foo", ("t", 15))),
+        D(DELETED, DFSU("bar", mk("bar", ("t", 11)))),
+        D(ADDED, mk("bar", ("t", 16))),
+        D(DELETED, DFSU("bar", mk("bar", ("t", 16)))),
+    ]
+
+
+def test_enqueueing_no_lister() -> None:
+    """TestRealFIFO_enqueueingNoLister: a delete of an unknown key IS queued."""
+    f = rfifo()
+    f.add(mk("foo", 10))
+    f.update(mk("bar", 15))
+    f.add(mk("qux", 17))
+    f.delete(mk("qux", 18))
+    f.delete(mk("baz", 20))
+    assert [d.object.val for d in pop_all(f)] == [10, 15, 17, 18, 20]
+
+
+def test_enqueueing_with_lister() -> None:
+    """TestRealFIFO_enqueueingWithLister."""
+    f = rfifo(known(mk("foo", 5), mk("bar", 6), mk("baz", 7)))
+    f.add(mk("foo", 10))
+    f.update(mk("bar", 15))
+    f.delete(mk("baz", 20))
+    assert [d.object.val for d in pop_all(f)] == [10, 15, 20]
+
+
+def test_add_replace() -> None:
+    """TestRealFIFO_addReplace."""
+    f = rfifo()
+    f.add(mk("foo", 10))
+    f.replace([mk("foo", 15)], "0")
+    assert pop_all(f) == [D(ADDED, mk("foo", 10)), D(REPLACED, mk("foo", 15))]
+
+
+def test_resync_non_existing() -> None:
+    """TestRealFIFO_ResyncNonExisting."""
+    f = rfifo(known(mk("foo", 5)))
+    f.delete(mk("foo", 10))
+    f.resync()
+    assert list(f._items) == [D(DELETED, mk("foo", 10))]
+
+
+def test_resync() -> None:
+    """TestRealFIFO_Resync."""
+    f = rfifo(known(mk("foo", 5)))
+    f.resync()
+    assert list(f._items) == [D(SYNC, mk("foo", 5))]
+
+
+def test_delete_existing_non_propagated() -> None:
+    """TestRealFIFO_DeleteExistingNonPropagated."""
+    f = rfifo()
+    f.add(mk("foo", 5))
+    f.delete(mk("foo", 6))
+    assert list(f._items) == [D(ADDED, mk("foo", 5)), D(DELETED, mk("foo", 6))]
+
+
+def test_replace_makes_deletions() -> None:
+    """TestRealFIFO_ReplaceMakesDeletions: tombstones come before the Replaced items."""
+    foo5, bar6, baz7 = mk("foo", 5), mk("bar", 6), mk("baz", 7)
+    # (1)
+    f = rfifo(known(foo5, bar6, baz7))
+    f.delete(mk("baz", 10))
+    f.replace([foo5], "0")
+    assert pop_all(f) == [
+        D(DELETED, mk("baz", 10)),
+        D(DELETED, DFSU("bar", bar6)),
+        D(REPLACED, foo5),
+    ]
+    # (2)
+    f = rfifo(known(foo5, bar6, baz7))
+    f.add(mk("baz", 10))
+    f.replace([foo5], "0")
+    assert pop_all(f) == [
+        D(ADDED, mk("baz", 10)),
+        D(DELETED, DFSU("baz", mk("baz", 10))),
+        D(DELETED, DFSU("bar", bar6)),
+        D(REPLACED, foo5),
+    ]
+    # (3)
+    f = rfifo(known(foo5, bar6, baz7))
+    f.delete(bar6)
+    f.add(mk("bar", 100))
+    f.replace([foo5], "0")
+    assert pop_all(f) == [
+        D(DELETED, bar6),
+        D(ADDED, mk("bar", 100)),
+        D(DELETED, DFSU("bar", mk("bar", 100))),
+        D(DELETED, DFSU("baz", baz7)),
+        D(REPLACED, foo5),
+    ]
+    # (4)
+    f = rfifo(known(foo5, bar6, baz7))
+    f.replace([mk("bar", 100), foo5], "0")
+    f.replace([foo5], "0")
+    assert pop_all(f) == [
+        D(DELETED, DFSU("baz", baz7)),
+        D(REPLACED, mk("bar", 100)),
+        D(REPLACED, foo5),
+        D(DELETED, DFSU("bar", mk("bar", 100))),
+        D(REPLACED, foo5),
+    ]
+    # (5) empty known objects
+    f = rfifo()
+    f.add(mk("baz", 10))
+    f.replace([foo5], "0")
+    assert pop_all(f) == [
+        D(ADDED, mk("baz", 10)),
+        D(DELETED, DFSU("baz", mk("baz", 10))),
+        D(REPLACED, foo5),
+    ]
+
+
+def test_replace_makes_deletions_replaced() -> None:
+    """TestRealFIFO_ReplaceMakesDeletionsReplaced."""
+    f = rfifo(known(mk("foo", 5), mk("bar", 6), mk("baz", 7)))
+    f.delete(mk("baz", 10))
+    f.replace([mk("foo", 6)], "0")
+    assert pop_all(f) == [
+        D(DELETED, mk("baz", 10)),
+        D(DELETED, DFSU("bar", mk("bar", 6))),
+        D(REPLACED, mk("foo", 6)),
+    ]
+
+
+def test_replace_known_lookup_failures_place_empty_tombstones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Flaky(LiteralListerGetter):
+        def get_by_key(self, key: str) -> tuple[Any, bool]:
+            if key == "gone":
+                return None, False
+            raise RuntimeError("lookup failed")
+
+    f = rfifo(Flaky(lambda: [mk("gone", 1), mk("broken", 2)]))
+    f.replace([], "0")
+    assert pop_all(f) == [D(DELETED, DFSU("gone", None)), D(DELETED, DFSU("broken", None))]
+    text = caplog.text
+    assert "key does not exist in known objects store" in text
+    assert "error during lookup" in text
+
+
+def test_update_resync_race() -> None:
+    """TestRealFIFO_UpdateResyncRace."""
+    f = rfifo(known(mk("foo", 5)))
+    f.update(mk("foo", 6))
+    f.resync()
+    assert pop_all(f) == [D(UPDATED, mk("foo", 6))]
+
+
+def test_has_synced_correct_on_deletion() -> None:
+    """TestRealFIFO_HasSyncedCorrectOnDeletion."""
+    foo5, bar6, baz7 = mk("foo", 5), mk("bar", 6), mk("baz", 7)
+    f = rfifo(known(foo5, bar6, baz7))
+    f.replace([foo5], "0")
+    for want in (D(DELETED, DFSU("bar", bar6)), D(DELETED, DFSU("baz", baz7)), D(REPLACED, foo5)):
+        assert not f.has_synced()
+        got, initial = pop2(f)
+        assert got == Deltas([want]) and initial is True
+    assert f.has_synced()
+
+
+def test_detect_line_jumpers() -> None:
+    """TestRealFIFO_detectLineJumpers: no coalescing, no line jumping."""
+    f = rfifo()
+    for name, val in [("foo", 10), ("bar", 1), ("foo", 11), ("foo", 13), ("zab", 30)]:
+        f.add(mk(name, val))
+    assert newest(f.pop(lambda o, i: None)).val == 10
+    f.add(mk("foo", 14))
+    assert [d.object.val for d in pop_all(f)] == [1, 11, 13, 30, 14]
+
+
+def test_key_of() -> None:
+    """TestRealFIFO_KeyOf."""
+    f = rfifo()
+    assert f.key_of(mk("A", 1)) == "A"
+    assert f.key_of(DFSU("B", None)) == "B"
+    assert f.key_of(Deltas([D(ADDED, mk("C", 1))])) == "C"
+    assert f.key_of(Deltas([D(DELETED, DFSU("D", None))])) == "D"
+    assert f.key_of(D(UPDATED, mk("E", 1))) == "E"
+    with pytest.raises(KeyFuncError):
+        f.key_of(Deltas())
+
+
+@pytest.mark.parametrize(
+    ("actions", "synced"),
+    [
+        ([], False),
+        (["add a"], True),
+        (["replace"], True),
+        (["replace a b"], False),
+        (["replace a b", "pop"], False),
+        (["replace a b", "pop", "pop"], True),
+        (["replace a a2", "pop"], False),  # duplicates are two items here
+        (["replace a a2", "pop", "pop"], True),
+    ],
+)
+def test_has_synced(actions: list[str], synced: bool) -> None:
+    """TestRealFIFO_HasSynced."""
+    f = rfifo()
+    for action in actions:
+        if action == "add a":
+            f.add(mk("a", 1))
+        elif action == "replace":
+            f.replace([], "0")
+        elif action == "replace a b":
+            f.replace([mk("a", 1), mk("b", 2)], "0")
+        elif action == "replace a a2":
+            f.replace([mk("a", 1), mk("a", 2)], "0")
+        else:
+            f.pop(lambda o, i: None, timeout=1)
+    assert f.has_synced() is synced
+
+
+def test_initial_population_counts_items_queued_before_replace() -> None:
+    f = rfifo()
+    f._items.append(D(ADDED, mk("pre", 1)))  # queued without marking populated
+    f.replace([mk("a", 1)], "0")
+    assert f._initial_population_count == 3  # pre, its tombstone, and a
+    for _ in range(3):
+        assert pop2(f)[1] is True
+    assert f.has_synced()
+
+
+def test_pop_should_unblock_when_closed() -> None:
+    """TestRealFIFO_PopShouldUnblockWhenClosed."""
+    f = rfifo(known(mk("foo", 5)))
+    errors: list[BaseException] = []
+    started = threading.Barrier(11)
+
+    def blocked() -> None:
+        started.wait(5)
+        try:
+            f.pop(lambda o, i: None)
+        except FIFOClosedError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=blocked, name=f"test-rf-pop-{i}", daemon=True)
+               for i in range(10)]
+    for t in threads:
+        t.start()
+    started.wait(5)
+    f.close()
+    for t in threads:
+        t.join(1.0)
+        assert not t.is_alive()
+    assert len(errors) == 10
+    with pytest.raises(FIFOClosedError):
+        f.pop_batch(lambda batch, initial: None)
+
+
+def o(n: int) -> Any:
+    return mk(f"o{n}", n)
+
+
+@pytest.mark.parametrize(
+    ("initial", "actions", "batch", "expected"),
+    [
+        ([1, 2, 3], [], 1000, [["R1", "R2", "R3"]]),
+        ([1, 2], [3, 4], 2, [["R1", "R2"], ["U3", "U4"]]),
+        ([1], [1, 1], 1000, [["R1"], ["U1"], ["U1"]]),
+        ([1, 2], [2, 3], 1000, [["R1", "R2"], ["U2", "U3"]]),
+        ([1, 2, 3], [2], 1000, [["R1", "R2", "R3"], ["U2"]]),
+        ([1, 2, 3], [], 2, [["R1", "R2"], ["R3"]]),
+        (None, [1, 2, 3], 2, [["U1", "U2"], ["U3"]]),
+        ([1, 2, 3], [4], 2, [["R1", "R2"], ["R3"], ["U4"]]),
+    ],
+)
+def test_pop_multiple_deltas_in_batch(
+    initial: list[int] | None, actions: list[int], batch: int, expected: list[list[str]]
+) -> None:
+    """TestRealFIFO_PopMultipleDeltaInBatch."""
+    f = rfifo(batch=batch)
+    if initial is not None:
+        f.replace([o(n) for n in initial], "")
+    for n in actions:
+        f.update(o(n))
+    got: list[list[str]] = []
+    initial_items: list[str] = []
+    while len(f):
+
+        def process(deltas: list[Delta], in_initial: bool) -> None:
+            names = [f"{'R' if d.type is REPLACED else 'U'}{d.object.val}" for d in deltas]
+            got.append(names)
+            if in_initial:
+                initial_items.extend(names)
+
+        f.pop_batch(process, timeout=1)
+    assert got == expected
+    assert initial_items == [f"R{n}" for n in (initial or [])]
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        ([3], [[3]]),
+        ([1, 2, 3], [[1, 2, 3]]),
+        ([1, 2, 3, 4], [[1, 2, 3], [4]]),
+        ([3, 1, 4], [[3], [1, 4]]),
+    ],
+)
+def test_pop_broken_items_in_batch(items: list[int], expected: list[list[int]]) -> None:
+    """TestRealFIFO_PopBrokenItemsInBatch: an unkeyable item closes its batch."""
+    f = rfifo()
+    for n in items:
+        f._items.append(D(ADDED, mk("bad", n) if n in (3, 4) else o(n)))
+
+    def flaky_key(obj: Any) -> str:
+        if obj.name == "bad":
+            raise ValueError("no key")
+        return str(obj.name)
+
+    f._key_func = flaky_key
+    got: list[list[int]] = []
+    while len(f):
+        f.pop_batch(lambda ds, i: got.append([d.object.val for d in ds]), timeout=1)
+    assert got == expected
+
+
+def test_requeue_is_not_supported() -> None:
+    f = rfifo()
+    f.add(mk("a", 1))
+
+    def requeue(obj: Any, initial: bool) -> None:
+        raise RequeueError()
+
+    with pytest.raises(RequeueError):
+        f.pop(requeue)
+    assert len(f) == 0
+
+
+def test_key_errors_leave_queue_unchanged() -> None:
+    f = rfifo(known(mk("k", 1)))
+    f.add(mk("a", 1))
+    for op in (f.add, f.update, f.delete):
+        with pytest.raises(KeyFuncError):
+            op("unkeyable")
+    with pytest.raises(KeyFuncError):
+        f.replace([mk("b", 1), "unkeyable"], "1")
+    assert list(f._items) == [D(ADDED, mk("a", 1))]

@@ -1,25 +1,63 @@
 """client_cache: a faithful, threaded Python port of client-go's ``tools/cache``.
 
-This package re-exports the public API of Go's package ``cache``; the selector languages
-live in :mod:`client_cache.labels` and :mod:`client_cache.fields`, object metadata access
-in :mod:`client_cache.meta`, and exceptions in :mod:`client_cache.errors`.
+This package re-exports the public API of Go's package ``cache``: stores, indexers,
+listers, the FIFO queues, heaps, expiring and mutation caches. The selector languages live
+in :mod:`client_cache.labels` and :mod:`client_cache.fields`, object metadata access in
+:mod:`client_cache.meta`, clocks and wait helpers in :mod:`client_cache.util`, and
+exceptions in :mod:`client_cache.errors` (all re-exported here).
 """
 
+from client_cache.delta_fifo import (
+    Delta,
+    DeltaFIFO,
+    DeltaFIFOOptions,
+    Deltas,
+    DeltaType,
+    TransformFunc,
+    new_delta_fifo,
+    new_delta_fifo_with_options,
+)
 from client_cache.errors import (
     ApiStatusError,
     ClientCacheError,
     FIFOClosedError,
     HeapClosedError,
-    ObjectNotFoundError,
-    RequeueError,
-    ZeroLengthDeltasError,
     IndexerConflictError,
     IndexFuncError,
     IndexNotFoundError,
     InvalidKeyError,
     KeyFuncError,
     MetaAccessError,
+    ObjectNotFoundError,
+    RequeueError,
     SelectorParseError,
+    ZeroLengthDeltasError,
+)
+from client_cache.expiration_cache import (
+    ExpirationCache,
+    ExpirationPolicy,
+    FakeExpirationPolicy,
+    TimestampedEntry,
+    TTLPolicy,
+    new_expiration_store,
+    new_fake_expiration_store,
+    new_ttl_store,
+)
+from client_cache.fake_custom_store import (
+    FakeCustomStore,
+)
+from client_cache.fifo import (
+    FIFO,
+    PopProcessFunc,
+    Queue,
+    ReflectorStore,
+    new_fifo,
+    pop,
+)
+from client_cache.heap import (
+    Heap,
+    LessFunc,
+    new_heap,
 )
 from client_cache.index import (
     NAMESPACE_INDEX,
@@ -32,6 +70,7 @@ from client_cache.index import (
     meta_namespace_index_func,
 )
 from client_cache.listers import (
+    NAMESPACE_ALL,
     AppendFunc,
     GenericLister,
     GenericNamespaceLister,
@@ -39,7 +78,22 @@ from client_cache.listers import (
     list_all_by_namespace,
     new_generic_lister,
 )
+from client_cache.mutation_cache import (
+    LRUExpireCache,
+    MutationCache,
+    ResourceVersionComparator,
+    new_integer_resource_version_mutation_cache,
+)
+from client_cache.mutation_detector import (
+    ENV_VAR,
+    CacheMutationError,
+    DefaultCacheMutationDetector,
+    MutationDetector,
+    mutation_detection_enabled,
+    new_cache_mutation_detector,
+)
 from client_cache.object_names import (
+    NamespacedName,
     ObjectName,
     deletion_handling_object_to_name,
     meta_object_to_name,
@@ -62,28 +116,52 @@ from client_cache.store import (
     new_store,
     split_meta_namespace_key,
 )
+from client_cache.the_real_fifo import (
+    DEFAULT_BATCH_SIZE,
+    ProcessBatchFunc,
+    RealFIFO,
+    RealFIFOOptions,
+    new_real_fifo,
+    new_real_fifo_with_options,
+)
 from client_cache.thread_safe_store import (
     ThreadSafeMap,
     ThreadSafeStore,
     new_thread_safe_store,
 )
+from client_cache.undelta_store import (
+    PushFunc,
+    UndeltaStore,
+    new_undelta_store,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "NAMESPACE_INDEX",
     "ApiStatusError",
-    "FIFOClosedError",
-    "HeapClosedError",
-    "ObjectNotFoundError",
-    "RequeueError",
-    "ZeroLengthDeltasError",
     "AppendFunc",
+    "CacheMutationError",
     "ClientCacheError",
+    "DEFAULT_BATCH_SIZE",
+    "DefaultCacheMutationDetector",
     "DeletedFinalStateUnknown",
+    "Delta",
+    "DeltaFIFO",
+    "DeltaFIFOOptions",
+    "DeltaType",
+    "Deltas",
+    "ENV_VAR",
+    "ExpirationCache",
+    "ExpirationPolicy",
     "ExplicitKey",
+    "FIFO",
+    "FIFOClosedError",
+    "FakeCustomStore",
+    "FakeExpirationPolicy",
     "GenericLister",
     "GenericNamespaceLister",
+    "Heap",
+    "HeapClosedError",
     "Index",
     "IndexFunc",
     "IndexFuncError",
@@ -98,12 +176,34 @@ __all__ = [
     "KeyGetter",
     "KeyLister",
     "KeyListerGetter",
+    "LRUExpireCache",
+    "LessFunc",
     "MetaAccessError",
+    "MutationCache",
+    "MutationDetector",
+    "NAMESPACE_ALL",
+    "NAMESPACE_INDEX",
+    "NamespacedName",
     "ObjectName",
+    "ObjectNotFoundError",
+    "PopProcessFunc",
+    "ProcessBatchFunc",
+    "PushFunc",
+    "Queue",
+    "RealFIFO",
+    "RealFIFOOptions",
+    "ReflectorStore",
+    "RequeueError",
+    "ResourceVersionComparator",
     "SelectorParseError",
     "Store",
+    "TTLPolicy",
     "ThreadSafeMap",
     "ThreadSafeStore",
+    "TimestampedEntry",
+    "TransformFunc",
+    "UndeltaStore",
+    "ZeroLengthDeltasError",
     "deletion_handling_meta_namespace_key_func",
     "deletion_handling_object_to_name",
     "index_func_to_key_func_adapter",
@@ -112,13 +212,27 @@ __all__ = [
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "meta_object_to_name",
+    "mutation_detection_enabled",
     "namespaced_name_as_object_name",
+    "new_cache_mutation_detector",
+    "new_delta_fifo",
+    "new_delta_fifo_with_options",
+    "new_expiration_store",
+    "new_fake_expiration_store",
+    "new_fifo",
     "new_generic_lister",
+    "new_heap",
     "new_indexer",
+    "new_integer_resource_version_mutation_cache",
     "new_object_name",
+    "new_real_fifo",
+    "new_real_fifo_with_options",
     "new_store",
     "new_thread_safe_store",
+    "new_ttl_store",
+    "new_undelta_store",
     "object_to_name",
     "parse_object_name",
+    "pop",
     "split_meta_namespace_key",
 ]

@@ -6,7 +6,13 @@ import threading
 import time
 from collections.abc import Iterator
 
+import freezegun
 import pytest
+
+# freezegun scans every loaded module when it starts; touching the kubernetes client's lazily
+# loaded pydantic models then makes pydantic build schemas against freezegun's fake datetime
+# class and fail. Those packages never need frozen time here.
+freezegun.configure(extend_ignore_list=["kubernetes", "pydantic", "pydantic_core"])
 
 
 def _alive_threads() -> set[threading.Thread]:

@@ -35,11 +35,13 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (
 )
 
 
-def D(t: DeltaType, obj: Any) -> Delta:  # noqa: N802 - reads like the upstream tables
+def D(t: DeltaType, obj: Any) -> Delta:
     return Delta(t, obj)
 
 
-def fifo(known_objects: Any = None, *, replaced: bool = False, transformer: Any = None) -> DeltaFIFO:
+def fifo(
+    known_objects: Any = None, *, replaced: bool = False, transformer: Any = None
+) -> DeltaFIFO:
     return new_delta_fifo_with_options(
         DeltaFIFOOptions(
             key_function=fifo_key,
@@ -167,7 +169,7 @@ def test_requeue_on_pop() -> None:
     def requeue_err(obj: Any, initial: bool) -> None:
         raise RequeueError(ValueError("retry me"))
 
-    with pytest.raises(ValueError, match="^retry me$"):
+    with pytest.raises(ValueError, match=r"^retry me$"):
         f.pop(requeue_err)
     assert f.get_by_key("foo")[1]
 

@@ -66,7 +66,7 @@ def test_requeue_on_pop() -> None:
     def requeue_err(obj: Any, initial: bool) -> None:
         raise RequeueError(ValueError("try again"))
 
-    with pytest.raises(ValueError, match="^try again$"):
+    with pytest.raises(ValueError, match=r"^try again$"):
         f.pop(requeue_err)
     assert f.get_by_key("foo")[1]
     f.pop(lambda o, i: None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -185,7 +186,7 @@ def test_add_after_close() -> None:
     h.close()
     for call in (lambda: h.add(mk("a", 1)), lambda: h.add_if_not_present(mk("a", 1)),
                  lambda: h.bulk_add([mk("a", 1)])):
-        with pytest.raises(HeapClosedError, match="^heap is closed$"):
+        with pytest.raises(HeapClosedError, match=r"^heap is closed$"):
             call()
     h.delete(mk("kept", 0))  # delete does not check closed
     assert len(h) == 0
@@ -203,8 +204,6 @@ def test_pop_timeout_and_key_errors() -> None:
 
 
 def test_random_operations_keep_heap_order() -> None:
-    import random
-
     rnd = random.Random(7)
     h = heap()
     model: dict[str, Any] = {}

@@ -27,7 +27,7 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (
 )
 
 
-def D(t: DeltaType, obj: Any) -> Delta:  # noqa: N802 - reads like the upstream tables
+def D(t: DeltaType, obj: Any) -> Delta:
     return Delta(t, obj)
 
 

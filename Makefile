@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint clean
+.PHONY: venv test lint bench clean
 
 venv: $(STAMP)
 
@@ -18,8 +18,11 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(PY) -m ruff check client_cache tests examples
+	$(PY) -m ruff check client_cache tests examples bench
 	$(PY) -m mypy --strict client_cache
+
+bench: $(STAMP)
+	$(PY) -m bench.bench_queues
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -45,6 +45,7 @@ from client_cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
     KeyListerGetter,
+    checked_key,
     meta_namespace_key_func,
 )
 
@@ -131,6 +132,21 @@ class DeltaFIFOOptions:
     transformer: TransformFunc | None = None
 
 
+def queue_key_of(key_func: KeyFunc, obj: Any) -> str:
+    """Key of what a queue holds: the newest object of a :class:`Deltas`, the object of a
+    :class:`Delta`, the stored key of a tombstone, else ``key_func(obj)``; failures raise
+    :class:`~client_cache.errors.KeyFuncError`."""
+    if isinstance(obj, Deltas):
+        if not obj:
+            raise KeyFuncError(obj, ZeroLengthDeltasError())
+        obj = obj[-1].object
+    elif isinstance(obj, Delta):
+        obj = obj.object
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return checked_key(key_func, obj)
+
+
 def _dedup(deltas: Deltas) -> None:
     """Merge the last two deltas in place when both are deletions."""
     if len(deltas) < 2:
@@ -163,16 +179,7 @@ class DeltaFIFO(_QueueBase):
         """The key of ``obj``: a :class:`Deltas` gives its newest object's key (an empty one
         raises), a tombstone gives its stored key, anything else the key function's.
         Failures raise :class:`~client_cache.errors.KeyFuncError`."""
-        if isinstance(obj, Deltas):
-            if not obj:
-                raise KeyFuncError(obj, ZeroLengthDeltasError())
-            obj = obj[-1].object
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        try:
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return queue_key_of(self._key_func, obj)
 
     def transformer(self) -> TransformFunc | None:
         """The transform function (Go ``Transformer()``, v0.34)."""

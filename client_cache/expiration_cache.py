@@ -17,8 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache.errors import KeyFuncError
-from client_cache.store import KeyFunc, Store
+from client_cache.store import KeyFunc, Store, checked_key
 from client_cache.thread_safe_store import ThreadSafeMap, ThreadSafeStore
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
 
@@ -88,10 +87,7 @@ class ExpirationCache:
         self._expiration_lock = threading.Lock()
 
     def _key(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return checked_key(self._key_func, obj)
 
     def _get_or_expire(self, key: str) -> tuple[Any, bool]:
         with self._expiration_lock:

@@ -25,8 +25,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache.errors import FIFOClosedError, KeyFuncError, RequeueError
-from client_cache.store import KeyFunc, Store
+from client_cache.errors import FIFOClosedError, RequeueError
+from client_cache.store import KeyFunc, Store, checked_key
 
 __all__ = [
     "FIFO",
@@ -189,10 +189,7 @@ class FIFO(_QueueBase):
         return not self._queue
 
     def _key(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return checked_key(self._key_func, obj)
 
     def add(self, obj: Any) -> None:
         """Queue ``obj`` (replacing a queued object with the same key in place)."""

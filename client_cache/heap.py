@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from client_cache.errors import HeapClosedError, KeyFuncError, ObjectNotFoundError
-from client_cache.store import KeyFunc
+from client_cache.errors import HeapClosedError, ObjectNotFoundError
+from client_cache.store import KeyFunc, checked_key
 
 __all__ = ["Heap", "LessFunc", "new_heap"]
 
@@ -94,10 +94,7 @@ class Heap:
 
     # -- API --------------------------------------------------------------------------------
     def _key(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return checked_key(self._key_func, obj)
 
     def _add_locked(self, key: str, obj: Any) -> None:
         entry = self._items.get(key)

@@ -29,6 +29,7 @@ __all__ = [
     "KeyLister",
     "KeyListerGetter",
     "Store",
+    "checked_key",
     "deletion_handling_meta_namespace_key_func",
     "meta_namespace_key_func",
     "new_indexer",
@@ -131,6 +132,15 @@ def meta_namespace_key_func(obj: Any) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+def checked_key(key_func: KeyFunc, obj: Any) -> str:
+    """``key_func(obj)``, with any failure raised as
+    :class:`~client_cache.errors.KeyFuncError` (Go wraps it in ``KeyError``)."""
+    try:
+        return key_func(obj)
+    except Exception as err:
+        raise KeyFuncError(obj, err) from err
+
+
 def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
     """Like :func:`meta_namespace_key_func`, but a :class:`DeletedFinalStateUnknown` yields
     its stored key (Go ``DeletionHandlingMetaNamespaceKeyFunc``)."""
@@ -169,10 +179,7 @@ class _Cache:
         self._key_func = key_func
 
     def _key(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return checked_key(self._key_func, obj)
 
     def add(self, obj: Any) -> None:
         """Insert ``obj`` (or replace the object stored under its key)."""
@@ -208,14 +215,7 @@ class _Cache:
         Every key is computed first: a key error raises and leaves the store unchanged.
         ``resource_version`` is accepted for the interface and otherwise ignored.
         """
-        key_func = self._key_func
-        new: dict[str, Any] = {}
-        for item in items:
-            try:
-                key = key_func(item)
-            except Exception as err:
-                raise KeyFuncError(item, err) from err
-            new[key] = item
+        new = {checked_key(self._key_func, item): item for item in items}
         self._storage.replace(new, resource_version)
 
     def resync(self) -> None:

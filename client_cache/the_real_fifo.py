@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from client_cache.delta_fifo import Delta, Deltas, DeltaType, TransformFunc
-from client_cache.errors import KeyFuncError, ZeroLengthDeltasError
+from client_cache.delta_fifo import Delta, Deltas, DeltaType, TransformFunc, queue_key_of
+from client_cache.errors import KeyFuncError
 from client_cache.fifo import PopProcessFunc, _QueueBase
 from client_cache.store import (
     DeletedFinalStateUnknown,
@@ -97,18 +97,7 @@ class RealFIFO(_QueueBase):
     def key_of(self, obj: Any) -> str:
         """Key of an object, a :class:`Delta`, the newest of a :class:`Deltas`, or a
         tombstone's stored key; raises :class:`~client_cache.errors.KeyFuncError`."""
-        if isinstance(obj, Deltas):
-            if not obj:
-                raise KeyFuncError(obj, ZeroLengthDeltasError())
-            obj = obj[-1].object
-        if isinstance(obj, Delta):
-            obj = obj.object
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        try:
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return queue_key_of(self._key_func, obj)
 
     def transformer(self) -> TransformFunc | None:
         return self._transformer

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
+
+from client_cache import FIFOClosedError
 
 
 @dataclass(frozen=True)
@@ -85,3 +88,79 @@ def pop2(queue: Any, timeout: float = 5.0) -> tuple[Any, bool]:
 def newest(deltas: Any) -> Any:
     """``testPop``'s projection: the newest object of popped Deltas."""
     return deltas.newest().object
+
+
+def check_two_producers_keep_order(queue: Any, unwrap: Any, amount: int = 400) -> None:
+    """Upstream ``Test*_basic``: two threads add ``amount`` objects each (one with int
+    values, one with float values); popping everything yields each producer's values in
+    strictly increasing order. ``unwrap`` turns a popped item into the object."""
+
+    def produce(prefix: str, kind: type) -> None:
+        for i in range(amount):
+            queue.add(mk(f"{prefix}{i}", kind(i + 1)))
+
+    threads = [
+        threading.Thread(target=produce, args=("a", int), name="test-prod-a", daemon=True),
+        threading.Thread(target=produce, args=("b", float), name="test-prod-b", daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    last_int, last_float = 0, 0.0
+    for _ in range(2 * amount):
+        obj = unwrap(queue.pop(lambda o, i: None, timeout=5))
+        if isinstance(obj.val, int):
+            assert obj.val > last_int
+            last_int = obj.val
+        else:
+            assert obj.val > last_float
+            last_float = obj.val
+    for t in threads:
+        t.join(5)
+    assert (last_int, last_float) == (amount, float(amount))
+
+
+def check_pop_unblocks_when_closed(queue: Any, poppers: int = 10) -> None:
+    """Upstream ``Test*_PopShouldUnblockWhenClosed``: blocked pops all raise
+    FIFOClosedError within 1 s of ``close()``."""
+    errors: list[BaseException] = []
+    started = threading.Barrier(poppers + 1)
+
+    def blocked() -> None:
+        started.wait(5)
+        try:
+            queue.pop(lambda o, i: None)
+        except FIFOClosedError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=blocked, name=f"test-blocked-pop-{i}", daemon=True)
+               for i in range(poppers)]
+    for t in threads:
+        t.start()
+    started.wait(5)
+    queue.close()
+    for t in threads:
+        t.join(1.0)
+        assert not t.is_alive()
+    assert len(errors) == poppers
+    assert queue.is_closed()
+
+
+def apply_sync_actions(queue: Any, actions: list[str]) -> None:
+    """Run an upstream ``Test*_HasSynced`` action list on ``queue``."""
+    for action in actions:
+        if action == "add a":
+            queue.add(mk("a", 1))
+        elif action == "delete a":
+            queue.delete(mk("a", 1))
+        elif action == "resync":
+            queue.resync()
+        elif action == "replace":
+            queue.replace([], "0")
+        elif action == "replace a b":
+            queue.replace([mk("a", 1), mk("b", 2)], "0")
+        elif action == "replace a a2":
+            queue.replace([mk("a", 1), mk("a", 2)], "0")
+        elif action == "pop":
+            queue.pop(lambda o, i: None, timeout=1)
+        else:
+            raise ValueError(action)

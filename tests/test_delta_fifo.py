@@ -24,7 +24,18 @@ from client_cache.delta_fifo import (
 )
 from client_cache.fifo import pop
 from client_cache.store import DeletedFinalStateUnknown as DFSU
-from tests.fixtures import FifoObject, LiteralListerGetter, fifo_key, known, mk, newest, pop2
+from tests.fixtures import (
+    FifoObject,
+    LiteralListerGetter,
+    apply_sync_actions,
+    check_pop_unblocks_when_closed,
+    check_two_producers_keep_order,
+    fifo_key,
+    known,
+    mk,
+    newest,
+    pop2,
+)
 
 ADDED, UPDATED, DELETED, REPLACED, SYNC = (
     DeltaType.ADDED,
@@ -61,31 +72,7 @@ def test_delta_type_values() -> None:
 
 def test_basic_two_producers_keep_their_order() -> None:
     """TestDeltaFIFO_basic."""
-    f = fifo()
-    amount = 400
-
-    def produce(prefix: str, kind: type) -> None:
-        for i in range(amount):
-            f.add(mk(f"{prefix}{i}", kind(i + 1)))
-
-    threads = [
-        threading.Thread(target=produce, args=("a", int), name="test-prod-a", daemon=True),
-        threading.Thread(target=produce, args=("b", float), name="test-prod-b", daemon=True),
-    ]
-    for t in threads:
-        t.start()
-    last_int, last_float = 0, 0.0
-    for _ in range(2 * amount):
-        obj = newest(f.pop(lambda o, i: None, timeout=5))
-        if isinstance(obj.val, int):
-            assert obj.val > last_int
-            last_int = obj.val
-        else:
-            assert obj.val > last_float
-            last_float = obj.val
-    for t in threads:
-        t.join(5)
-    assert (last_int, last_float) == (amount, float(amount))
+    check_two_producers_keep_order(fifo(), newest)
 
 
 def test_replace_with_delete_delta_in() -> None:
@@ -518,50 +505,14 @@ def test_key_of() -> None:
 def test_has_synced(actions: list[str], synced: bool) -> None:
     """TestDeltaFIFO_HasSynced."""
     f = fifo()
-    for action in actions:
-        if action == "add a":
-            f.add(mk("a", 1))
-        elif action == "delete a":
-            f.delete(mk("a", 1))
-        elif action == "resync":
-            f.resync()
-        elif action == "replace":
-            f.replace([], "0")
-        elif action == "replace a b":
-            f.replace([mk("a", 1), mk("b", 2)], "0")
-        elif action == "replace a a2":
-            f.replace([mk("a", 1), mk("a", 2)], "0")
-        else:
-            pop(f)
+    apply_sync_actions(f, actions)
     assert f.has_synced() is synced
 
 
 def test_pop_should_unblock_when_closed() -> None:
     """TestDeltaFIFO_PopShouldUnblockWhenClosed."""
     f = fifo(known(mk("foo", 5)))
-    results: list[BaseException] = []
-    started = threading.Barrier(11)
-
-    def blocked_pop() -> None:
-        started.wait(5)
-        try:
-            f.pop(lambda o, i: None)
-        except FIFOClosedError as err:
-            results.append(err)
-
-    threads = [
-        threading.Thread(target=blocked_pop, name=f"test-blocked-pop-{i}", daemon=True)
-        for i in range(10)
-    ]
-    for t in threads:
-        t.start()
-    started.wait(5)
-    f.close()
-    for t in threads:
-        t.join(1.0)
-        assert not t.is_alive()
-    assert len(results) == 10
-    assert f.is_closed()
+    check_pop_unblocks_when_closed(f)
     assert pop(f) is None  # the helper returns None on a closed queue
     f.add(mk("late", 1))  # close does not reject writes
     assert newest(pop(f)) == mk("late", 1)

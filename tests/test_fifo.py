@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 
-from client_cache import FIFOClosedError, KeyFuncError, RequeueError
+from client_cache import KeyFuncError, RequeueError
 from client_cache.fifo import FIFO, Queue, new_fifo, pop
-from tests.fixtures import fifo_key, mk, pop2, store_key_func
+from tests.fixtures import (
+    apply_sync_actions,
+    check_pop_unblocks_when_closed,
+    check_two_producers_keep_order,
+    fifo_key,
+    mk,
+    pop2,
+    store_key_func,
+)
 from tests.test_store import do_test_store
 
 
@@ -24,31 +31,7 @@ def test_fifo_is_a_queue() -> None:
 
 def test_basic_two_producers_keep_their_order() -> None:
     """TestFIFO_basic."""
-    f = new_fifo(fifo_key)
-    amount = 400
-
-    def produce(prefix: str, kind: type) -> None:
-        for i in range(amount):
-            f.add(mk(f"{prefix}{i}", kind(i + 1)))
-
-    threads = [
-        threading.Thread(target=produce, args=("a", int), name="test-fprod-a", daemon=True),
-        threading.Thread(target=produce, args=("b", float), name="test-fprod-b", daemon=True),
-    ]
-    for t in threads:
-        t.start()
-    last_int, last_float = 0, 0.0
-    for _ in range(2 * amount):
-        obj = f.pop(lambda o, i: None, timeout=5)
-        if isinstance(obj.val, int):
-            assert obj.val > last_int
-            last_int = obj.val
-        else:
-            assert obj.val > last_float
-            last_float = obj.val
-    for t in threads:
-        t.join(5)
-    assert (last_int, last_float) == (amount, float(amount))
+    check_two_producers_keep_order(new_fifo(fifo_key), lambda obj: obj)
 
 
 def test_requeue_on_pop() -> None:
@@ -133,41 +116,13 @@ def test_add_if_not_present() -> None:
 def test_has_synced(actions: list[str], synced: bool) -> None:
     """TestFIFO_HasSynced."""
     f = new_fifo(fifo_key)
-    for action in actions:
-        if action == "add a":
-            f.add(mk("a", 1))
-        elif action == "replace":
-            f.replace([], "0")
-        elif action == "replace a b":
-            f.replace([mk("a", 1), mk("b", 2)], "0")
-        else:
-            pop(f)
+    apply_sync_actions(f, actions)
     assert f.has_synced() is synced
 
 
 def test_pop_should_unblock_when_closed() -> None:
     """TestFIFO_PopShouldUnblockWhenClosed."""
-    f = new_fifo(fifo_key)
-    errors: list[BaseException] = []
-    started = threading.Barrier(11)
-
-    def blocked() -> None:
-        started.wait(5)
-        try:
-            f.pop(lambda o, i: None)
-        except FIFOClosedError as err:
-            errors.append(err)
-
-    threads = [threading.Thread(target=blocked, name=f"test-fifo-pop-{i}", daemon=True)
-               for i in range(10)]
-    for t in threads:
-        t.start()
-    started.wait(5)
-    f.close()
-    for t in threads:
-        t.join(1.0)
-        assert not t.is_alive()
-    assert len(errors) == 10
+    check_pop_unblocks_when_closed(new_fifo(fifo_key))
 
 
 def test_delete_leaves_key_in_line_and_pop_skips_it() -> None:

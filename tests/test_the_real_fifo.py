@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -16,7 +15,17 @@ from client_cache.the_real_fifo import (
     new_real_fifo,
     new_real_fifo_with_options,
 )
-from tests.fixtures import LiteralListerGetter, fifo_key, known, mk, newest, pop2
+from tests.fixtures import (
+    LiteralListerGetter,
+    apply_sync_actions,
+    check_pop_unblocks_when_closed,
+    check_two_producers_keep_order,
+    fifo_key,
+    known,
+    mk,
+    newest,
+    pop2,
+)
 
 ADDED, UPDATED, DELETED, REPLACED, SYNC = (
     DeltaType.ADDED,
@@ -59,30 +68,7 @@ def test_known_objects_required() -> None:
 
 def test_basic_two_producers_keep_their_order() -> None:
     """TestRealFIFO_basic."""
-    f = rfifo()
-    amount = 300
-
-    def produce(prefix: str, kind: type) -> None:
-        for i in range(amount):
-            f.add(mk(f"{prefix}{i}", kind(i + 1)))
-
-    threads = [
-        threading.Thread(target=produce, args=("a", int), name="test-rprod-a", daemon=True),
-        threading.Thread(target=produce, args=("b", float), name="test-rprod-b", daemon=True),
-    ]
-    for t in threads:
-        t.start()
-    last_int, last_float = 0, 0.0
-    for _ in range(2 * amount):
-        obj = newest(f.pop(lambda o, i: None, timeout=5))
-        if isinstance(obj.val, int):
-            assert obj.val > last_int
-            last_int = obj.val
-        else:
-            assert obj.val > last_float
-            last_float = obj.val
-    for t in threads:
-        t.join(5)
+    check_two_producers_keep_order(rfifo(), newest, amount=300)
 
 
 def test_replace_with_delete_delta_in() -> None:
@@ -374,17 +360,7 @@ def test_key_of() -> None:
 def test_has_synced(actions: list[str], synced: bool) -> None:
     """TestRealFIFO_HasSynced."""
     f = rfifo()
-    for action in actions:
-        if action == "add a":
-            f.add(mk("a", 1))
-        elif action == "replace":
-            f.replace([], "0")
-        elif action == "replace a b":
-            f.replace([mk("a", 1), mk("b", 2)], "0")
-        elif action == "replace a a2":
-            f.replace([mk("a", 1), mk("a", 2)], "0")
-        else:
-            f.pop(lambda o, i: None, timeout=1)
+    apply_sync_actions(f, actions)
     assert f.has_synced() is synced
 
 
@@ -401,26 +377,7 @@ def test_initial_population_counts_items_queued_before_replace() -> None:
 def test_pop_should_unblock_when_closed() -> None:
     """TestRealFIFO_PopShouldUnblockWhenClosed."""
     f = rfifo(known(mk("foo", 5)))
-    errors: list[BaseException] = []
-    started = threading.Barrier(11)
-
-    def blocked() -> None:
-        started.wait(5)
-        try:
-            f.pop(lambda o, i: None)
-        except FIFOClosedError as err:
-            errors.append(err)
-
-    threads = [threading.Thread(target=blocked, name=f"test-rf-pop-{i}", daemon=True)
-               for i in range(10)]
-    for t in threads:
-        t.start()
-    started.wait(5)
-    f.close()
-    for t in threads:
-        t.join(1.0)
-        assert not t.is_alive()
-    assert len(errors) == 10
+    check_pop_unblocks_when_closed(f)
     with pytest.raises(FIFOClosedError):
         f.pop_batch(lambda batch, initial: None)
 

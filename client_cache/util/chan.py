@@ -21,11 +21,11 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Chan", "select", "stop_chan"]
+__all__ = ["Chan", "DoneChan", "select", "stop_chan"]
 
 _Waker = Callable[[], None]
 
@@ -131,25 +131,32 @@ class Chan(Generic[T]):
             self._wakers.remove(waker)
 
 
-class _StopBridge(Chan[None]):
-    """A channel that becomes (and stays) ready once a ``threading.Event`` is set."""
+class DoneChan(Chan[None]):
+    """A channel that becomes ready for ever once closed (Go: a closed ``chan struct{}``).
 
-    def __init__(self, event: threading.Event) -> None:
+    Every receive after :meth:`close` returns at once; before it, receives block.
+    """
+
+    def __init__(self) -> None:
         super().__init__(1)
-        self._set = False
-        self.event = event
+        self._closed = False
 
-    def fire(self) -> None:
+    def close(self) -> None:
+        """Close the channel (idempotent) and wake everything waiting on it."""
         with self._cond:
-            self._set = True
+            self._closed = True
             self._notify_locked()
 
+    def is_closed(self) -> bool:
+        with self._cond:
+            return self._closed
+
     def _due_locked(self, now: float) -> None:
-        if self._set and not self._buf:
+        if self._closed and not self._buf:
             self._buf.append(None)  # level-triggered: every receive sees it
 
 
-_bridges: weakref.WeakKeyDictionary[threading.Event, _StopBridge] = weakref.WeakKeyDictionary()
+_bridges: weakref.WeakKeyDictionary[threading.Event, DoneChan] = weakref.WeakKeyDictionary()
 _bridges_lock = threading.Lock()
 
 
@@ -163,21 +170,21 @@ def stop_chan(event: threading.Event) -> Chan[None]:
         bridge = _bridges.get(event)
         if bridge is not None:
             return bridge
-        bridge = _StopBridge(event)
+        bridge = DoneChan()
         _bridges[event] = bridge
     if event.is_set():
-        bridge.fire()
+        bridge.close()
         return bridge
 
     def watch() -> None:
         event.wait()
-        bridge.fire()
+        bridge.close()
 
     threading.Thread(target=watch, name="client_cache-stop-bridge", daemon=True).start()
     return bridge
 
 
-def select(chans: Sequence[Chan[T]], timeout: float | None = None) -> tuple[int, T | None]:
+def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[int, Any]:
     """Wait until one of ``chans`` has a value and receive it (Go ``select``).
 
     Returns ``(index, value)``; ``(-1, None)`` when ``timeout`` passed first. When several

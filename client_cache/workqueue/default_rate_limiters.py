@@ -1,0 +1,220 @@
+"""Rate limiters for the rate-limiting queue (Go ``util/workqueue/default_rate_limiters.go``).
+
+A rate limiter answers ``when(item)``: how long to wait before the item may be processed
+again (each call counts a failure), ``forget(item)``: the item succeeded, clear its history,
+and ``num_requeues(item)``. Delays are float seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Hashable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+from client_cache.util.clock import REAL_CLOCK, PassiveClock
+
+__all__ = [
+    "BucketRateLimiter",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
+    "MaxOfRateLimiter",
+    "RateLimiter",
+    "TokenBucket",
+    "WithMaxWaitRateLimiter",
+    "default_controller_rate_limiter",
+    "default_item_based_rate_limiter",
+    "new_item_exponential_failure_rate_limiter",
+    "new_item_fast_slow_rate_limiter",
+    "new_max_of_rate_limiter",
+    "new_with_max_wait_rate_limiter",
+]
+
+T = TypeVar("T", bound=Hashable)
+T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
+
+_MAX_INT64_SECONDS = (2**63 - 1) / 1e9  # the largest Go time.Duration, in seconds
+
+
+@runtime_checkable
+class RateLimiter(Protocol[T_contra]):
+    """Go ``TypedRateLimiter``."""
+
+    def when(self, item: T_contra) -> float: ...
+    def forget(self, item: T_contra) -> None: ...
+    def num_requeues(self, item: T_contra) -> int: ...
+
+
+class TokenBucket:
+    """A token bucket with ``golang.org/x/time/rate`` reservation semantics.
+
+    ``limit`` tokens are added per second up to ``burst``; the bucket starts full.
+    :meth:`reserve` always takes one token, letting the count go negative, and returns how
+    long the caller must wait for it, so consecutive reservations past the burst are spaced
+    ``1/limit`` apart. ``limit`` of ``math.inf`` never delays.
+    """
+
+    def __init__(self, limit: float, burst: int, clock: PassiveClock = REAL_CLOCK) -> None:
+        self.limit = limit
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock.now()
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Take a token; return the delay until it may be used (0 if available now)."""
+        with self._lock:
+            now = self._clock.now()
+            if math.isinf(self.limit):
+                return 0.0
+            if self.burst < 1:
+                return math.inf  # Go: the reservation is not ok, Delay() is InfDuration
+            last = min(self._last, now)
+            tokens = min(self._tokens + (now - last) * self.limit, float(self.burst))
+            tokens -= 1.0
+            wait = -tokens / self.limit if tokens < 0 else 0.0
+            self._last = now
+            self._tokens = tokens
+            return wait
+
+
+class BucketRateLimiter(Generic[T]):
+    """An overall (not per-item) token bucket (Go ``BucketRateLimiter``)."""
+
+    def __init__(self, bucket: TokenBucket) -> None:
+        self.bucket = bucket
+
+    def when(self, item: T) -> float:
+        return self.bucket.reserve()
+
+    def num_requeues(self, item: T) -> int:
+        return 0
+
+    def forget(self, item: T) -> None:
+        pass
+
+
+class ItemExponentialFailureRateLimiter(Generic[T]):
+    """``base * 2**failures`` per item, capped at ``max_delay`` (and never overflowing)."""
+
+    def __init__(self, base_delay: float, max_delay: float) -> None:
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._failures: dict[T, int] = {}
+        self._lock = threading.Lock()
+
+    def when(self, item: T) -> float:
+        with self._lock:
+            exp = self._failures.get(item, 0)
+            self._failures[item] = exp + 1
+        try:
+            backoff = math.ldexp(self.base_delay, exp)
+        except OverflowError:
+            return self.max_delay
+        if backoff > _MAX_INT64_SECONDS:
+            return self.max_delay
+        return min(backoff, self.max_delay)
+
+    def num_requeues(self, item: T) -> int:
+        with self._lock:
+            return self._failures.get(item, 0)
+
+    def forget(self, item: T) -> None:
+        with self._lock:
+            self._failures.pop(item, None)
+
+
+class ItemFastSlowRateLimiter(Generic[T]):
+    """``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``."""
+
+    def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
+        self.fast_delay = fast_delay
+        self.slow_delay = slow_delay
+        self.max_fast_attempts = max_fast_attempts
+        self._failures: dict[T, int] = {}
+        self._lock = threading.Lock()
+
+    def when(self, item: T) -> float:
+        with self._lock:
+            failures = self._failures.get(item, 0) + 1
+            self._failures[item] = failures
+        return self.fast_delay if failures <= self.max_fast_attempts else self.slow_delay
+
+    def num_requeues(self, item: T) -> int:
+        with self._lock:
+            return self._failures.get(item, 0)
+
+    def forget(self, item: T) -> None:
+        with self._lock:
+            self._failures.pop(item, None)
+
+
+class MaxOfRateLimiter(Generic[T]):
+    """The longest delay of several limiters; every limiter counts every failure."""
+
+    def __init__(self, *limiters: RateLimiter[T]) -> None:
+        self.limiters = limiters
+
+    def when(self, item: T) -> float:
+        return max((limiter.when(item) for limiter in self.limiters), default=0.0)
+
+    def num_requeues(self, item: T) -> int:
+        return max((limiter.num_requeues(item) for limiter in self.limiters), default=0)
+
+    def forget(self, item: T) -> None:
+        for limiter in self.limiters:
+            limiter.forget(item)
+
+
+class WithMaxWaitRateLimiter(Generic[T]):
+    """Caps another limiter's delay at ``max_delay``."""
+
+    def __init__(self, limiter: RateLimiter[T], max_delay: float) -> None:
+        self.limiter = limiter
+        self.max_delay = max_delay
+
+    def when(self, item: T) -> float:
+        return min(self.limiter.when(item), self.max_delay)
+
+    def forget(self, item: T) -> None:
+        self.limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.limiter.num_requeues(item)
+
+
+def new_item_exponential_failure_rate_limiter(
+    base_delay: float, max_delay: float
+) -> ItemExponentialFailureRateLimiter[T]:
+    return ItemExponentialFailureRateLimiter(base_delay, max_delay)
+
+
+def new_item_fast_slow_rate_limiter(
+    fast_delay: float, slow_delay: float, max_fast_attempts: int
+) -> ItemFastSlowRateLimiter[T]:
+    return ItemFastSlowRateLimiter(fast_delay, slow_delay, max_fast_attempts)
+
+
+def new_max_of_rate_limiter(*limiters: RateLimiter[T]) -> MaxOfRateLimiter[T]:
+    return MaxOfRateLimiter(*limiters)
+
+
+def new_with_max_wait_rate_limiter(
+    limiter: RateLimiter[T], max_delay: float
+) -> WithMaxWaitRateLimiter[T]:
+    return WithMaxWaitRateLimiter(limiter, max_delay)
+
+
+def default_controller_rate_limiter(clock: PassiveClock = REAL_CLOCK) -> RateLimiter[T]:
+    """Per-item exponential 5 ms .. 1000 s, and overall 10 qps with a burst of 100: the
+    larger delay wins (Go ``DefaultControllerRateLimiter``)."""
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000.0),
+        BucketRateLimiter(TokenBucket(10.0, 100, clock)),
+    )
+
+
+def default_item_based_rate_limiter() -> RateLimiter[T]:
+    """Per-item exponential 1 ms .. 1000 s (Go ``DefaultItemBasedRateLimiter``)."""
+    return ItemExponentialFailureRateLimiter(0.001, 1000.0)

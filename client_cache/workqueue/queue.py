@@ -1,0 +1,290 @@
+"""The work queue (Go ``util/workqueue/queue.go``).
+
+A work queue hands items (any hashable value, typically ``"namespace/name"`` keys) to worker
+threads with these guarantees:
+
+* **fair**: items are handed out in the order they were added;
+* **stingy**: an item is never handed to two workers at once, and adding an item several
+  times before a worker takes it queues it once;
+* an item added while a worker is processing it is queued again when the worker calls
+  :meth:`Typed.done` (not before);
+* multiple producers and consumers;
+* shutdown: after :meth:`Typed.shut_down` adds are ignored, workers keep getting what was
+  queued, then ``get`` reports ``shutdown=True``. :meth:`Typed.shut_down_with_drain`
+  also waits until every item handed out has been marked done.
+
+Workers must call ``done(item)`` for every item they ``get``. A ``done`` for an item that
+is not being processed is ignored (upstream would put a queued copy of it in line twice).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+from client_cache.util.chan import DoneChan, select
+from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.workqueue.metrics import (
+    MetricsProvider,
+    NoQueueMetrics,
+    QueueMetrics,
+    new_queue_metrics,
+)
+
+__all__ = [
+    "UNFINISHED_WORK_UPDATE_PERIOD",
+    "DefaultQueue",
+    "Interface",
+    "Queue",
+    "QueueConfig",
+    "Type",
+    "Typed",
+    "default_queue",
+    "new",
+    "new_named",
+    "new_typed",
+    "new_typed_with_config",
+    "new_with_config",
+]
+
+T = TypeVar("T", bound=Hashable)
+
+UNFINISHED_WORK_UPDATE_PERIOD = 0.5
+"""Seconds between refreshes of the unfinished-work metrics (upstream's 500 ms)."""
+
+
+@runtime_checkable
+class Interface(Protocol[T]):
+    """What workers use (Go ``TypedInterface``)."""
+
+    def add(self, item: T) -> None: ...
+    def len(self) -> int: ...
+    def get(self, timeout: float | None = None) -> tuple[T | None, bool]: ...
+    def done(self, item: T) -> None: ...
+    def shut_down(self) -> None: ...
+    def shut_down_with_drain(self) -> None: ...
+    def shutting_down(self) -> bool: ...
+
+
+@runtime_checkable
+class Queue(Protocol[T]):
+    """The storage behind a work queue, pluggable for priority orders (Go ``Queue[T]``).
+    ``touch`` is called when an already queued item is added again."""
+
+    def touch(self, item: T) -> None: ...
+    def push(self, item: T) -> None: ...
+    def len(self) -> int: ...
+    def pop(self) -> T: ...
+
+
+class DefaultQueue(Generic[T]):
+    """First in, first out (Go ``DefaultQueue``); holds no reference to popped items."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: deque[T] = deque()
+
+    def touch(self, item: T) -> None:
+        pass
+
+    def push(self, item: T) -> None:
+        self._items.append(item)
+
+    def len(self) -> int:
+        return len(self._items)
+
+    def pop(self) -> T:
+        return self._items.popleft()
+
+
+def default_queue() -> Queue[T]:
+    """A new FIFO storage (Go ``DefaultQueue``)."""
+    return DefaultQueue()
+
+
+@dataclass
+class QueueConfig(Generic[T]):
+    """Options of :func:`new_with_config` (Go ``TypedQueueConfig``). A queue without a
+    ``name`` reports no metrics. ``metrics_provider`` defaults to the global one, ``clock``
+    to the real clock and ``queue`` to :class:`DefaultQueue`."""
+
+    name: str = ""
+    metrics_provider: MetricsProvider | None = None
+    clock: WithTicker | None = None
+    queue: Queue[T] | None = None
+
+
+class Typed(Generic[T]):
+    """The work queue (Go ``Typed[T]``). Build it with :func:`new` or
+    :func:`new_with_config`."""
+
+    def __init__(
+        self,
+        clock: WithTicker,
+        queue: Queue[T],
+        metrics: QueueMetrics[T] | NoQueueMetrics[T],
+        update_period: float = UNFINISHED_WORK_UPDATE_PERIOD,
+        name: str = "",
+    ) -> None:
+        self.name = name
+        self._clock = clock
+        self._queue = queue
+        self._dirty: set[T] = set()
+        self._processing: set[T] = set()
+        self._cond = threading.Condition(threading.Lock())
+        self._shutting_down = False
+        self._drain = False
+        self._metrics = metrics
+        self._update_period = update_period
+        self._stopped = DoneChan()
+        self._metrics_thread: threading.Thread | None = None
+        if not isinstance(metrics, NoQueueMetrics):
+            self._metrics_thread = threading.Thread(
+                target=self._update_unfinished_work_loop,
+                name=f"workqueue-metrics-{name or 'unnamed'}",
+                daemon=True,
+            )
+            self._metrics_thread.start()
+
+    def add(self, item: T) -> None:
+        """Queue ``item`` unless it is queued already or the queue is shutting down."""
+        with self._cond:
+            if self._shutting_down:
+                return
+            if item in self._dirty:
+                if item not in self._processing:
+                    self._queue.touch(item)
+                return
+            self._metrics.add(item)
+            self._dirty.add(item)
+            if item in self._processing:
+                return  # done() will queue it again
+            self._queue.push(item)
+            self._cond.notify()
+
+    def len(self) -> int:
+        """How many items wait to be handed out (items being processed not included)."""
+        with self._cond:
+            return self._queue.len()
+
+    def __len__(self) -> int:
+        return self.len()
+
+    def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Block until an item can be handed out: ``(item, False)``; once shut down and
+        empty: ``(None, True)``. ``timeout`` (a port addition) raises ``TimeoutError``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._queue.len() == 0 and not self._shutting_down:
+                if deadline is None:
+                    self._cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError("workqueue get timed out")
+                    self._cond.wait(remaining)
+            if self._queue.len() == 0:
+                return None, True
+            item = self._queue.pop()
+            self._metrics.get(item)
+            self._processing.add(item)
+            self._dirty.discard(item)
+            return item, False
+
+    def done(self, item: T) -> None:
+        """Mark ``item`` processed; if it was added meanwhile, queue it again."""
+        with self._cond:
+            if item not in self._processing:
+                return  # never handed out (or already done): nothing to do
+            self._metrics.done(item)
+            self._processing.discard(item)
+            if item in self._dirty:
+                self._queue.push(item)
+                self._cond.notify()
+            elif not self._processing:
+                self._cond.notify_all()  # wakes shut_down_with_drain
+
+    def shut_down(self) -> None:
+        """Stop accepting items; workers get what is queued, then ``shutdown=True``.
+        Releases a waiting :meth:`shut_down_with_drain`."""
+        with self._cond:
+            self._drain = False
+            self._shutting_down = True
+            self._cond.notify_all()
+        self._stop_metrics()
+
+    def shut_down_with_drain(self) -> None:
+        """Like :meth:`shut_down`, then wait until every handed-out item is done (or until
+        a :meth:`shut_down` call cancels the drain)."""
+        with self._cond:
+            self._drain = True
+            self._shutting_down = True
+            self._cond.notify_all()
+            while self._processing and self._drain:
+                self._cond.wait()
+        self._stop_metrics()
+
+    def shutting_down(self) -> bool:
+        with self._cond:
+            return self._shutting_down
+
+    def _stop_metrics(self) -> None:
+        self._stopped.close()
+        thread = self._metrics_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(1.0)
+
+    def _update_unfinished_work_loop(self) -> None:
+        ticker = self._clock.new_ticker(self._update_period)
+        try:
+            while True:
+                index, _ = select([self._stopped, ticker.c()])
+                if index == 0:
+                    return
+                with self._cond:
+                    if self._shutting_down:
+                        return
+                    self._metrics.update_unfinished_work()
+        finally:
+            ticker.stop()
+
+
+Type = Typed
+"""Go's ``Type`` (``Typed[any]``): the same generic class."""
+
+
+def new_typed_with_config(config: QueueConfig[T]) -> Typed[T]:
+    """A work queue from ``config`` (Go ``NewTypedWithConfig``)."""
+    clock = config.clock or REAL_CLOCK
+    return Typed(
+        clock,
+        config.queue if config.queue is not None else DefaultQueue(),
+        new_queue_metrics(config.metrics_provider, config.name, clock),
+        UNFINISHED_WORK_UPDATE_PERIOD,
+        config.name,
+    )
+
+
+def new_with_config(config: QueueConfig[T]) -> Typed[T]:
+    """Same as :func:`new_typed_with_config` (Go ``NewWithConfig``)."""
+    return new_typed_with_config(config)
+
+
+def new_typed() -> Typed[T]:
+    """An unnamed work queue without metrics (Go ``NewTyped``)."""
+    return new_typed_with_config(QueueConfig())
+
+
+def new() -> Typed[T]:
+    """An unnamed work queue without metrics (Go ``New``)."""
+    return new_typed_with_config(QueueConfig())
+
+
+def new_named(name: str) -> Typed[T]:
+    """A named work queue (deprecated in Go: use :func:`new_with_config`)."""
+    return new_typed_with_config(QueueConfig(name=name))

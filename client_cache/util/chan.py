@@ -25,7 +25,16 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Chan", "DoneChan", "select", "stop_chan"]
+__all__ = [
+    "NEVER_STOP",
+    "STOPPED",
+    "TIMED_OUT",
+    "Chan",
+    "DoneChan",
+    "select",
+    "select_or_stop",
+    "stop_chan",
+]
 
 _Waker = Callable[[], None]
 
@@ -34,8 +43,12 @@ class Chan(Generic[T]):
     """A buffered channel of capacity ``capacity`` (>= 1).
 
     Values are received in the order sent. There is no ``close``: the library's channels
-    never need one (stop is an event).
+    never need one (stop is an event; see :class:`DoneChan` for a closable signal).
     """
+
+    #: False for channels that only ever fill themselves at a deadline (real timers): a
+    #: wait on them plus a stop event needs no helper thread (see :func:`select_or_stop`).
+    externally_fed = True
 
     def __init__(self, capacity: int = 1) -> None:
         if capacity < 1:
@@ -108,6 +121,11 @@ class Chan(Generic[T]):
     def try_recv(self) -> tuple[T | None, bool]:
         """Receive without blocking."""
         return self.recv(0)
+
+    def deadline(self) -> float | None:
+        """Monotonic time at which this channel fills itself, if it does."""
+        with self._cond:
+            return self._deadline_locked()
 
     def ready(self) -> bool:
         """Whether a ``recv`` would return at once."""
@@ -212,3 +230,47 @@ def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[in
     finally:
         for chan in chans:
             chan._remove_waker(wake.set)
+
+
+NEVER_STOP = threading.Event()
+"""An event nobody sets (Go ``wait.NeverStop``); do not set it."""
+
+TIMED_OUT = -1
+STOPPED = -2
+
+
+def select_or_stop(
+    stop: threading.Event, chans: Sequence[Chan[Any]], timeout: float | None = None
+) -> tuple[int, Any]:
+    """``select`` over ``chans`` that also returns when ``stop`` is set.
+
+    Returns ``(index, value)`` for a received value, ``(STOPPED, None)`` once ``stop`` is
+    set (checked first) and ``(TIMED_OUT, None)`` when ``timeout`` passes. When every
+    channel fills itself at a deadline (real-clock timers and tickers), this is a plain
+    ``stop.wait`` until the earliest deadline: no thread, no polling. Otherwise the stop
+    event is bridged with :func:`stop_chan` (only fake-clock and hand-fed channels need
+    that, i.e. tests and the library's internal loops, which use :class:`DoneChan`).
+    """
+    if stop.is_set():
+        return STOPPED, None
+    if stop is NEVER_STOP:
+        return select(chans, timeout)
+    if any(chan.externally_fed for chan in chans):
+        index, value = select([stop_chan(stop), *chans], timeout)
+        if index == 0:
+            return STOPPED, None
+        return (TIMED_OUT, None) if index < 0 else (index - 1, value)
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        for i, chan in enumerate(chans):
+            value, ok = chan.try_recv()
+            if ok:
+                return i, value
+        now = time.monotonic()
+        if end is not None and now >= end:
+            return TIMED_OUT, None
+        waits = [d - now for d in (chan.deadline() for chan in chans) if d is not None]
+        if end is not None:
+            waits.append(end - now)
+        if stop.wait(max(0.0, min(waits)) if waits else None):
+            return STOPPED, None

@@ -97,6 +97,8 @@ class WithDelayedExecution(Clock, Protocol):
 class _RealTimer(Chan[float]):
     """A timer that fills its own channel at its deadline; no thread involved."""
 
+    externally_fed = False
+
     def __init__(self, d: float) -> None:
         super().__init__(1)
         self._deadline: float | None = time.monotonic() + d
@@ -131,6 +133,8 @@ class _RealTimer(Chan[float]):
 
 
 class _RealTicker(Chan[float]):
+    externally_fed = False
+
     def __init__(self, d: float) -> None:
         if d <= 0:
             raise ValueError("non-positive interval for new_ticker")

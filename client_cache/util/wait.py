@@ -30,7 +30,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from client_cache.errors import ClientCacheError
-from client_cache.util.chan import Chan, select, stop_chan
+from client_cache.util.chan import NEVER_STOP as _NEVER_STOP
+from client_cache.util.chan import STOPPED, Chan, select_or_stop
 from client_cache.util.clock import REAL_CLOCK, Clock, Timer, WithTicker
 from client_cache.util.runtime import handle_crash
 
@@ -63,7 +64,7 @@ __all__ = [
 FOREVER_TEST_TIMEOUT = 30.0
 """A generous timeout for tests (Go ``ForeverTestTimeout``)."""
 
-NEVER_STOP = threading.Event()
+NEVER_STOP = _NEVER_STOP
 """An event nobody sets (Go ``NeverStop``); do not set it."""
 
 MAX_INT32 = 2**31 - 1
@@ -214,7 +215,6 @@ def backoff_until(
     """Run ``f`` until ``stop`` is set, waiting on ``manager``'s timer between calls
     (Go ``BackoffUntil``). With ``sliding`` the wait starts after ``f`` returns; without,
     it starts before ``f`` runs (so ``f``'s run time is part of the period)."""
-    done = stop_chan(stop)
     while True:
         if stop.is_set():
             return
@@ -223,8 +223,8 @@ def backoff_until(
             f()
         if timer is None:
             timer = manager.backoff()
-        index, _ = select([done, timer.c()])
-        if index == 0:
+        index, _ = select_or_stop(stop, [timer.c()])
+        if index == STOPPED:
             if not timer.stop():
                 timer.c().try_recv()
             return
@@ -266,16 +266,15 @@ def _poll(
 ) -> None:
     if immediate and condition():
         return
-    done = stop_chan(stop)
     ticker = clock.new_ticker(interval)
     deadline = None if timeout is None else clock.new_timer(timeout)
     try:
-        chans: list[Chan[Any]] = [done, ticker.c()]
+        chans: list[Chan[Any]] = [ticker.c()]
         if deadline is not None:
             chans.append(deadline.c())
         while True:
-            index, _ = select(chans)
-            if index != 1:
+            index, _ = select_or_stop(stop, chans)
+            if index != 0:
                 raise WaitTimeoutError()
             if condition():
                 return

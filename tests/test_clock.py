@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from client_cache.util.chan import Chan, select, stop_chan
+from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select, stop_chan
 from client_cache.util.clock import FakeClock, IntervalClock, RealClock
 
 T0 = 1_700_000_000.0
@@ -180,10 +180,10 @@ def test_select_wakes_on_stop_event_and_timer() -> None:
     t.start()
     stop.set()
     t.join(5)
-    assert result[1] == (0, None)
+    assert result[1] == (0, CLOSED)
     # the stop channel stays ready (a closed Go channel)
-    assert select([done], timeout=0) == (0, None)
-    assert select([done], timeout=0) == (0, None)
+    assert select([done], timeout=0) == (0, CLOSED)
+    assert select([done], timeout=0) == (0, CLOSED)
     assert stop_chan(stop) is done
 
 
@@ -192,3 +192,46 @@ def test_select_timeout_and_real_deadline() -> None:
     assert select([ch], timeout=0.02) == (-1, None)
     idx, value = select([ch, RealClock().after(0.02)], timeout=2)
     assert idx == 1 and isinstance(value, float)
+
+
+def test_chan_close_semantics() -> None:
+    ch: Chan[int] = Chan(3)
+    ch.try_send(1)
+    ch.try_send(2)
+    ch.close()
+    assert ch.recv(0) == (1, True)  # buffered values are still delivered
+    assert ch.recv() == (2, True)
+    assert ch.recv() == (CLOSED, False)  # then closed, at once, for ever
+    assert ch.recv(5) == (CLOSED, False)
+    assert select([ch], timeout=1) == (0, CLOSED)
+    assert ch.ready() and ch.closed()
+    with pytest.raises(ChanClosedError):
+        ch.try_send(3)
+    with pytest.raises(ChanClosedError):
+        ch.send(3)
+    assert not CLOSED
+
+
+def test_close_wakes_blocked_receiver_and_sender() -> None:
+    ch: Chan[int] = Chan(1)
+    ch.try_send(0)
+    results: list[object] = []
+
+    def blocked_send() -> None:
+        try:
+            ch.send(1)
+        except ChanClosedError as err:
+            results.append(err)
+
+    t = threading.Thread(target=blocked_send, name="test-blocked-send", daemon=True)
+    t.start()
+    empty: Chan[int] = Chan(1)
+    r = threading.Thread(target=lambda: results.append(empty.recv(5)), name="test-blocked-recv",
+                         daemon=True)
+    r.start()
+    ch.close()
+    empty.close()
+    t.join(5)
+    r.join(5)
+    assert (CLOSED, False) in results
+    assert any(isinstance(x, ChanClosedError) for x in results)

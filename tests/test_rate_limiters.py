@@ -170,3 +170,14 @@ def test_rate_limiting_queue() -> None:
     q.add_rate_limited("one")
     assert next_delay() == MS
     q.shut_down()
+
+
+def test_forget_and_num_requeues_of_unknown_items_are_harmless() -> None:
+    for limiter in (
+        ItemExponentialFailureRateLimiter[str](MS, 1),
+        ItemFastSlowRateLimiter[str](MS, 1, 2),
+        MaxOfRateLimiter[str](ItemExponentialFailureRateLimiter(MS, 1)),
+    ):
+        limiter.forget("never-seen")
+        assert limiter.num_requeues("never-seen") == 0
+        assert limiter.when("never-seen") == pytest.approx(MS)

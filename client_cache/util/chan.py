@@ -26,10 +26,12 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 __all__ = [
+    "CLOSED",
     "NEVER_STOP",
     "STOPPED",
     "TIMED_OUT",
     "Chan",
+    "ChanClosedError",
     "DoneChan",
     "select",
     "select_or_stop",
@@ -39,11 +41,38 @@ __all__ = [
 _Waker = Callable[[], None]
 
 
+class _Closed:
+    """The value a closed, drained channel yields (Go: ``v, ok := <-ch`` with ``!ok``)."""
+
+    _instance: _Closed | None = None
+
+    def __new__(cls) -> _Closed:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "CLOSED"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+CLOSED: Any = _Closed()
+"""Received from a closed channel once its buffer is drained."""
+
+
+class ChanClosedError(RuntimeError):
+    """A send on a closed channel (Go panics)."""
+
+
 class Chan(Generic[T]):
     """A buffered channel of capacity ``capacity`` (>= 1).
 
-    Values are received in the order sent. There is no ``close``: the library's channels
-    never need one (stop is an event; see :class:`DoneChan` for a closable signal).
+    Values are received in the order sent. :meth:`close` works like Go's: buffered values
+    are still received, then every receive returns ``(CLOSED, False)`` at once, ``select``
+    reports the channel ready with the value :data:`CLOSED`, and a send raises
+    :class:`ChanClosedError`. A receive that times out returns ``(None, False)``.
     """
 
     #: False for channels that only ever fill themselves at a deadline (real timers): a
@@ -57,6 +86,7 @@ class Chan(Generic[T]):
         self._buf: deque[T] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._wakers: list[_Waker] = []
+        self._is_closed = False
 
     # -- hooks for self-filling channels (real timers) --------------------------------
     def _due_locked(self, now: float) -> None:
@@ -81,17 +111,21 @@ class Chan(Generic[T]):
         """Send, blocking while the buffer is full; False if ``timeout`` passed first."""
         with self._cond:
             deadline = None if timeout is None else time.monotonic() + timeout
-            while len(self._buf) >= self._capacity:
+            while len(self._buf) >= self._capacity and not self._is_closed:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
                 self._cond.wait(remaining)
+            if self._is_closed:
+                raise ChanClosedError("send on closed channel")
             self._put_locked(value)
             return True
 
     def try_send(self, value: T) -> bool:
         """Send without blocking; False (value dropped) when the buffer is full."""
         with self._cond:
+            if self._is_closed:
+                raise ChanClosedError("send on closed channel")
             if len(self._buf) >= self._capacity:
                 return False
             self._put_locked(value)
@@ -108,6 +142,8 @@ class Chan(Generic[T]):
                     value = self._buf.popleft()
                     self._cond.notify_all()  # a blocked sender may proceed
                     return value, True
+                if self._is_closed:
+                    return CLOSED, False
                 wait = None if deadline is None else deadline - now
                 due = self._deadline_locked()
                 if due is not None:
@@ -122,6 +158,16 @@ class Chan(Generic[T]):
         """Receive without blocking."""
         return self.recv(0)
 
+    def close(self) -> None:
+        """Close the channel (see the class documentation); closing twice is allowed."""
+        with self._cond:
+            self._is_closed = True
+            self._notify_locked()
+
+    def closed(self) -> bool:
+        with self._cond:
+            return self._is_closed
+
     def deadline(self) -> float | None:
         """Monotonic time at which this channel fills itself, if it does."""
         with self._cond:
@@ -131,7 +177,7 @@ class Chan(Generic[T]):
         """Whether a ``recv`` would return at once."""
         with self._cond:
             self._due_locked(time.monotonic())
-            return bool(self._buf)
+            return bool(self._buf) or self._is_closed
 
     def __len__(self) -> int:
         with self._cond:
@@ -150,28 +196,14 @@ class Chan(Generic[T]):
 
 
 class DoneChan(Chan[None]):
-    """A channel that becomes ready for ever once closed (Go: a closed ``chan struct{}``).
-
-    Every receive after :meth:`close` returns at once; before it, receives block.
-    """
+    """A signal channel that is only ever closed (Go: a ``chan struct{}`` closed to
+    broadcast). Once closed, every receive and ``select`` returns at once."""
 
     def __init__(self) -> None:
         super().__init__(1)
-        self._closed = False
-
-    def close(self) -> None:
-        """Close the channel (idempotent) and wake everything waiting on it."""
-        with self._cond:
-            self._closed = True
-            self._notify_locked()
 
     def is_closed(self) -> bool:
-        with self._cond:
-            return self._closed
-
-    def _due_locked(self, now: float) -> None:
-        if self._closed and not self._buf:
-            self._buf.append(None)  # level-triggered: every receive sees it
+        return self.closed()
 
 
 _bridges: weakref.WeakKeyDictionary[threading.Event, DoneChan] = weakref.WeakKeyDictionary()
@@ -216,7 +248,7 @@ def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[in
             own_deadlines = [c._add_waker(wake.set) for c in chans]
             for i, chan in enumerate(chans):
                 value, ok = chan.try_recv()
-                if ok:
+                if ok or value is CLOSED:
                     return i, value
             now = time.monotonic()
             waits = [d - now for d in own_deadlines if d is not None]
@@ -264,7 +296,7 @@ def select_or_stop(
     while True:
         for i, chan in enumerate(chans):
             value, ok = chan.try_recv()
-            if ok:
+            if ok or value is CLOSED:
                 return i, value
         now = time.monotonic()
         if end is not None and now >= end:

@@ -1,0 +1,299 @@
+"""watch.py: event types, fakes, broadcaster, and StreamWatcher over real loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import urllib3
+
+from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
+from client_cache.watch import (
+    Broadcaster,
+    Event,
+    EventType,
+    FullChannelBehavior,
+    ProxyWatcher,
+    StreamWatcher,
+    new_empty_watch,
+    new_fake,
+    new_fake_with_chan_size,
+    new_race_free_fake,
+)
+
+
+def test_event_type_values() -> None:
+    assert [t.value for t in EventType] == ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+
+
+def test_empty_watch_is_closed() -> None:
+    w = new_empty_watch()
+    assert w.result_chan().recv(1) == (CLOSED, False)
+    w.stop()
+
+
+def test_fake_watcher_is_unbuffered() -> None:
+    w = new_fake()
+    received: list[Event] = []
+    sent = threading.Event()
+
+    def producer() -> None:
+        w.add("a")
+        sent.set()
+
+    t = threading.Thread(target=producer, name="test-fake-producer", daemon=True)
+    t.start()
+    assert not sent.wait(0.05)  # blocked until somebody receives
+    value, _ = w.result_chan().recv(5)
+    received.append(value)
+    assert sent.wait(5)
+    t.join(1)
+    assert received == [Event(EventType.ADDED, "a")]
+    w.stop()
+    w.stop()  # idempotent
+    assert w.is_stopped()
+    assert w.result_chan().recv(1) == (CLOSED, False)
+    with pytest.raises(ChanClosedError):
+        w.modify("b")  # Go panics: send on closed channel
+    w.reset()
+    assert not w.is_stopped()
+
+
+def test_buffered_fake_and_actions() -> None:
+    w = new_fake_with_chan_size(4)
+    w.add(1)
+    w.modify(2)
+    w.delete(3)
+    w.error({"kind": "Status"})
+    got = [w.result_chan().recv(1)[0] for _ in range(4)]
+    assert [e.type for e in got] == [EventType.ADDED, EventType.MODIFIED, EventType.DELETED,
+                                     EventType.ERROR]
+
+
+def test_race_free_fake() -> None:
+    w = new_race_free_fake()
+    w.add(1)
+    w.stop()
+    w.add(2)  # ignored after stop
+    assert w.result_chan().recv(1) == (Event(EventType.ADDED, 1), True)
+    assert w.result_chan().recv(1) == (CLOSED, False)
+    full = new_race_free_fake()
+    for i in range(100):
+        full.add(i)
+    with pytest.raises(RuntimeError, match="channel full"):
+        full.add(100)
+
+
+def test_proxy_watcher() -> None:
+    chan: Chan[Event] = Chan(2)
+    w = ProxyWatcher(chan)
+    assert w.result_chan() is chan and not w.stopping()
+    w.stop()
+    assert w.stopping() and w.stop_chan().is_closed()
+
+
+def test_broadcaster_prefix_order_and_shutdown() -> None:
+    b = Broadcaster(10, FullChannelBehavior.WAIT_IF_CHANNEL_FULL)
+    w1 = b.watch_with_prefix([Event(EventType.ADDED, "old")])
+    w2 = b.watch()
+    b.action(EventType.MODIFIED, "x")
+    w2.stop()
+    b.action(EventType.DELETED, "y")  # the stopped watcher is skipped
+    b.shutdown()
+    events = []
+    while True:
+        ev, ok = w1.result_chan().recv(1)
+        if not ok:
+            break
+        events.append(ev)
+    assert [e.object for e in events] == ["old", "x", "y"]
+    assert w2.result_chan().recv(1) == (Event(EventType.MODIFIED, "x"), True)
+    assert w2.result_chan().recv(1) == (CLOSED, False)
+    with pytest.raises(RuntimeError):
+        b.action(EventType.ADDED, "late")
+
+
+def test_broadcaster_drop_if_full() -> None:
+    b = Broadcaster(1, FullChannelBehavior.DROP_IF_CHANNEL_FULL)
+    w = b.watch()
+    b.action(EventType.ADDED, 1)
+    b.action(EventType.ADDED, 2)  # dropped: the watcher's buffer is full
+    assert w.result_chan().recv(1) == (Event(EventType.ADDED, 1), True)
+    assert w.result_chan().recv(0.05) == (None, False)
+    b.shutdown()
+
+
+# --- StreamWatcher over a real socket -----------------------------------------------------
+
+
+class ScriptedServer:
+    """Serves one chunked HTTP response per connection, fed from a queue of actions:
+    bytes to send as a chunk, "end" (clean end of stream), "cut" (drop the connection
+    mid-stream)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(5)
+        self.port = self.sock.getsockname()[1]
+        self.actions: queue.Queue[Any] = queue.Queue()
+        self.connected = threading.Event()
+        self.conn: socket.socket | None = None
+        self.thread = threading.Thread(target=self._serve, name="test-scripted-server",
+                                       daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        self.conn = conn
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            self.connected.set()
+            while True:
+                action = self.actions.get()
+                try:
+                    if action == "end":
+                        conn.sendall(b"0\r\n\r\n")
+                        return
+                    if action == "cut":
+                        conn.sendall(b"20\r\n{\"type\":\"ADDED\"")  # a chunk cut short
+                        return
+                    if action == "quit":
+                        return
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(action), action))
+                except OSError:
+                    return
+
+    def send_event(self, event_type: str, obj: Any) -> None:
+        self.actions.put(json.dumps({"type": event_type, "object": obj}).encode() + b"\n")
+
+    def close(self) -> None:
+        self.actions.put("quit")
+        self.sock.close()
+        self.thread.join(2)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    srv = ScriptedServer()
+    yield srv
+    srv.close()
+
+
+def open_watch(server: ScriptedServer, read_timeout: float | None = None) -> StreamWatcher:
+    http = urllib3.PoolManager(retries=False)
+    resp = http.request(
+        "GET",
+        f"http://127.0.0.1:{server.port}/api/v1/pods?watch=true",
+        preload_content=False,
+        timeout=urllib3.Timeout(connect=5, read=read_timeout),
+    )
+    return StreamWatcher(resp, name="test-pods")
+
+
+def pod(name: str, rv: str) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"name": name, "resourceVersion": rv}}
+
+
+def drain(w: StreamWatcher, timeout: float = 5) -> list[Event]:
+    out = []
+    while True:
+        ev, ok = w.result_chan().recv(timeout)
+        if not ok:
+            assert ev is CLOSED, "the watch neither delivered nor closed in time"
+            return out
+        out.append(ev)
+
+
+def test_stream_watcher_delivers_in_order_then_closes(server: ScriptedServer) -> None:
+    w = open_watch(server)
+    server.send_event("ADDED", pod("a", "1"))
+    server.send_event("MODIFIED", pod("a", "2"))
+    server.send_event("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "3"}})
+    server.send_event("DELETED", pod("a", "4"))
+    server.actions.put("end")
+    events = drain(w)
+    assert [e.type for e in events] == ["ADDED", "MODIFIED", "BOOKMARK", "DELETED"]
+    assert [e.object["metadata"]["resourceVersion"] for e in events] == ["1", "2", "3", "4"]
+    assert w.join(1)
+
+
+def test_stream_watcher_server_error_event(server: ScriptedServer) -> None:
+    w = open_watch(server)
+    status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+    server.send_event("ERROR", status)
+    server.actions.put("end")
+    events = drain(w)
+    assert events == [Event(EventType.ERROR, status)]
+
+
+def test_stream_watcher_garbled_line(server: ScriptedServer) -> None:
+    w = open_watch(server)
+    server.send_event("ADDED", pod("a", "1"))
+    server.actions.put(b"{this is not json\n")
+    events = drain(w)
+    assert events[0].type is EventType.ADDED
+    assert events[1].type is EventType.ERROR
+    status = events[1].object
+    assert status["code"] == 500
+    assert status["details"]["causes"][0]["reason"] == "ClientWatchDecoding"
+    assert "unable to decode an event from the watch stream" in status["message"]
+    assert len(events) == 2 and w.join(1)
+
+
+def test_stream_watcher_truncated_stream(server: ScriptedServer) -> None:
+    w = open_watch(server)
+    server.send_event("ADDED", pod("a", "1"))
+    server.actions.put("cut")
+    events = drain(w)
+    assert [e.type for e in events] == ["ADDED"]  # then a clean close, no hang, no error
+    assert w.join(1)
+
+
+def test_stream_watcher_stop_on_stalled_watch(server: ScriptedServer) -> None:
+    w = open_watch(server)
+    assert server.connected.wait(5)
+    server.send_event("ADDED", pod("a", "1"))
+    assert w.result_chan().recv(5)[0].type is EventType.ADDED
+    # nothing more arrives: the reader is blocked in a socket read
+    start = time.monotonic()
+    w.stop()
+    assert w.join(1.0), "reader thread still alive 1 s after stop()"
+    assert time.monotonic() - start < 1.0
+    assert w.result_chan().recv(1) == (CLOSED, False)
+    w.stop()
+
+
+def test_stream_watcher_idle_timeout(server: ScriptedServer) -> None:
+    w = open_watch(server, read_timeout=0.2)
+    server.send_event("ADDED", pod("a", "1"))
+    start = time.monotonic()
+    events = drain(w)
+    assert [e.type for e in events] == ["ADDED"]
+    assert 0.15 < time.monotonic() - start < 5
+    assert w.join(1)
+
+
+def test_stream_watcher_stop_while_consumer_is_slow(server: ScriptedServer) -> None:
+    http = urllib3.PoolManager(retries=False)
+    resp = http.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
+    w = StreamWatcher(resp, name="test-slow", chan_size=1)
+    for i in range(5):
+        server.send_event("ADDED", pod(f"p{i}", str(i)))
+    first, _ = w.result_chan().recv(5)
+    assert first.object["metadata"]["name"] == "p0"
+    w.stop()  # the reader is blocked handing over an event, not reading
+    assert w.join(1.0)
+    assert select([w.result_chan()], timeout=1)[0] == 0

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache.util.chan import Chan, ChanClosedError, DoneChan, select
+from client_cache.util.chan import Chan, ChanClosedError, DoneChan, UnbufferedChan, select
 
 __all__ = [
     "DEFAULT_CHAN_SIZE",
@@ -92,31 +92,6 @@ class Watch(Protocol):
     def result_chan(self) -> Chan[Event]: ...
 
 
-class _UnbufferedChan(Chan[Event]):
-    """Go's unbuffered channel: ``send`` returns only once the value was received."""
-
-    def __init__(self) -> None:
-        super().__init__(1)
-        self._taken = 0
-        self._sent = 0
-
-    def send(self, value: Event, timeout: float | None = None) -> bool:
-        super().send(value, timeout)
-        with self._cond:
-            self._sent += 1
-            ticket = self._sent
-            self._cond.wait_for(lambda: self._taken >= ticket or self._is_closed)
-        return True
-
-    def recv(self, timeout: float | None = None) -> tuple[Any, bool]:
-        value, ok = super().recv(timeout)
-        if ok:
-            with self._cond:
-                self._taken += 1
-                self._cond.notify_all()
-        return value, ok
-
-
 def new_empty_watch() -> Watch:
     """A watch whose channel is already closed (Go ``NewEmptyWatch``)."""
     chan: Chan[Event] = Chan(1)
@@ -140,7 +115,7 @@ class FakeWatcher:
         self._chan = self._new_chan()
 
     def _new_chan(self) -> Chan[Event]:
-        return _UnbufferedChan() if self._size <= 0 else Chan(self._size)
+        return UnbufferedChan() if self._size <= 0 else Chan(self._size)
 
     def stop(self) -> None:
         with self._lock:

@@ -33,6 +33,7 @@ __all__ = [
     "Chan",
     "ChanClosedError",
     "DoneChan",
+    "UnbufferedChan",
     "select",
     "select_or_stop",
     "stop_chan",
@@ -193,6 +194,33 @@ class Chan(Generic[T]):
     def _remove_waker(self, waker: _Waker) -> None:
         with self._cond, contextlib.suppress(ValueError):
             self._wakers.remove(waker)
+
+
+class UnbufferedChan(Chan[T]):
+    """Go's unbuffered channel: ``send`` returns only once the value was received (or
+    raises :class:`ChanClosedError` if the channel is closed first)."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self._taken = 0
+        self._sent = 0
+
+    def send(self, value: T, timeout: float | None = None) -> bool:
+        if not super().send(value, timeout):
+            return False
+        with self._cond:
+            self._sent += 1
+            ticket = self._sent
+            self._cond.wait_for(lambda: self._taken >= ticket or self._is_closed)
+        return True
+
+    def recv(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        value, ok = super().recv(timeout)
+        if ok:
+            with self._cond:
+                self._taken += 1
+                self._cond.notify_all()
+        return value, ok
 
 
 class DoneChan(Chan[None]):

@@ -83,9 +83,12 @@ def test_watch_errors_and_drop_watch() -> None:
     event, _ = w.result_chan().recv(5)
     assert (event.type, event.object["metadata"]["name"]) == (EventType.ADDED, "b")
     assert [o["metadata"]["name"] for o in source.list()["items"]] == ["b"]
-    replay = source.watch(ListOptions(resource_version="0"))
+    with pytest.raises(Exception) as info:
+        source.watch(ListOptions(resource_version="0"))  # older than the whole history
+    assert is_expired(info.value)
+    replay = source.watch(ListOptions(resource_version="1"))
     source.shutdown()
-    assert rvs(replay) == ["1", "2", "3"]  # dropped changes are still in the history
+    assert rvs(replay) == ["2", "3"]  # the dropped delete is still in the history
     source2 = FakeControllerSource()
     source2.list_error = RuntimeError("Access Denied")
     with pytest.raises(RuntimeError, match="Access Denied"):

@@ -1,0 +1,702 @@
+"""An embedded Kubernetes API server for tests, examples and benchmarks.
+
+:class:`EmbeddedApiServer` serves the Kubernetes HTTP protocol on 127.0.0.1 (an ephemeral
+port unless one is given) from background threads, so the real ``kubernetes`` client and
+this library's list-watch talk to it over loopback exactly as to a cluster::
+
+    with EmbeddedApiServer() as server:
+        api = server.api_client()              # a configured kubernetes.client.ApiClient
+        CoreV1Api(api).list_namespaced_pod("default")
+        server.write_kubeconfig("/tmp/kubeconfig")
+
+What it serves (see :mod:`client_cache.testing.apistore` for the storage semantics):
+
+* discovery: ``/api``, ``/apis``, ``/api/v1``, ``/apis/<group>/<version>``, ``/version``;
+  built-in resources and custom resources added with :meth:`EmbeddedApiServer.register`;
+* create (POST), get, update (PUT, 409 Conflict on a stale resourceVersion), patch (merge
+  and strategic-merge bodies applied as JSON merge patches), delete and delete-collection;
+* LIST: ``limit``/``continue`` (items in key order, consistent pages, tokens that expire
+  with compaction), ``resourceVersion`` ""/"0"/N with ``resourceVersionMatch``
+  (NotOlderThan, Exact), the real server's answer to a too-large resourceVersion, label and
+  field selectors; like the watch cache, ``resourceVersion=0`` ignores ``limit``;
+* WATCH: ``resourceVersion`` unset/"0" (current state as ADDED first) or N (changes after
+  N; 410 ERROR event when compacted), ``allowWatchBookmarks`` (a bookmark every
+  ``bookmark_interval`` seconds), ``timeoutSeconds``, ``sendInitialEvents`` with the
+  ``k8s.io/initial-events-end`` bookmark, selectors;
+* errors as ``Status`` bodies with the real codes and reasons.
+
+Fault injection (thread-safe; also reachable over HTTP under ``/__control/`` when the
+server runs in its own process): :meth:`~EmbeddedApiServer.close_watches`,
+:meth:`~EmbeddedApiServer.send_watch_error`, :meth:`~EmbeddedApiServer.fail_next`
+(429 with Retry-After, 500, 504...), :meth:`~EmbeddedApiServer.stall_watches`,
+:meth:`~EmbeddedApiServer.send_garbled_line`, ``latency``,
+:meth:`~EmbeddedApiServer.compact` and :meth:`~EmbeddedApiServer.drop_all_connections`.
+
+``python -m client_cache.testing.apiserver [--port P] [--kubeconfig PATH]`` runs it as a
+process: it prints its URL on the first line of stdout and serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import contextlib
+import itertools
+import json
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from kubernetes.client import ApiClient, Configuration
+
+from client_cache import fields as fieldsel
+from client_cache import labels as labelsel
+from client_cache.errors import (
+    ApiStatusError,
+    ClientCacheError,
+    new_bad_request,
+    new_resource_expired,
+)
+from client_cache.testing.apistore import ApiStore, ResourceType, Watcher, encode_event
+
+__all__ = ["EmbeddedApiServer", "main"]
+
+_LOOPBACK = "127.0.0.1"
+_STALL = "stall"
+_GARBLE = "garble"
+_ABORT = "abort"
+
+
+class _Fault:
+    def __init__(self, count: int, status: ApiStatusError, watch_only: bool) -> None:
+        self.count = count
+        self.status = status
+        self.watch_only = watch_only
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, owner: EmbeddedApiServer, port: int) -> None:
+        self.owner = owner
+        self._conn_ids = itertools.count(1)
+        self.connections: set[socket.socket] = set()
+        self.threads: set[threading.Thread] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__((_LOOPBACK, port), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address),
+            name=f"apiserver-conn-{next(self._conn_ids)}",
+            daemon=True,
+        )
+        with self.conn_lock:
+            self.connections.add(request)
+            self.threads.add(thread)
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self.conn_lock:
+                self.threads.discard(threading.current_thread())
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.conn_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+
+class EmbeddedApiServer:
+    """See the module documentation."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        bookmark_interval: float = 1.0,
+        history: int = 100_000,
+        store: ApiStore | None = None,
+    ) -> None:
+        self.store = store or ApiStore(history)
+        self.bookmark_interval = bookmark_interval
+        self.latency = 0.0
+        self._faults: list[_Fault] = []
+        self._fault_lock = threading.Lock()
+        self._stalled = False
+        self._httpd = _Server(self, port)
+        address = self._httpd.server_address
+        self.host: str = str(address[0])
+        self.port: int = int(address[1])
+        self._thread: threading.Thread | None = None
+        self.requests = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> EmbeddedApiServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+            name="apiserver-listener", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, end every watch and close every connection."""
+        self._httpd.shutdown()
+        self._end_all_watches(None)
+        self.drop_all_connections()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(2)
+        deadline = time.monotonic() + 2.0
+        with self._httpd.conn_lock:
+            threads = list(self._httpd.threads)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> EmbeddedApiServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def register(self, rtype: ResourceType) -> None:
+        """Serve a custom resource (also listed in discovery)."""
+        self.store.register(rtype)
+
+    # -- clients -----------------------------------------------------------------------------------
+    def configuration(self) -> Any:
+        config = Configuration()
+        config.host = self.url
+        config.api_key = {"authorization": "embedded-token"}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        return config
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` configured for this server."""
+        return ApiClient(self.configuration())
+
+    def kubeconfig(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "embedded", "cluster": {"server": self.url}}],
+            "users": [{"name": "embedded", "user": {"token": "embedded-token"}}],
+            "contexts": [{"name": "embedded",
+                          "context": {"cluster": "embedded", "user": "embedded"}}],
+            "current-context": "embedded",
+        }
+
+    def write_kubeconfig(self, path: str) -> str:
+        """Write a kubeconfig (JSON, which YAML loaders read) and return its path."""
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(self.kubeconfig(), fh, indent=2)
+        return path
+
+    # -- faults ------------------------------------------------------------------------------------
+    def fail_next(
+        self, count: int, code: int = 500, *, retry_after: int = 0, watch_only: bool = False,
+        message: str = "injected failure",
+    ) -> None:
+        """Answer the next ``count`` requests (only watches with ``watch_only``) with
+        ``code``: 429 TooManyRequests (with Retry-After), 500 InternalError, 504 Timeout,
+        or any other code as a plain Status."""
+        reasons = {429: "TooManyRequests", 500: "InternalError", 504: "Timeout",
+                   503: "ServiceUnavailable", 410: "Expired", 403: "Forbidden"}
+        details = {"retryAfterSeconds": retry_after} if retry_after else {}
+        status = ApiStatusError(code, reasons.get(code, ""), message, details)
+        with self._fault_lock:
+            self._faults.append(_Fault(count, status, watch_only))
+
+    def _take_fault(self, is_watch: bool) -> ApiStatusError | None:
+        with self._fault_lock:
+            for fault in self._faults:
+                if fault.watch_only and not is_watch:
+                    continue
+                fault.count -= 1
+                if fault.count <= 0:
+                    self._faults.remove(fault)
+                return fault.status
+        return None
+
+    def close_watches(self) -> None:
+        """End every open watch stream cleanly (as a server-side timeout would)."""
+        self._end_all_watches(None)
+
+    def abort_watches(self) -> None:
+        """Cut every open watch mid-stream (the connection drops without a clean end)."""
+        self._end_all_watches(_ABORT)
+
+    def send_watch_error(self, code: int = 410, message: str = "") -> None:
+        """Send every open watch an ERROR event (410 Expired by default) and end it."""
+        if code == 410:
+            status = new_resource_expired(
+                message or f"too old resource version: 1 ({self.store.resource_version})"
+            ).status()
+        else:
+            status = ApiStatusError(code, "InternalError", message or "injected").status()
+        line = encode_event("ERROR", status)
+        for watcher in self.store.watchers():
+            watcher.queue.put(line)
+            watcher.queue.put(None)
+
+    def stall_watches(self, stalled: bool = True) -> None:
+        """Keep watch connections open but send nothing, not even bookmarks."""
+        self._stalled = stalled
+        for watcher in self.store.watchers():
+            watcher.queue.put(_STALL if stalled else "unstall")
+
+    def send_garbled_line(self) -> None:
+        """Write a line that is not JSON to every open watch."""
+        for watcher in self.store.watchers():
+            watcher.queue.put(_GARBLE)
+
+    def compact(self) -> int:
+        """Drop the change history: older resourceVersions and continue tokens expire."""
+        return self.store.compact()
+
+    def drop_all_connections(self) -> None:
+        """Close every client connection at once (watches and keep-alive ones)."""
+        self._end_all_watches(_ABORT)
+        with self._httpd.conn_lock:
+            conns = list(self._httpd.connections)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def _end_all_watches(self, marker: Any) -> None:
+        for watcher in self.store.watchers():
+            if marker is not None:
+                watcher.queue.put(marker)
+            watcher.queue.put(None)
+
+    def open_watch_count(self) -> int:
+        return len(self.store.watchers())
+
+
+# --- request handling ------------------------------------------------------------------------
+
+
+def _status_bytes(err: ApiStatusError) -> bytes:
+    return json.dumps(err.status()).encode()
+
+
+def _encode_continue(revision: int, start_after: str) -> str:
+    raw = json.dumps({"rv": revision, "start": start_after}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError, binascii.Error) as err:
+        raise new_bad_request(f"continue key is not valid: {err}") from err
+
+
+def _object_key(obj: dict[str, Any]) -> str:
+    md = obj.get("metadata") or {}
+    return f"{md.get('namespace', '')}/{md.get('name', '')}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    @property
+    def owner(self) -> EmbeddedApiServer:
+        return self.server.owner
+
+    def _send_json(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_obj(self, code: int, obj: Any) -> None:
+        self._send_json(code, json.dumps(obj, separators=(",", ":")).encode())
+
+    def _send_error(self, err: ApiStatusError) -> None:
+        headers = {}
+        retry = err.details.get("retryAfterSeconds")
+        if retry:
+            headers["Retry-After"] = str(retry)
+        self._send_json(err.code or 500, _status_bytes(err), headers)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError as err:
+            raise new_bad_request(f"invalid JSON body: {err}") from err
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        owner = self.owner
+        owner.requests += 1
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [p for p in url.path.split("/") if p]
+        try:
+            if parts and parts[0] == "__control":
+                self._control(method, parts[1:], query)
+                return
+            if owner.latency:
+                time.sleep(owner.latency)
+            is_watch = query.get("watch") in ("true", "1")
+            fault = owner._take_fault(is_watch)
+            if fault is not None:
+                self._send_error(fault)
+                return
+            self._route(method, parts, query, is_watch)
+        except ApiStatusError as err:
+            self._send_error(err)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except ClientCacheError as err:
+            self._send_error(new_bad_request(str(err)))
+
+    # -- discovery and routing ---------------------------------------------------------------------
+    def _route(self, method: str, parts: list[str], query: dict[str, str], watch: bool) -> None:
+        store = self.owner.store
+        if method == "GET" and parts == ["version"]:
+            self._send_obj(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-embedded",
+                                 "platform": "linux/amd64"})
+            return
+        if method == "GET" and parts == ["api"]:
+            self._send_obj(200, {"kind": "APIVersions", "versions": ["v1"],
+                                 "serverAddressByClientCIDRs": [
+                                     {"clientCIDR": "0.0.0.0/0",
+                                      "serverAddress": f"{self.owner.host}:{self.owner.port}"}]})
+            return
+        if method == "GET" and parts == ["apis"]:
+            groups: dict[str, list[str]] = {}
+            for rtype in store.resource_types():
+                if rtype.group:
+                    versions = groups.setdefault(rtype.group, [])
+                    if rtype.version not in versions:
+                        versions.append(rtype.version)
+            self._send_obj(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}
+                                         for v in vs],
+                 "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
+                for g, vs in groups.items()]})
+            return
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiStatusError(404, "NotFound", "the server could not find the requested "
+                                 "resource")
+        if not rest:
+            if method != "GET":
+                raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
+            gv = f"{group}/{version}" if group else version
+            resources = [r.discovery() for r in store.resource_types()
+                         if r.group == group and r.version == version]
+            if not resources:
+                raise ApiStatusError(404, "NotFound", f"no resources in {gv}")
+            self._send_obj(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                 "groupVersion": gv, "resources": resources})
+            return
+        namespace, plural, name, sub = "", "", "", ""
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, plural = rest[1], rest[2]
+            name = rest[3] if len(rest) > 3 else ""
+            sub = rest[4] if len(rest) > 4 else ""
+        else:
+            plural = rest[0]
+            name = rest[1] if len(rest) > 1 else ""
+            sub = rest[2] if len(rest) > 2 else ""
+        found = store.lookup(group, version, plural)
+        if found is None:
+            raise ApiStatusError(404, "NotFound", "the server could not find the requested "
+                                 "resource")
+        rtype = found
+        if sub not in ("", "status", "scale"):
+            raise ApiStatusError(404, "NotFound", f"unknown subresource {sub}")
+        if rtype.namespaced is False:
+            namespace = ""
+        if not name:
+            self._collection(method, rtype, namespace, query, watch)
+        else:
+            self._item(method, rtype, namespace, name)
+
+    def _item(self, method: str, rtype: ResourceType, namespace: str, name: str) -> None:
+        store = self.owner.store
+        if method == "GET":
+            self._send_obj(200, store.get(rtype, namespace, name))
+        elif method == "PUT":
+            self._send_obj(200, store.update(rtype, namespace, name, self._body()))
+        elif method == "PATCH":
+            self._send_obj(200, store.patch(rtype, namespace, name, self._body()))
+        elif method == "DELETE":
+            self._body()
+            self._send_obj(200, store.delete(rtype, namespace, name))
+        else:
+            raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
+
+    def _collection(
+        self, method: str, rtype: ResourceType, namespace: str, query: dict[str, str],
+        watch: bool,
+    ) -> None:
+        store = self.owner.store
+        if method == "POST":
+            self._send_obj(201, store.create(rtype, namespace, self._body()))
+        elif method == "DELETE":
+            self._body()
+            store.delete_collection(rtype, namespace, labelsel.parse(query.get("labelSelector",
+                                                                               "")))
+            self._send_obj(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                 "status": "Success"})
+        elif method == "GET" and watch:
+            self._watch(rtype, namespace, query)
+        elif method == "GET":
+            self._list(rtype, namespace, query)
+        else:
+            raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
+
+    # -- LIST --------------------------------------------------------------------------------------
+    def _selectors(self, query: dict[str, str]) -> tuple[labelsel.Selector, fieldsel.Selector]:
+        return (labelsel.parse(query.get("labelSelector", "")),
+                fieldsel.parse_selector(query.get("fieldSelector", "")))
+
+    def _list(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
+        store = self.owner.store
+        label_sel, field_sel = self._selectors(query)
+        probe = Watcher(rtype, namespace, label_sel, field_sel)
+        rv_param = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        token = query.get("continue", "")
+        limit = int(query.get("limit") or 0)
+        start_after = ""
+        if token:
+            if rv_param:
+                raise new_bad_request("specifying resource version is not allowed when using "
+                                      "continue")
+            revision, start_after = _decode_continue(token)
+            if revision < store.compacted_revision:
+                raise new_resource_expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+            objs, served = store.snapshot(rtype, revision)
+        elif match == "Exact":
+            if not rv_param or rv_param == "0":
+                raise new_bad_request("resourceVersionMatch=Exact needs a non-zero "
+                                      "resourceVersion")
+            objs, served = store.snapshot(rtype, int(rv_param))
+        elif match not in ("", "NotOlderThan"):
+            raise new_bad_request(f"unknown resourceVersionMatch {match!r}")
+        else:
+            if rv_param not in ("", "0"):
+                try:
+                    wanted = int(rv_param)
+                except ValueError as err:
+                    raise new_bad_request(f"invalid resourceVersion {rv_param!r}") from err
+                store.snapshot(rtype, wanted if wanted > store.resource_version else None)
+            if rv_param == "0":
+                limit = 0  # the watch cache ignores limit for resourceVersion=0
+            objs, served = store.snapshot(rtype, None)
+        selected = [o for o in objs if probe.matches(o)]
+        if start_after:
+            selected = [o for o in selected if _object_key(o) > start_after]
+        md: dict[str, Any] = {"resourceVersion": str(served)}
+        if limit and len(selected) > limit:
+            page = selected[:limit]
+            md["continue"] = _encode_continue(served, _object_key(page[-1]))
+            md["remainingItemCount"] = len(selected) - limit
+            selected = page
+        self._send_obj(200, {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
+                             "metadata": md, "items": selected})
+
+    # -- WATCH -------------------------------------------------------------------------------------
+    def _watch(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
+        owner = self.owner
+        store = owner.store
+        label_sel, field_sel = self._selectors(query)
+        watcher = Watcher(rtype, namespace, label_sel, field_sel)
+        rv_param = query.get("resourceVersion", "")
+        send_initial = query.get("sendInitialEvents") == "true"
+        bookmarks = query.get("allowWatchBookmarks") == "true"
+        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
+        if send_initial and query.get("resourceVersionMatch") != "NotOlderThan":
+            raise ApiStatusError(422, "Invalid", "sendInitialEvents requires "
+                                 "resourceVersionMatch=NotOlderThan")
+        if rv_param in ("", "0"):
+            revision = None
+        else:
+            try:
+                revision = int(rv_param)
+            except ValueError as err:
+                raise new_bad_request(f"invalid resourceVersion {rv_param!r}") from err
+        store.open_watch(watcher, revision, send_initial, send_initial and bookmarks)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        next_bookmark = time.monotonic() + owner.bookmark_interval
+        stalled = owner._stalled
+        try:
+            while True:
+                now = time.monotonic()
+                waits = [next_bookmark - now] if bookmarks and not stalled else []
+                if deadline is not None:
+                    waits.append(deadline - now)
+                wait = max(0.0, min(waits)) if waits else None
+                try:
+                    item = watcher.queue.get(timeout=wait)
+                except queue.Empty:
+                    item = ""
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    self._end_chunks()
+                    return
+                if item is None:
+                    self._end_chunks()
+                    return
+                if item == _ABORT:
+                    self.close_connection = True
+                    return
+                if item == _STALL:
+                    stalled = True
+                    continue
+                if item == "unstall":
+                    stalled = False
+                    continue
+                if stalled:
+                    continue  # swallow everything while stalled
+                if item == _GARBLE:
+                    self._chunk(b"{this is not a watch event\n")
+                    continue
+                if item == "":
+                    if bookmarks and now >= next_bookmark:
+                        self._chunk(store.bookmark(watcher))
+                        next_bookmark = now + owner.bookmark_interval
+                    continue
+                batch = [item]
+                while len(batch) < 256:
+                    try:
+                        more = watcher.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(more, bytes):
+                        watcher.queue.put(more)  # handle control items in order next time
+                        break
+                    batch.append(more)
+                self._chunk(b"".join(batch))
+        except OSError:
+            self.close_connection = True
+        finally:
+            store.close_watch(watcher)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _end_chunks(self) -> None:
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    # -- control endpoints (for a server in another process) ---------------------------------------
+    def _control(self, method: str, parts: list[str], query: dict[str, str]) -> None:
+        owner = self.owner
+        actions: dict[str, Callable[[], Any]] = {
+            "compact": owner.compact,
+            "close-watches": owner.close_watches,
+            "abort-watches": owner.abort_watches,
+            "garble": owner.send_garbled_line,
+            "stall": lambda: owner.stall_watches(query.get("on", "true") == "true"),
+            "watch-error": lambda: owner.send_watch_error(int(query.get("code", "410"))),
+            "fail": lambda: owner.fail_next(
+                int(query.get("count", "1")), int(query.get("code", "500")),
+                retry_after=int(query.get("retryAfter", "0")),
+                watch_only=query.get("watchOnly") == "true"),
+            "latency": lambda: setattr(owner, "latency", float(query.get("seconds", "0"))),
+            "drop-connections": owner.drop_all_connections,
+            "state": lambda: None,
+        }
+        name = parts[0] if parts else ""
+        action = actions.get(name)
+        if action is None or method not in ("POST", "GET"):
+            raise ApiStatusError(404, "NotFound", f"unknown control {name!r}")
+        self._body()
+        result = action()
+        self._send_obj(200, {"ok": True, "result": result,
+                             "resourceVersion": owner.store.resource_version,
+                             "watches": owner.open_watch_count()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server as a process: print the URL, optionally write a kubeconfig, serve
+    until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(description="client_cache embedded API server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--kubeconfig", default="")
+    parser.add_argument("--bookmark-interval", type=float, default=1.0)
+    parser.add_argument("--history", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
+                               history=args.history)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with server:
+        if args.kubeconfig:
+            server.write_kubeconfig(args.kubeconfig)
+        print(server.url, flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

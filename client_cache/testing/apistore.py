@@ -1,0 +1,505 @@
+"""The storage behind the embedded API server: resources, revisions, history and watches.
+
+It behaves like etcd behind a kube-apiserver, as far as clients can tell:
+
+* one global revision counter; every create, update and delete takes the next revision,
+  which becomes the object's ``metadata.resourceVersion`` (a delete's revision is the
+  resourceVersion of the object in the DELETED event);
+* a bounded history of changes; anything older than the oldest kept change is
+  *compacted*: LIST at an exact old revision, a continue token from before the compaction
+  and WATCH from such a revision all get 410 Expired;
+* LIST at an exact revision inside the history is answered from a snapshot rebuilt from
+  the history, so paged lists are consistent;
+* watchers receive the changes of their resource, filtered by namespace and selectors; an
+  object that stops matching a selector is reported DELETED, one that starts matching ADDED.
+
+Objects are wire dicts and are never handed out without a copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import queue
+import threading
+import uuid
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from client_cache import fields as fieldsel
+from client_cache import labels as labelsel
+from client_cache.errors import (
+    ApiStatusError,
+    new_already_exists,
+    new_bad_request,
+    new_conflict,
+    new_not_found,
+    new_resource_expired,
+    new_too_large_resource_version,
+)
+
+__all__ = ["BUILTIN_RESOURCES", "ApiStore", "ResourceType", "Watcher"]
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served resource."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.group, self.plural
+
+    def discovery(self) -> dict[str, Any]:
+        return {
+            "name": self.plural,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch",
+                      "update", "watch"],
+            "shortNames": list(self.short_names),
+        }
+
+
+BUILTIN_RESOURCES = (
+    ResourceType("", "v1", "pods", "Pod", True, ("po",)),
+    ResourceType("", "v1", "services", "Service", True, ("svc",)),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    ResourceType("", "v1", "secrets", "Secret", True),
+    ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",)),
+    ResourceType("", "v1", "nodes", "Node", False, ("no",)),
+    ResourceType("", "v1", "events", "Event", True, ("ev",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",)),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",)),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",)),
+    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
+    ResourceType("batch", "v1", "jobs", "Job", True),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+)
+
+
+@dataclass
+class _Change:
+    rv: int
+    type: str  # ADDED / MODIFIED / DELETED
+    resource: tuple[str, str]
+    key: tuple[str, str]
+    obj: dict[str, Any]
+    prev: dict[str, Any] | None
+
+
+_CLOSE = object()
+
+
+@dataclass(eq=False)
+class Watcher:
+    """One open watch: the HTTP layer reads encoded lines (``bytes``) from ``queue``;
+    ``None`` means "end the stream cleanly" and control strings trigger faults."""
+
+    resource: ResourceType
+    namespace: str
+    label_selector: labelsel.Selector
+    field_selector: fieldsel.Selector
+    queue: queue.Queue[Any] = field(default_factory=queue.Queue)
+
+    def matches(self, obj: Mapping[str, Any] | None) -> bool:
+        if obj is None:
+            return False
+        md = obj.get("metadata") or {}
+        if self.namespace and md.get("namespace") != self.namespace:
+            return False
+        if not self.label_selector.empty() and not self.label_selector.matches(
+            md.get("labels") or {}
+        ):
+            return False
+        return self.field_selector.empty() or self.field_selector.matches(_field_set(obj))
+
+
+def _field_set(obj: Mapping[str, Any]) -> dict[str, str]:
+    md = obj.get("metadata") or {}
+    out = {"metadata.name": md.get("name", ""), "metadata.namespace": md.get("namespace", "")}
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping) and isinstance(spec.get("nodeName"), str):
+        out["spec.nodeName"] = spec["nodeName"]
+    status = obj.get("status")
+    if isinstance(status, Mapping) and isinstance(status.get("phase"), str):
+        out["status.phase"] = status["phase"]
+    return out
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def encode_event(event_type: str, obj: Any) -> bytes:
+    """One watch stream line."""
+    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge_patch(result.get(key), value)
+    return result
+
+
+class ApiStore:
+    """See the module documentation."""
+
+    def __init__(self, history: int = 100_000) -> None:
+        self._lock = threading.RLock()
+        self.history_limit = history
+        self._rv = 1  # etcd-like: the first write is revision 2
+        self._compacted = 1
+        self._history: deque[_Change] = deque()
+        self._types: dict[tuple[str, str], ResourceType] = {}
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
+        self._watchers: dict[tuple[str, str], set[Watcher]] = {}
+        for rtype in BUILTIN_RESOURCES:
+            self.register(rtype)
+
+    # -- registry ---------------------------------------------------------------------------
+    def register(self, rtype: ResourceType) -> None:
+        """Serve ``rtype`` (built-ins are registered already)."""
+        with self._lock:
+            self._types[rtype.key] = rtype
+            self._objects.setdefault(rtype.key, {})
+            self._watchers.setdefault(rtype.key, set())
+
+    def resource_types(self) -> list[ResourceType]:
+        with self._lock:
+            return list(self._types.values())
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        with self._lock:
+            rtype = self._types.get((group, plural))
+            return rtype if rtype is not None and rtype.version == version else None
+
+    @property
+    def resource_version(self) -> int:
+        with self._lock:
+            return self._rv
+
+    @property
+    def compacted_revision(self) -> int:
+        with self._lock:
+            return self._compacted
+
+    # -- writes -------------------------------------------------------------------------------
+    def _record_locked(
+        self, rtype: ResourceType, event_type: str, key: tuple[str, str],
+        obj: dict[str, Any], prev: dict[str, Any] | None,
+    ) -> None:
+        self._history.append(_Change(self._rv, event_type, rtype.key, key, obj, prev))
+        while len(self._history) > self.history_limit:
+            dropped = self._history.popleft()
+            self._compacted = dropped.rv
+        self._notify_locked(rtype, event_type, obj, prev)
+
+    def _notify_locked(
+        self, rtype: ResourceType, event_type: str, obj: dict[str, Any],
+        prev: dict[str, Any] | None,
+    ) -> None:
+        watchers = self._watchers.get(rtype.key)
+        if not watchers:
+            return
+        cache: dict[str, bytes] = {}
+        for watcher in watchers:
+            now_matches = event_type != "DELETED" and watcher.matches(obj)
+            before_matches = watcher.matches(prev) if prev is not None else False
+            if event_type == "DELETED":
+                kind = "DELETED" if watcher.matches(obj) or before_matches else None
+            elif now_matches and before_matches:
+                kind = "MODIFIED"
+            elif now_matches:
+                kind = "ADDED"
+            elif before_matches:
+                kind = "DELETED"  # it left the selector
+            else:
+                kind = None
+            if kind is None:
+                continue
+            line = cache.get(kind)
+            if line is None:
+                line = cache[kind] = encode_event(kind, obj)
+            watcher.queue.put(line)
+
+    def _key(self, rtype: ResourceType, namespace: str, name: str) -> tuple[str, str]:
+        return (namespace if rtype.namespaced else "", name)
+
+    def create(
+        self, rtype: ResourceType, namespace: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        obj = copy.deepcopy(dict(body))
+        md = obj.setdefault("metadata", {})
+        if not md.get("name"):
+            if md.get("generateName"):
+                md["name"] = f"{md['generateName']}{uuid.uuid4().hex[:5]}"
+            else:
+                raise new_bad_request("name or generateName is required")
+        if rtype.namespaced:
+            namespace = namespace or md.get("namespace") or "default"
+            if md.get("namespace") and md["namespace"] != namespace:
+                raise new_bad_request("the namespace of the provided object does not match "
+                                      "the namespace sent on the request")
+            md["namespace"] = namespace
+        else:
+            md.pop("namespace", None)
+        obj["apiVersion"] = rtype.api_version
+        obj["kind"] = rtype.kind
+        with self._lock:
+            key = self._key(rtype, md.get("namespace", ""), md["name"])
+            objects = self._objects[rtype.key]
+            if key in objects:
+                raise new_already_exists(rtype.group, rtype.plural, md["name"])
+            self._rv += 1
+            md["uid"] = str(uuid.uuid4())
+            md["resourceVersion"] = str(self._rv)
+            md["generation"] = 1
+            md["creationTimestamp"] = _now()
+            md.pop("deletionTimestamp", None)
+            objects[key] = obj
+            self._record_locked(rtype, "ADDED", key, obj, None)
+            return copy.deepcopy(obj)
+
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        with self._lock:
+            obj = self._objects[rtype.key].get(self._key(rtype, namespace, name))
+            if obj is None:
+                raise new_not_found(rtype.group, rtype.plural, name)
+            return copy.deepcopy(obj)
+
+    def update(
+        self, rtype: ResourceType, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """PUT: optimistic concurrency on ``metadata.resourceVersion`` when given."""
+        with self._lock:
+            key = self._key(rtype, namespace, name)
+            current = self._objects[rtype.key].get(key)
+            if current is None:
+                raise new_not_found(rtype.group, rtype.plural, name)
+            obj = copy.deepcopy(dict(body))
+            md = obj.setdefault("metadata", {})
+            if md.get("name") not in (None, name):
+                raise new_bad_request("the name of the object does not match the URL")
+            wanted = md.get("resourceVersion")
+            if wanted and wanted != current["metadata"]["resourceVersion"]:
+                raise new_conflict(
+                    rtype.group, rtype.plural, name,
+                    "the object has been modified; please apply your changes to the latest "
+                    "version and try again",
+                )
+            return self._replace_locked(rtype, key, current, obj)
+
+    def _replace_locked(
+        self, rtype: ResourceType, key: tuple[str, str], current: dict[str, Any],
+        obj: dict[str, Any],
+    ) -> dict[str, Any]:
+        md = obj.setdefault("metadata", {})
+        cur_md = current["metadata"]
+        for kept in ("name", "uid", "creationTimestamp", "generation"):
+            if kept in cur_md:
+                md[kept] = cur_md[kept]
+        if rtype.namespaced:
+            md["namespace"] = cur_md.get("namespace", "")
+        obj["apiVersion"] = rtype.api_version
+        obj["kind"] = rtype.kind
+        if {k: v for k, v in obj.items() if k not in ("metadata", "status")} != {
+            k: v for k, v in current.items() if k not in ("metadata", "status")
+        }:
+            md["generation"] = int(cur_md.get("generation", 1)) + 1
+        self._rv += 1
+        md["resourceVersion"] = str(self._rv)
+        self._objects[rtype.key][key] = obj
+        self._record_locked(rtype, "MODIFIED", key, obj, current)
+        return copy.deepcopy(obj)
+
+    def patch(
+        self, rtype: ResourceType, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A JSON merge patch (strategic merge patches are applied as merge patches)."""
+        with self._lock:
+            key = self._key(rtype, namespace, name)
+            current = self._objects[rtype.key].get(key)
+            if current is None:
+                raise new_not_found(rtype.group, rtype.plural, name)
+            wanted = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != current["metadata"]["resourceVersion"]:
+                raise new_conflict(rtype.group, rtype.plural, name,
+                                   "the object has been modified; please apply your changes "
+                                   "to the latest version and try again")
+            merged = _merge_patch(copy.deepcopy(current), patch)
+            return self._replace_locked(rtype, key, current, merged)
+
+    def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        with self._lock:
+            key = self._key(rtype, namespace, name)
+            current = self._objects[rtype.key].pop(key, None)
+            if current is None:
+                raise new_not_found(rtype.group, rtype.plural, name)
+            self._rv += 1
+            final = copy.deepcopy(current)
+            final["metadata"]["resourceVersion"] = str(self._rv)
+            self._record_locked(rtype, "DELETED", key, final, current)
+            return copy.deepcopy(final)
+
+    def delete_collection(
+        self, rtype: ResourceType, namespace: str, label_selector: labelsel.Selector
+    ) -> int:
+        with self._lock:
+            doomed = [
+                obj["metadata"]["name"]
+                for obj in self._objects[rtype.key].values()
+                if (not namespace or obj["metadata"].get("namespace") == namespace)
+                and label_selector.matches(obj["metadata"].get("labels") or {})
+            ]
+            for name in doomed:
+                self.delete(rtype, namespace, name)
+            return len(doomed)
+
+    def compact(self) -> int:
+        """Forget the whole history (etcd compaction); returns the compacted revision."""
+        with self._lock:
+            self._history.clear()
+            self._compacted = self._rv
+            return self._compacted
+
+    # -- reads ---------------------------------------------------------------------------------
+    def snapshot(
+        self, rtype: ResourceType, revision: int | None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The objects of ``rtype`` at ``revision`` (None: now), sorted by key, and the
+        revision served. Raises 410 Expired for a compacted revision and the too-large
+        error for a future one."""
+        with self._lock:
+            current = self._rv
+            if revision is None or revision == current:
+                objs = dict(self._objects[rtype.key])
+                revision = current
+            elif revision > current:
+                raise new_too_large_resource_version(revision, current, 1)
+            elif revision < self._compacted:
+                raise new_resource_expired(
+                    f"too old resource version: {revision} ({self._compacted})"
+                )
+            else:
+                objs = dict(self._objects[rtype.key])
+                for change in reversed(self._history):
+                    if change.rv <= revision:
+                        break
+                    if change.resource != rtype.key:
+                        continue
+                    if change.prev is None:
+                        objs.pop(change.key, None)
+                    else:
+                        objs[change.key] = change.prev
+            ordered = [objs[k] for k in sorted(objs)]
+            return ordered, revision
+
+    def changes_since(self, rtype: ResourceType, revision: int) -> Iterator[_Change]:
+        """Recorded changes of ``rtype`` after ``revision`` (caller holds the lock)."""
+        for change in self._history:
+            if change.rv > revision and change.resource == rtype.key:
+                yield change
+
+    # -- watches --------------------------------------------------------------------------------
+    def open_watch(
+        self,
+        watcher: Watcher,
+        revision: int | None,
+        initial_events: bool,
+        initial_end_bookmark: bool,
+    ) -> None:
+        """Register ``watcher`` and queue what it must see first.
+
+        ``revision`` None (or with ``initial_events``): the current objects as ADDED events
+        (then, with ``initial_end_bookmark``, the initial-events-end bookmark); otherwise the
+        recorded changes after ``revision``. A compacted ``revision`` gets one 410 ERROR
+        event, a future one the too-large ERROR event; both end the stream.
+        """
+        rtype = watcher.resource
+        with self._lock:
+            current = self._rv
+            if initial_events or revision is None:
+                for obj in self.snapshot(rtype, None)[0]:
+                    if watcher.matches(obj):
+                        watcher.queue.put(encode_event("ADDED", obj))
+                if initial_end_bookmark:
+                    watcher.queue.put(encode_event("BOOKMARK", {
+                        "kind": rtype.kind,
+                        "apiVersion": rtype.api_version,
+                        "metadata": {
+                            "resourceVersion": str(current),
+                            "annotations": {"k8s.io/initial-events-end": "true"},
+                        },
+                    }))
+            elif revision < self._compacted:
+                watcher.queue.put(encode_event("ERROR", new_resource_expired(
+                    f"too old resource version: {revision} ({self._compacted})").status()))
+                watcher.queue.put(None)
+                return
+            elif revision > current:
+                watcher.queue.put(encode_event(
+                    "ERROR", new_too_large_resource_version(revision, current, 1).status()))
+                watcher.queue.put(None)
+                return
+            else:
+                for change in self.changes_since(rtype, revision):
+                    self._replay_locked(watcher, change)
+            self._watchers[rtype.key].add(watcher)
+
+    def _replay_locked(self, watcher: Watcher, change: _Change) -> None:
+        after = change.obj if change.type != "DELETED" else None
+        now, before = watcher.matches(after), watcher.matches(change.prev)
+        if change.type == "DELETED":
+            kind = "DELETED" if watcher.matches(change.obj) or before else None
+        else:
+            kind = "MODIFIED" if now and before else "ADDED" if now else (
+                "DELETED" if before else None)
+        if kind is not None:
+            watcher.queue.put(encode_event(kind, change.obj))
+
+    def close_watch(self, watcher: Watcher) -> None:
+        with self._lock:
+            self._watchers.get(watcher.resource.key, set()).discard(watcher)
+
+    def watchers(self) -> list[Watcher]:
+        with self._lock:
+            return [w for ws in self._watchers.values() for w in ws]
+
+    def bookmark(self, watcher: Watcher) -> bytes:
+        """A bookmark line at the current revision for ``watcher``'s kind."""
+        rtype = watcher.resource
+        return encode_event("BOOKMARK", {
+            "kind": rtype.kind,
+            "apiVersion": rtype.api_version,
+            "metadata": {"resourceVersion": str(self.resource_version)},
+        })
+
+
+def status_error_body(err: ApiStatusError) -> bytes:
+    return json.dumps(err.status()).encode()

@@ -1,0 +1,462 @@
+"""The embedded API server, driven through the real ``kubernetes`` client and our
+list-watch over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes import config as kconfig
+from kubernetes import dynamic
+from kubernetes.client import (
+    ApiClient,
+    ApiException,
+    CoreV1Api,
+    CustomObjectsApi,
+    V1ConfigMap,
+    V1ObjectMeta,
+    V1Pod,
+)
+
+from client_cache.apis import ListOptions, list_continue, list_items, list_resource_version
+from client_cache.errors import (
+    ApiStatusError,
+    is_already_exists,
+    is_conflict,
+    is_expired,
+    is_internal_error,
+    is_not_found,
+    is_timeout,
+    is_too_large_resource_version,
+    is_too_many_requests,
+    suggests_client_delay,
+)
+from client_cache.listwatch import (
+    ClientListerWatcher,
+    new_filtered_list_watch_from_client,
+    new_list_watch_from_client,
+)
+from client_cache.pager import ListPager, new_list_pager
+from client_cache.schema import GroupVersionResource
+from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.apistore import ResourceType
+from client_cache.util.chan import CLOSED
+from client_cache.watch import Event, EventType, Watch
+
+PODS = GroupVersionResource("", "v1", "pods")
+WIDGETS = ResourceType("example.com", "v1", "widgets", "Widget", True, ("wd",))
+WIDGETS_GVR = GroupVersionResource("example.com", "v1", "widgets")
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    srv = EmbeddedApiServer(bookmark_interval=0.2)
+    srv.register(WIDGETS)
+    with srv:
+        yield srv
+
+
+def pod_body(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+def create_pods(server: EmbeddedApiServer, n: int, ns: str = "default") -> None:
+    for i in range(n):
+        server.store.create(server.store.lookup("", "v1", "pods"), ns,  # type: ignore[arg-type]
+                            pod_body(f"pod-{i:03d}", {"i": str(i % 3)}))
+
+
+def lw(server: EmbeddedApiServer, ns: str = "default", **kw: Any) -> ClientListerWatcher:
+    return new_list_watch_from_client(server.api_client(), PODS, ns, **kw)
+
+
+def next_event(w: Watch, timeout: float = 5) -> Event:
+    event, ok = w.result_chan().recv(timeout)
+    assert ok, f"watch closed or timed out: {event!r}"
+    return event
+
+
+def events_until_closed(w: Watch, timeout: float = 5) -> list[Event]:
+    out = []
+    while True:
+        event, ok = w.result_chan().recv(timeout)
+        if not ok:
+            assert event is CLOSED, "the watch did not close in time"
+            return out
+        out.append(event)
+
+
+def test_binds_only_to_loopback(server: EmbeddedApiServer) -> None:
+    assert server.host == "127.0.0.1"
+    assert server._httpd.socket.getsockname()[0] == "127.0.0.1"
+    other = [a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+             if not a[4][0].startswith("127.")]
+    for address in other:
+        with pytest.raises(OSError), socket.create_connection((address, server.port), 0.5):
+            pass
+
+
+def test_typed_client_crud_and_errors(server: EmbeddedApiServer) -> None:
+    core = CoreV1Api(server.api_client())
+    created = core.create_namespaced_config_map(
+        "default", V1ConfigMap(metadata=V1ObjectMeta(name="cfg"), data={"a": "1"}))
+    assert created.metadata.uid and created.metadata.resource_version
+    assert created.metadata.creation_timestamp is not None
+    with pytest.raises(ApiException) as info:
+        core.create_namespaced_config_map("default", V1ConfigMap(metadata=V1ObjectMeta(name="cfg")))
+    assert info.value.status == 409 and json.loads(info.value.body)["reason"] == "AlreadyExists"
+    stale = created.metadata.resource_version
+    created.data = {"a": "2"}
+    updated = core.replace_namespaced_config_map("cfg", "default", created)
+    assert updated.metadata.resource_version != stale
+    created.metadata.resource_version = stale
+    with pytest.raises(ApiException) as info:
+        core.replace_namespaced_config_map("cfg", "default", created)
+    assert info.value.status == 409 and json.loads(info.value.body)["reason"] == "Conflict"
+    patched = core.patch_namespaced_config_map("cfg", "default", {"data": {"b": "3"}})
+    assert patched.data == {"a": "2", "b": "3"}
+    core.delete_namespaced_config_map("cfg", "default")
+    with pytest.raises(ApiException) as info:
+        core.read_namespaced_config_map("cfg", "default")
+    assert info.value.status == 404 and json.loads(info.value.body)["reason"] == "NotFound"
+
+
+def test_store_semantics_generation_and_errors(server: EmbeddedApiServer) -> None:
+    store = server.store
+    pods = store.lookup("", "v1", "pods")
+    assert pods is not None
+    obj = store.create(pods, "ns", pod_body("a"))
+    assert obj["metadata"]["generation"] == 1
+    obj["metadata"]["labels"] = {"x": "y"}
+    same_spec = store.update(pods, "ns", "a", obj)
+    assert same_spec["metadata"]["generation"] == 1  # metadata-only change
+    same_spec["spec"]["containers"][0]["image"] = "nginx"
+    bumped = store.update(pods, "ns", "a", same_spec)
+    assert bumped["metadata"]["generation"] == 2
+    with pytest.raises(ApiStatusError) as info:
+        store.update(pods, "ns", "a", same_spec)  # stale resourceVersion
+    assert is_conflict(info.value)
+    with pytest.raises(ApiStatusError) as info:
+        store.create(pods, "ns", pod_body("a"))
+    assert is_already_exists(info.value)
+    with pytest.raises(ApiStatusError) as info:
+        store.delete(pods, "ns", "missing")
+    assert is_not_found(info.value)
+    generated = store.create(pods, "ns", {"metadata": {"generateName": "web-"}})
+    assert generated["metadata"]["name"].startswith("web-")
+
+
+def test_list_and_watch_pods_through_list_watch(server: EmbeddedApiServer) -> None:
+    create_pods(server, 5)
+    listed = lw(server).list(ListOptions())
+    assert [o["metadata"]["name"] for o in list_items(listed)] == [f"pod-{i:03d}" for i in range(5)]
+    rv = list_resource_version(listed)
+    w = lw(server).watch(ListOptions(resource_version=rv))
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_pod("default", pod_body("late"))
+    core.patch_namespaced_pod("late", "default", {"metadata": {"labels": {"p": "1"}}})
+    core.delete_namespaced_pod("late", "default")
+    got = [next_event(w) for _ in range(3)]
+    assert [e.type for e in got] == [EventType.ADDED, EventType.MODIFIED, EventType.DELETED]
+    rvs = [int(e.object["metadata"]["resourceVersion"]) for e in got]
+    assert rvs == sorted(rvs) and rvs[0] > int(rv)
+    w.stop()
+
+
+def test_models_dynamic_client_and_custom_resource(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    create_pods(server, 2)
+    typed = lw(server, object_type=V1Pod).list(ListOptions())
+    assert all(isinstance(p, V1Pod) for p in list_items(typed))
+    dyn = dynamic.DynamicClient(api)
+    assert len(dyn.resources.get(api_version="v1", kind="Pod").get(namespace="default").items) == 2
+    widgets = dyn.resources.get(api_version="example.com/v1", kind="Widget")
+    widgets.create(body={"apiVersion": "example.com/v1", "kind": "Widget",
+                         "metadata": {"name": "w1"}, "spec": {"size": 3}}, namespace="default")
+    custom = CustomObjectsApi(api).list_namespaced_custom_object(
+        "example.com", "v1", "default", "widgets")
+    assert [w["metadata"]["name"] for w in custom["items"]] == ["w1"]
+    wlw = new_list_watch_from_client(api, WIDGETS_GVR, "default")
+    listed = wlw.list(ListOptions())
+    w = wlw.watch(ListOptions(resource_version=list_resource_version(listed)))
+    widgets.patch(body={"spec": {"size": 4}}, name="w1", namespace="default",
+                  content_type="application/merge-patch+json")
+    event = next_event(w)
+    assert event.type is EventType.MODIFIED and event.object["spec"]["size"] == 4
+    w.stop()
+
+
+def test_paging_returns_every_object_once(server: EmbeddedApiServer) -> None:
+    create_pods(server, 53)
+    pages: list[int] = []
+    source = lw(server)
+
+    def page_fn(options: ListOptions) -> Any:
+        page = source.list(options)
+        pages.append(len(list_items(page)))
+        return page
+
+    result, paginated = ListPager(page_fn, page_size=10).list(ListOptions())
+    names = [o["metadata"]["name"] for o in list_items(result)]
+    assert names == [f"pod-{i:03d}" for i in range(53)] and len(set(names)) == 53
+    assert paginated and pages == [10, 10, 10, 10, 10, 3]
+
+
+def test_pages_are_a_consistent_snapshot(server: EmbeddedApiServer) -> None:
+    create_pods(server, 6)
+    first = lw(server).list(ListOptions(limit=3))
+    store = server.store
+    pods = store.lookup("", "v1", "pods")
+    assert pods is not None
+    store.delete(pods, "default", "pod-004")
+    store.create(pods, "default", pod_body("pod-999"))
+    second = lw(server).list(ListOptions(limit=3, continue_=list_continue(first)))
+    assert [o["metadata"]["name"] for o in list_items(second)] == ["pod-003", "pod-004",
+                                                                    "pod-005"]
+    assert list_resource_version(second) == list_resource_version(first)
+
+
+def test_expired_continue_token_falls_back_to_full_list(server: EmbeddedApiServer) -> None:
+    create_pods(server, 25)
+    source = lw(server)
+    calls: list[ListOptions] = []
+
+    def page_fn(options: ListOptions) -> Any:
+        calls.append(options.copy())
+        if len(calls) == 2:
+            pods = server.store.lookup("", "v1", "pods")
+            assert pods is not None
+            server.store.create(pods, "elsewhere", {"metadata": {"generateName": "bump-"}})
+            server.compact()  # ...compacted: the token from page 1 is now too old
+        return source.list(options)
+
+    with pytest.raises(ApiStatusError) as info:
+        ListPager(page_fn, page_size=10).list(ListOptions())
+    assert is_expired(info.value)
+    calls.clear()
+    source = new_list_watch_from_client(server.api_client(), PODS, "default")
+    result, paginated = new_list_pager(page_fn).list(ListOptions(limit=10))
+    assert len(list_items(result)) == 25 and paginated
+    assert calls[-1].limit == 0 and calls[-1].continue_ == ""
+
+
+def test_list_resource_version_semantics(server: EmbeddedApiServer) -> None:
+    create_pods(server, 3)
+    source = lw(server)
+    current = int(list_resource_version(source.list(ListOptions())))
+    pods = server.store.lookup("", "v1", "pods")
+    assert pods is not None
+    server.store.delete(pods, "default", "pod-000")
+    exact = source.list(ListOptions(resource_version=str(current),
+                                    resource_version_match="Exact"))
+    assert len(list_items(exact)) == 3 and list_resource_version(exact) == str(current)
+    newer = source.list(ListOptions(resource_version=str(current),
+                                    resource_version_match="NotOlderThan"))
+    assert len(list_items(newer)) == 2
+    with pytest.raises(ApiStatusError) as info:
+        source.list(ListOptions(resource_version=str(current + 100)))
+    assert is_too_large_resource_version(info.value) and is_timeout(info.value)
+    unlimited = source.list(ListOptions(resource_version="0", limit=1))
+    assert len(list_items(unlimited)) == 2 and not list_continue(unlimited)
+    server.compact()
+    with pytest.raises(ApiStatusError) as info:
+        source.list(ListOptions(resource_version=str(current), resource_version_match="Exact"))
+    assert is_expired(info.value)
+
+
+def test_selectors_on_list_and_watch(server: EmbeddedApiServer) -> None:
+    create_pods(server, 6)
+    # (new_list_watch_from_client would overwrite the field selector, as in Go)
+    source = new_filtered_list_watch_from_client(server.api_client(), PODS, "default")
+    listed = source.list(ListOptions(label_selector="i=1"))
+    assert [o["metadata"]["name"] for o in list_items(listed)] == ["pod-001", "pod-004"]
+    by_name = source.list(ListOptions(field_selector="metadata.name=pod-002"))
+    assert [o["metadata"]["name"] for o in list_items(by_name)] == ["pod-002"]
+    w = source.watch(ListOptions(resource_version=list_resource_version(listed),
+                                 label_selector="i=1"))
+    core = CoreV1Api(server.api_client())
+    core.patch_namespaced_pod("pod-001", "default", {"metadata": {"labels": {"i": "2"}}})
+    core.patch_namespaced_pod("pod-000", "default", {"metadata": {"labels": {"i": "1"}}})
+    core.patch_namespaced_pod("pod-000", "default", {"metadata": {"labels": {"x": "y"}}})
+    got = [(e.type, e.object["metadata"]["name"]) for e in (next_event(w) for _ in range(3))]
+    assert got == [(EventType.DELETED, "pod-001"), (EventType.ADDED, "pod-000"),
+                   (EventType.MODIFIED, "pod-000")]
+    w.stop()
+
+
+def test_watch_initial_events_and_bookmarks(server: EmbeddedApiServer) -> None:
+    create_pods(server, 3)
+    w = lw(server).watch(ListOptions(send_initial_events=True, allow_watch_bookmarks=True,
+                                     resource_version_match="NotOlderThan"))
+    initial = [next_event(w) for _ in range(4)]
+    assert [e.type for e in initial] == ["ADDED"] * 3 + ["BOOKMARK"]
+    end = initial[3].object["metadata"]
+    assert end["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert end["resourceVersion"] == str(server.store.resource_version)
+    periodic = next_event(w, 5)  # bookmark_interval is 0.2 s
+    assert periodic.type is EventType.BOOKMARK and "annotations" not in periodic.object["metadata"]
+    w.stop()
+    plain = lw(server).watch(ListOptions())  # no resourceVersion: current state first
+    assert [next_event(plain).type for _ in range(3)] == ["ADDED"] * 3
+    plain.stop()
+
+
+def test_watch_timeout_seconds_ends_stream(server: EmbeddedApiServer) -> None:
+    w = lw(server).watch(ListOptions(resource_version="1", timeout_seconds=1))
+    start = time.monotonic()
+    assert events_until_closed(w) == []
+    assert 0.9 < time.monotonic() - start < 5
+
+
+def test_fault_watch_from_compacted_version(server: EmbeddedApiServer) -> None:
+    create_pods(server, 2)
+    old = server.store.resource_version
+    create_pods(server, 1, ns="other")
+    server.compact()
+    events = events_until_closed(lw(server).watch(ListOptions(resource_version=str(old))))
+    assert len(events) == 1 and events[0].type is EventType.ERROR
+    assert events[0].object["code"] == 410 and events[0].object["reason"] == "Expired"
+
+
+def test_fault_410_error_event_and_close(server: EmbeddedApiServer) -> None:
+    w = lw(server).watch(ListOptions(resource_version="1"))
+    deadline = time.monotonic() + 5
+    while server.open_watch_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.005)  # the handler registers the watch right after the response starts
+    server.send_watch_error(410)
+    events = events_until_closed(w)
+    assert [e.type for e in events] == ["ERROR"] and events[0].object["code"] == 410
+    w2 = lw(server).watch(ListOptions(resource_version="1"))
+    wait_for_watches(server, 1)
+    server.close_watches()
+    assert events_until_closed(w2) == []
+    w3 = lw(server).watch(ListOptions(resource_version="1"))
+    wait_for_watches(server, 1)
+    server.abort_watches()
+    assert events_until_closed(w3) == []
+
+
+def wait_for_watches(server: EmbeddedApiServer, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while server.open_watch_count() < n:
+        assert time.monotonic() < deadline, "watch never registered"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize(
+    ("code", "predicate"), [(429, is_too_many_requests), (500, is_internal_error),
+                            (504, is_timeout)]
+)
+def test_fault_status_codes(server: EmbeddedApiServer, code: int, predicate: Any) -> None:
+    server.fail_next(2, code, retry_after=3 if code == 429 else 0)
+    source = lw(server)
+    for _ in range(2):
+        with pytest.raises(ApiStatusError) as info:
+            source.list(ListOptions())
+        assert predicate(info.value) and info.value.code == code
+    if code == 429:
+        assert suggests_client_delay(info.value) == (3, True)
+    source.list(ListOptions())  # the fault is used up
+
+
+def test_fault_watch_only_failure(server: EmbeddedApiServer) -> None:
+    server.fail_next(1, 500, watch_only=True)
+    source = lw(server)
+    source.list(ListOptions())
+    with pytest.raises(ApiStatusError):
+        source.watch(ListOptions(resource_version="1"))
+    source.watch(ListOptions(resource_version="1")).stop()
+
+
+def test_fault_stall_then_stop_and_idle_timeout(server: EmbeddedApiServer) -> None:
+    w = lw(server).watch(ListOptions(resource_version="1", allow_watch_bookmarks=True))
+    wait_for_watches(server, 1)
+    server.stall_watches()
+    create_pods(server, 1)  # swallowed: the watch is stalled
+    assert w.result_chan().recv(0.5) == (None, False)
+    start = time.monotonic()
+    w.stop()
+    assert w.join(1.0)  # type: ignore[attr-defined]
+    assert time.monotonic() - start < 1.0
+    idle = lw(server, idle_timeout=0.3).watch(ListOptions(resource_version="1",
+                                                          allow_watch_bookmarks=True))
+    wait_for_watches(server, 1)
+    server.stall_watches()
+    assert events_until_closed(idle) == []  # ended by the client-side idle timeout
+    server.stall_watches(False)
+
+
+def test_fault_garbled_line(server: EmbeddedApiServer) -> None:
+    w = lw(server).watch(ListOptions(resource_version="1"))
+    wait_for_watches(server, 1)
+    server.send_garbled_line()
+    events = events_until_closed(w)
+    assert len(events) == 1 and events[0].type is EventType.ERROR
+    assert events[0].object["details"]["causes"][0]["reason"] == "ClientWatchDecoding"
+
+
+def test_fault_latency_and_drop_connections(server: EmbeddedApiServer) -> None:
+    server.latency = 0.2
+    start = time.monotonic()
+    lw(server).list(ListOptions())
+    assert time.monotonic() - start >= 0.2
+    server.latency = 0
+    w = lw(server).watch(ListOptions(resource_version="1"))
+    wait_for_watches(server, 1)
+    server.drop_all_connections()
+    assert events_until_closed(w) == []
+    lw(server).list(ListOptions())  # new connections work
+
+
+def test_control_endpoints(server: EmbeddedApiServer) -> None:
+    http = urllib3.PoolManager()
+    resp = http.request("POST", f"{server.url}/__control/fail?count=1&code=429&retryAfter=2")
+    assert resp.status == 200 and json.loads(resp.data)["ok"]
+    with pytest.raises(ApiStatusError) as info:
+        lw(server).list(ListOptions())
+    assert is_too_many_requests(info.value)
+    resp = http.request("POST", f"{server.url}/__control/compact")
+    assert json.loads(resp.data)["resourceVersion"] == server.store.resource_version
+    assert http.request("POST", f"{server.url}/__control/nope").status == 404
+
+
+def test_discovery_documents(server: EmbeddedApiServer) -> None:
+    http = urllib3.PoolManager()
+    groups = json.loads(http.request("GET", f"{server.url}/apis").data)
+    names = {g["name"] for g in groups["groups"]}
+    assert {"apps", "batch", "coordination.k8s.io", "example.com"} <= names
+    core = json.loads(http.request("GET", f"{server.url}/api/v1").data)
+    pods = next(r for r in core["resources"] if r["name"] == "pods")
+    assert pods["kind"] == "Pod" and pods["namespaced"] and "watch" in pods["verbs"]
+    assert http.request("GET", f"{server.url}/apis/nope/v1/things").status == 404
+
+
+def test_kubeconfig_and_process_mode(tmp_path: Any) -> None:
+    path = str(tmp_path / "kubeconfig")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "client_cache.testing.apiserver", "--kubeconfig", path],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        api = kconfig.new_client_from_config(config_file=path)
+        assert isinstance(api, ApiClient)
+        core = CoreV1Api(api)
+        core.create_namespaced_pod("default", pod_body("from-kubeconfig"))
+        assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == [
+            "from-kubeconfig"]
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0

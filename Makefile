@@ -24,6 +24,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.bench_queues
 	$(PY) -m bench.bench_workqueue
+	$(PY) -m bench.bench_wire
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

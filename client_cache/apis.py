@@ -142,7 +142,9 @@ def list_items(obj: Any) -> list[Any]:
             raise NotAListError(obj)
         items = obj.get("items")
     else:
-        items = getattr(obj, "items", None)
+        if not hasattr(obj, "items"):
+            raise NotAListError(obj)
+        items = obj.items
         if callable(items):  # a Mapping-like without "items" data
             raise NotAListError(obj)
     if items is None:

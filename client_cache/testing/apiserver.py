@@ -291,6 +291,22 @@ class EmbeddedApiServer:
                 watcher.queue.put(marker)
             watcher.queue.put(None)
 
+    def start_load(self, count: int, namespace: str = "bench") -> None:
+        """Create ``count`` small configmaps in ``namespace`` from a background thread
+        (``apiserver-load``), as fast as the store takes them: a load generator for
+        benchmarks that keeps the writer inside the server's process."""
+        rtype = self.store.lookup("", "v1", "configmaps")
+        assert rtype is not None
+
+        def run() -> None:
+            for i in range(count):
+                self.store.create(rtype, namespace, {
+                    "metadata": {"generateName": "load-", "labels": {"load": "true"}},
+                    "data": {"index": str(i)},
+                })
+
+        threading.Thread(target=run, name="apiserver-load", daemon=True).start()
+
     def open_watch_count(self) -> int:
         return len(self.store.watchers())
 
@@ -663,6 +679,8 @@ class _Handler(BaseHTTPRequestHandler):
                 watch_only=query.get("watchOnly") == "true"),
             "latency": lambda: setattr(owner, "latency", float(query.get("seconds", "0"))),
             "drop-connections": owner.drop_all_connections,
+            "load": lambda: owner.start_load(int(query.get("count", "1000")),
+                                             query.get("namespace", "bench")),
             "state": lambda: None,
         }
         name = parts[0] if parts else ""

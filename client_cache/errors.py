@@ -344,7 +344,15 @@ def from_api_exception(exc: BaseException) -> ApiStatusError:
 
 
 def _status_of(err: BaseException | None) -> ApiStatusError | None:
-    return err if isinstance(err, ApiStatusError) else None
+    """The first :class:`ApiStatusError` in ``err``'s ``__cause__`` chain (Go
+    ``errors.As``), or None."""
+    seen = 0
+    while err is not None and seen < 20:
+        if isinstance(err, ApiStatusError):
+            return err
+        err = err.__cause__
+        seen += 1
+    return None
 
 
 def reason_for_error(err: BaseException | None) -> str:

@@ -7,7 +7,16 @@ import time
 
 import pytest
 
-from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select, stop_chan
+from client_cache.util.chan import (
+    CLOSED,
+    STOPPED,
+    TIMED_OUT,
+    Chan,
+    ChanClosedError,
+    select,
+    select_or_stop,
+    stop_chan,
+)
 from client_cache.util.clock import FakeClock, IntervalClock, RealClock
 
 T0 = 1_700_000_000.0
@@ -184,7 +193,7 @@ def test_select_wakes_on_stop_event_and_timer() -> None:
     # the stop channel stays ready (a closed Go channel)
     assert select([done], timeout=0) == (0, CLOSED)
     assert select([done], timeout=0) == (0, CLOSED)
-    assert stop_chan(stop) is done
+    assert stop_chan(stop).recv(0) == (CLOSED, False)  # a set event gives a closed chan
 
 
 def test_select_timeout_and_real_deadline() -> None:
@@ -235,3 +244,18 @@ def test_close_wakes_blocked_receiver_and_sender() -> None:
     r.join(5)
     assert (CLOSED, False) in results
     assert any(isinstance(x, ChanClosedError) for x in results)
+
+
+def test_select_or_stop_watcher_thread_is_scoped() -> None:
+    """The shared stop-watcher thread runs only while a wait needs it."""
+    stop = threading.Event()
+    fed: Chan[int] = Chan(1)
+    threading.Timer(0.05, lambda: fed.try_send(7)).start()
+    assert select_or_stop(stop, [fed], timeout=5) == (0, 7)
+    deadline = time.monotonic() + 1
+    while any(t.name == "client_cache-stop-watcher" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "stop watcher outlived the wait"
+        time.sleep(0.005)
+    threading.Timer(0.05, stop.set).start()
+    assert select_or_stop(stop, [Chan(1)], timeout=5) == (STOPPED, None)
+    assert select_or_stop(threading.Event(), [Chan(1)], timeout=0.05) == (TIMED_OUT, None)

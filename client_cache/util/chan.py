@@ -9,8 +9,8 @@ A channel may also become ready *by itself* at a deadline (a real-clock timer): 
 implement :meth:`Chan._due_locked` and :meth:`Chan._deadline_locked`, so a real timer needs
 no thread of its own. :func:`select` waits on several channels and a
 ``threading.Event`` at once without polling: channels wake their waiters directly, and the
-stop event is bridged through :func:`stop_chan` (one named daemon thread per event, the
-way Go bridges a stop channel into a context).
+stop event is watched by one shared helper thread that runs only while some wait needs it
+(see :func:`select_or_stop`; Go bridges a stop channel into a context the same way).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -234,32 +233,67 @@ class DoneChan(Chan[None]):
         return self.closed()
 
 
-_bridges: weakref.WeakKeyDictionary[threading.Event, DoneChan] = weakref.WeakKeyDictionary()
-_bridges_lock = threading.Lock()
+_STOP_POLL = 0.05  # seconds between checks of registered stop events
+
+
+class _StopWatcher:
+    r"""One shared thread that turns ``threading.Event``\ s into :class:`DoneChan`\ s.
+
+    ``threading.Event`` cannot wake anything but its own waiters, so a wait on "an event or
+    a channel" needs a helper. This one thread checks every registered event every 50 ms
+    and closes its channel once set; it runs only while registrations exist and ends at
+    once when the last one is removed, so no thread outlives the waits that needed it.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._entries: dict[int, tuple[threading.Event, DoneChan, bool]] = {}
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def register(self, event: threading.Event, until_set: bool = False) -> tuple[int, DoneChan]:
+        chan = DoneChan()
+        if event.is_set():
+            chan.close()
+            return -1, chan
+        with self._cond:
+            self._next += 1
+            token = self._next
+            self._entries[token] = (event, chan, until_set)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="client_cache-stop-watcher", daemon=True
+                )
+                self._thread.start()
+        return token, chan
+
+    def unregister(self, token: int) -> None:
+        with self._cond:
+            if self._entries.pop(token, None) is not None and not self._entries:
+                self._cond.notify_all()
+
+    def _run(self) -> None:
+        with self._cond:
+            while self._entries:
+                for token, (event, chan, _) in list(self._entries.items()):
+                    if event.is_set():
+                        chan.close()
+                        del self._entries[token]
+                if self._entries:
+                    self._cond.wait(_STOP_POLL)
+            self._thread = None
+
+
+_stop_watcher = _StopWatcher()
 
 
 def stop_chan(event: threading.Event) -> Chan[None]:
     """A channel that is ready for ever once ``event`` is set (Go: a closed stop channel).
 
-    The first call for an event starts one named daemon thread that waits for the event and
-    then ends; later calls reuse the same channel. Setting the event ends the thread at once.
+    The event is watched by the shared stop-watcher thread until it is set; prefer
+    :func:`select_or_stop`, which watches it only for the duration of one wait.
     """
-    with _bridges_lock:
-        bridge = _bridges.get(event)
-        if bridge is not None:
-            return bridge
-        bridge = DoneChan()
-        _bridges[event] = bridge
-    if event.is_set():
-        bridge.close()
-        return bridge
-
-    def watch() -> None:
-        event.wait()
-        bridge.close()
-
-    threading.Thread(target=watch, name="client_cache-stop-bridge", daemon=True).start()
-    return bridge
+    return _stop_watcher.register(event, until_set=True)[1]
 
 
 def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[int, Any]:
@@ -308,15 +342,19 @@ def select_or_stop(
     set (checked first) and ``(TIMED_OUT, None)`` when ``timeout`` passes. When every
     channel fills itself at a deadline (real-clock timers and tickers), this is a plain
     ``stop.wait`` until the earliest deadline: no thread, no polling. Otherwise the stop
-    event is bridged with :func:`stop_chan` (only fake-clock and hand-fed channels need
-    that, i.e. tests and the library's internal loops, which use :class:`DoneChan`).
+    event is watched by the shared stop-watcher thread for the duration of this call (stop
+    is then noticed within 50 ms).
     """
     if stop.is_set():
         return STOPPED, None
     if stop is NEVER_STOP:
         return select(chans, timeout)
     if any(chan.externally_fed for chan in chans):
-        index, value = select([stop_chan(stop), *chans], timeout)
+        token, done = _stop_watcher.register(stop)
+        try:
+            index, value = select([done, *chans], timeout)
+        finally:
+            _stop_watcher.unregister(token)
         if index == 0:
             return STOPPED, None
         return (TIMED_OUT, None) if index < 0 else (index - 1, value)

@@ -1,0 +1,698 @@
+"""The Reflector: keeps a store in step with the server (Go ``tools/cache/reflector.go``).
+
+``Reflector.run(stop)`` loops ``list_and_watch`` under an exponential backoff (0.8 s doubling
+to 30 s, jittered, reset after 2 minutes without a failure, on the injected clock):
+
+1. **list**: a paged LIST (500 per page) at the *relist resourceVersion* - ``"0"`` (any
+   recent state, served by the watch cache) the first time, the last seen version
+   afterwards, ``""`` (a consistent read) when the last one is unavailable. A list that
+   fails with 410 Expired/Gone or "too large resourceVersion" is retried at once with
+   ``""``. The result replaces the store (``store.replace(items, rv)``).
+2. **watch** from the last seen resourceVersion, with bookmarks and a server timeout drawn
+   from ``[min_watch_timeout, 2 * min_watch_timeout)`` (5 minutes at least). ADDED,
+   MODIFIED and DELETED go to ``store.add/update/delete``; every event, bookmarks included,
+   advances the last seen resourceVersion and is reported to a store that implements
+   ``update_resource_version``. A watch that ends normally is re-established from the last
+   version without relisting. An ERROR event becomes an
+   :class:`~client_cache.errors.ApiStatusError`; 410 ends the watch and the next round
+   relists at the last seen version; 429 and refused connections back off and re-watch
+   without relisting; internal errors are retried at once for
+   ``max_internal_error_retry_duration``; anything else relists after the backoff. A watch
+   that closes within a second without any event is a "very short watch" error.
+3. **resync**: with a resync period, a named thread calls ``store.resync()`` every period
+   (when ``should_resync`` allows); its failure ends the watch.
+4. **watch-list** (``use_watch_list``): instead of LIST, a watch with
+   ``sendInitialEvents=true`` fills a temporary store until the
+   ``k8s.io/initial-events-end`` bookmark, swaps it into the store and keeps the same watch
+   going; on failure it falls back to LIST.
+
+Port additions, each documented where it acts: a watch that receives nothing (not even a
+bookmark) for ``idle_timeout`` seconds (default: the watch's server timeout plus one
+minute) is abandoned and re-established from the last version, so a silently dead
+connection never freezes the cache; metrics are recorded through
+:mod:`client_cache.reflector_metrics`; an exception from the user's store is logged and
+never kills the reflector thread; ``run`` returns within a second of ``stop`` in every state
+(a LIST in progress finishes its current page first).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from client_cache import meta
+from client_cache.apis import (
+    INITIAL_EVENTS_ANNOTATION_KEY,
+    RESOURCE_VERSION_MATCH_EXACT,
+    RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
+    ListOptions,
+    list_items,
+    list_resource_version,
+)
+from client_cache.errors import (
+    ClientCacheError,
+    MetaAccessError,
+    from_status,
+    is_connection_refused,
+    is_expired,
+    is_gone,
+    is_internal_error,
+    is_too_large_resource_version,
+    is_too_many_requests,
+)
+from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
+from client_cache.listwatch import ListerWatcher
+from client_cache.pager import (
+    DEFAULT_PAGE_BUFFER_SIZE,
+    DEFAULT_PAGE_SIZE,
+    ListPager,
+    StopRequestedError,
+)
+from client_cache.reflector_metrics import ReflectorMetrics
+from client_cache.retry_with_deadline import new_retry_with_deadline
+from client_cache.store import (
+    Store,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
+    new_indexer,
+    new_store,
+)
+from client_cache.util.chan import CLOSED, STOPPED, Chan, DoneChan, select_or_stop
+from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.runtime import handle_error
+from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
+from client_cache.watch import Event, EventType, Watch
+
+__all__ = [
+    "DEFAULT_EXPECTED_TYPE_NAME",
+    "DEFAULT_MIN_WATCH_TIMEOUT",
+    "DataInconsistencyError",
+    "ListFailedError",
+    "Reflector",
+    "ReflectorOptions",
+    "ResourceVersionUpdater",
+    "VeryShortWatchError",
+    "WatchErrorHandler",
+    "WatchStalledError",
+    "default_watch_error_handler",
+    "new_namespace_keyed_indexer_and_reflector",
+    "new_named_reflector",
+    "new_reflector",
+    "new_reflector_with_options",
+]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MIN_WATCH_TIMEOUT = 300.0
+"""Watches last at least this long (seconds) before the server ends them (upstream 5 min)."""
+
+DEFAULT_EXPECTED_TYPE_NAME = "<unspecified>"
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+class _StopRequested(ClientCacheError):
+    def __init__(self) -> None:
+        super().__init__("stop requested")
+
+
+ERROR_STOP_REQUESTED = _StopRequested()
+"""Go ``errorStopRequested``."""
+
+
+class VeryShortWatchError(ClientCacheError):
+    """The watch closed within a second without delivering anything (Go
+    ``VeryShortWatchError``, v0.34)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"very short watch: {name}: Unexpected watch close - watch lasted less than a "
+            "second and no items received"
+        )
+
+
+class WatchStalledError(ClientCacheError):
+    """Nothing arrived on a watch for the idle timeout (a port addition)."""
+
+
+class ListFailedError(ClientCacheError):
+    """``failed to list <type>: <cause>``; the cause is ``__cause__`` (Go wraps with %w)."""
+
+
+class DataInconsistencyError(ClientCacheError):
+    """The watch-list result differs from an exact LIST at the same resourceVersion."""
+
+
+@runtime_checkable
+class ResourceVersionUpdater(Protocol):
+    """A store told about every resourceVersion the watch reaches (Go
+    ``ResourceVersionUpdater``)."""
+
+    def update_resource_version(self, resource_version: str) -> None: ...
+
+
+WatchErrorHandler = Callable[["Reflector", BaseException], None]
+"""Called with each error ``list_and_watch`` ends with (Go ``WatchErrorHandler``)."""
+
+
+def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
+    """Log the error: quietly for an expired watch, through ``handle_error`` otherwise."""
+    if is_expired(err) or is_gone(err):
+        _log.debug("%s: watch of %s closed with: %s", reflector.name,
+                   reflector.type_description, err)
+        return
+    handle_error(f"{reflector.name}: Failed to watch {reflector.type_description}: {err}")
+
+
+@dataclass
+class ReflectorOptions:
+    """Options of :func:`new_reflector_with_options` (Go ``ReflectorOptions``).
+
+    ``min_watch_timeout`` below 5 minutes is ignored; ``clock`` defaults to the real clock.
+    ``idle_timeout`` (a port addition) overrides the stalled-watch timeout.
+    """
+
+    name: str = ""
+    type_description: str = ""
+    resync_period: float = 0.0
+    min_watch_timeout: float = 0.0
+    clock: WithTicker | None = None
+    idle_timeout: float | None = None
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "") in ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _name_from_callsite() -> str:
+    for frame in inspect.stack()[2:]:
+        filename = str(Path(frame.filename).resolve()) if frame.filename else ""
+        if filename and not filename.startswith(_PACKAGE_DIR):
+            return f"{frame.filename}:{frame.lineno}"
+    return "????"
+
+
+def _describe(expected_type: Any) -> tuple[str, type | None, tuple[str, str] | None]:
+    """``(type description, type to check, (apiVersion, kind) to check)``."""
+    if expected_type is None:
+        return DEFAULT_EXPECTED_TYPE_NAME, None, None
+    if isinstance(expected_type, type):
+        return expected_type.__name__, expected_type, None
+    api_version, kind = meta.type_meta(expected_type)
+    if isinstance(expected_type, dict) and api_version and kind:
+        group, _, version = api_version.rpartition("/")
+        return f"{group}/{version}, Kind={kind}", dict, (api_version, kind)
+    return type(expected_type).__name__, type(expected_type), None
+
+
+class Reflector:
+    """See the module documentation. Public fields as upstream:
+    ``watch_list_page_size``, ``should_resync``, ``max_internal_error_retry_duration``,
+    ``use_watch_list`` and ``watch_error_handler``."""
+
+    def __init__(
+        self,
+        lister_watcher: ListerWatcher,
+        expected_type: Any,
+        store: Store,
+        options: ReflectorOptions | None = None,
+    ) -> None:
+        options = options or ReflectorOptions()
+        self.name = options.name or _name_from_callsite()
+        description, self.expected_type, self.expected_gvk = _describe(expected_type)
+        self.type_description = options.type_description or description
+        self.store = store
+        self.lister_watcher = lister_watcher
+        self.resync_period = options.resync_period
+        self.clock: WithTicker = options.clock or REAL_CLOCK
+        self.min_watch_timeout = max(options.min_watch_timeout, DEFAULT_MIN_WATCH_TIMEOUT)
+        self.idle_timeout = options.idle_timeout
+        self.backoff_manager = new_exponential_backoff_manager(0.8, 30.0, 120.0, 2.0, 1.0,
+                                                               self.clock)
+        self.watch_list_page_size = 0
+        self.should_resync: Callable[[], bool] | None = None
+        self.max_internal_error_retry_duration = 0.0
+        self.use_watch_list = _env_true("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") or _env_true(
+            "KUBE_FEATURE_WatchListClient"
+        )
+        self.watch_error_handler: WatchErrorHandler = default_watch_error_handler
+        self.metrics = ReflectorMetrics(self.name)
+        self._lock = threading.Lock()
+        self._last_sync_resource_version = ""
+        self._last_sync_resource_version_unavailable = False
+        self._paginated_result = False
+
+    def __repr__(self) -> str:
+        return f"<Reflector {self.name} ({self.type_description})>"
+
+    # -- resource versions -----------------------------------------------------------------------
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the store is known to be at."""
+        with self._lock:
+            return self._last_sync_resource_version
+
+    def _set_last_sync_resource_version(self, rv: str) -> None:
+        with self._lock:
+            self._last_sync_resource_version = rv
+        self.metrics.resource_version(rv)
+
+    def _set_unavailable(self, unavailable: bool) -> None:
+        with self._lock:
+            self._last_sync_resource_version_unavailable = unavailable
+
+    def _relist_resource_version(self) -> str:
+        with self._lock:
+            if self._last_sync_resource_version_unavailable:
+                return ""
+            return self._last_sync_resource_version or "0"
+
+    def _rewatch_resource_version(self) -> str:
+        with self._lock:
+            if self._last_sync_resource_version_unavailable:
+                return ""
+            return self._last_sync_resource_version
+
+    # -- run -------------------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """List and watch until ``stop`` is set, backing off between rounds."""
+        _log.debug("Starting reflector %s (%s) from %s", self.type_description,
+                   self.resync_period, self.name)
+
+        def round_() -> None:
+            try:
+                self.list_and_watch(stop)
+            except DataInconsistencyError:
+                raise  # Go panics
+            except Exception as err:
+                self.watch_error_handler(self, err)
+
+        backoff_until(round_, self.backoff_manager, True, stop)
+        _log.debug("Stopping reflector %s (%s) from %s", self.type_description,
+                   self.resync_period, self.name)
+
+    def list_and_watch(self, stop: threading.Event) -> None:
+        """One round: list (or watch-list), then watch until the watch ends. Raises the
+        error that ended the round, if any."""
+        _log.debug("Listing and watching %s from %s", self.type_description, self.name)
+        watch: Watch | None = None
+        if self.use_watch_list:
+            try:
+                watch = self._watch_list(stop)
+            except DataInconsistencyError:
+                raise
+            except Exception as err:
+                _log.warning(
+                    "The watchlist request ended with an error, falling back to the standard "
+                    "LIST/WATCH semantics because making progress is better than deadlocking, "
+                    "err = %s", err)
+                watch = None
+            else:
+                if watch is None:
+                    return  # stop requested
+        if watch is None and not self._list(stop):
+            return
+        _log.debug("Caches populated for %s from %s", self.type_description, self.name)
+        self._watch_with_resync(watch, stop)
+
+    # -- list ------------------------------------------------------------------------------------
+    def _list(self, stop: threading.Event) -> bool:
+        """LIST into the store; False when stopped before finishing."""
+        options = ListOptions(resource_version=self._relist_resource_version())
+        pager = ListPager(self.lister_watcher.list, DEFAULT_PAGE_SIZE, True,
+                          DEFAULT_PAGE_BUFFER_SIZE)
+        if self.watch_list_page_size:
+            pager.page_size = self.watch_list_page_size
+        elif self._paginated_result:
+            pass
+        elif options.resource_version not in ("", "0"):
+            pager.page_size = 0  # served from the watch cache: no paging
+        started = time.monotonic()
+        try:
+            try:
+                result, paginated = pager.list(options, stop)
+            except StopRequestedError:
+                return False
+            except Exception as err:
+                if not (is_expired(err) or is_gone(err) or is_too_large_resource_version(err)):
+                    raise
+                self._set_unavailable(True)
+                result, paginated = pager.list(
+                    ListOptions(resource_version=self._relist_resource_version()), stop)
+        except StopRequestedError:
+            return False
+        except Exception as err:
+            _log.warning("%s: failed to list %s: %s", self.name, self.type_description, err)
+            raise ListFailedError(f"failed to list {self.type_description}: {err}") from err
+        if options.resource_version == "0" and paginated:
+            self._paginated_result = True
+        self._set_unavailable(False)
+        rv = list_resource_version(result)
+        items = list_items(result)
+        self.metrics.lists.inc()
+        self.metrics.list_duration.observe(time.monotonic() - started)
+        self.metrics.items_in_list.observe(len(items))
+        try:
+            self.store.replace(items, rv)
+        except Exception as err:
+            raise ClientCacheError(f"unable to sync list result: {err}") from err
+        self._set_last_sync_resource_version(rv)
+        return True
+
+    # -- watch -----------------------------------------------------------------------------------
+    def _watch_timeout(self) -> int:
+        return int(self.min_watch_timeout * (random.random() + 1.0))
+
+    def _watch_with_resync(self, watch: Watch | None, stop: threading.Event) -> None:
+        resync_errors: Chan[BaseException] = Chan(1)
+        cancel = DoneChan()
+        resyncer: threading.Thread | None = None
+        if self.resync_period > 0:
+            resyncer = threading.Thread(
+                target=self._start_resync, args=(stop, cancel, resync_errors),
+                name=f"reflector-resync-{self.type_description}", daemon=True)
+            resyncer.start()
+        try:
+            self._watch(watch, stop, resync_errors)
+        finally:
+            cancel.close()
+            if resyncer is not None:
+                resyncer.join(1.0)
+
+    def _start_resync(
+        self, stop: threading.Event, cancel: DoneChan, errors: Chan[BaseException]
+    ) -> None:
+        while True:
+            timer = self.clock.new_timer(self.resync_period)
+            index, _ = select_or_stop(stop, [timer.c(), cancel])
+            timer.stop()
+            if index != 0:
+                return
+            if self.should_resync is None or self.should_resync():
+                _log.debug("%s: forcing resync", self.name)
+                try:
+                    self.store.resync()
+                except Exception as err:
+                    errors.try_send(err)
+                    return
+
+    def _wait_backoff(self, stop: threading.Event) -> bool:
+        """Wait for the next backoff; False when stopped meanwhile."""
+        timer = self.backoff_manager.backoff()
+        index, _ = select_or_stop(stop, [timer.c()])
+        if index == STOPPED:
+            timer.stop()
+            return False
+        return True
+
+    def _watch(
+        self, watch: Watch | None, stop: threading.Event, resync_errors: Chan[BaseException]
+    ) -> None:
+        retry = new_retry_with_deadline(self.max_internal_error_retry_duration, 60.0,
+                                        is_internal_error, self.clock)
+        while True:
+            if stop.is_set():
+                if watch is not None:
+                    watch.stop()
+                return
+            start = self.clock.now()
+            timeout = self._watch_timeout()
+            if watch is None:
+                options = ListOptions(resource_version=self.last_sync_resource_version(),
+                                      timeout_seconds=timeout, allow_watch_bookmarks=True)
+                try:
+                    watch = self.lister_watcher.watch(options)
+                except Exception as err:
+                    if is_connection_refused(err) or is_too_many_requests(err):
+                        _log.debug("%s: watch of %s returned %s - backing off", self.name,
+                                   self.type_description, err)
+                        if not self._wait_backoff(stop):
+                            return
+                        continue
+                    raise
+            self.metrics.watches.inc()
+            error: BaseException | None = None
+            try:
+                self._handle_watch(start, watch, stop, resync_errors,
+                                   idle=self.idle_timeout or timeout + 60.0)
+            except Exception as err:
+                error = err
+            watch.stop()
+            watch = None
+            retry.after(error)
+            if error is None or isinstance(error, WatchStalledError):
+                if error is not None:
+                    _log.info("%s: watch of %s stalled, re-establishing it", self.name,
+                              self.type_description)
+                continue
+            if error is ERROR_STOP_REQUESTED:
+                return
+            if is_expired(error) or is_gone(error):
+                _log.debug("%s: watch of %s closed with: %s", self.name, self.type_description,
+                           error)
+            elif is_too_many_requests(error):
+                _log.info("%s: watch of %s returned 429 - backing off", self.name,
+                          self.type_description)
+                if not self._wait_backoff(stop):
+                    return
+                continue
+            elif is_internal_error(error) and retry.should_retry():
+                _log.info("%s: retrying watch of %s internal error: %s", self.name,
+                          self.type_description, error)
+                continue
+            else:
+                _log.warning("%s: watch of %s ended with: %s", self.name, self.type_description,
+                             error)
+            return
+
+    def _handle_watch(
+        self,
+        start: float,
+        watch: Watch,
+        stop: threading.Event,
+        errors: Chan[BaseException],
+        *,
+        idle: float,
+        store: Store | None = None,
+        set_resource_version: Callable[[str], None] | None = None,
+        exit_on_initial_events_end: bool = False,
+    ) -> bool:
+        """Apply watch events until the watch ends (Go ``handleAnyWatch``). Returns True
+        when it stopped at the initial-events-end bookmark; raises the error that ended the
+        watch (``ERROR_STOP_REQUESTED`` on stop)."""
+        target = self.store if store is None else store
+        set_rv = set_resource_version or self._set_last_sync_resource_version
+        updater = target if store is None and isinstance(target, ResourceVersionUpdater) else None
+        count = 0
+        last_event = self.clock.now()
+        idle_timer = self.clock.new_timer(idle)
+        try:
+            chans: list[Chan[Any]] = [watch.result_chan(), errors, idle_timer.c()]
+            while True:
+                index, value = select_or_stop(stop, chans)
+                if index == STOPPED:
+                    raise ERROR_STOP_REQUESTED
+                if index == 1:
+                    raise value
+                if index == 2:
+                    quiet = self.clock.since(last_event)
+                    if quiet >= idle:
+                        raise WatchStalledError(
+                            f"{self.name}: no watch event or bookmark for {quiet:.0f}s")
+                    idle_timer.reset(idle - quiet)
+                    continue
+                if value is CLOSED:
+                    break
+                event: Event = value
+                last_event = self.clock.now()
+                if event.type is EventType.ERROR:
+                    raise from_status(event.object)
+                if not self._accept(event.object):
+                    continue
+                try:
+                    rv = meta.get_resource_version(event.object)
+                except MetaAccessError:
+                    handle_error(f"{self.name}: unable to understand watch event {event!r}")
+                    continue
+                bookmark_end = False
+                if event.type is EventType.ADDED:
+                    self._apply(target.add, "add", "to", event.object)
+                elif event.type is EventType.MODIFIED:
+                    self._apply(target.update, "update", "to", event.object)
+                elif event.type is EventType.DELETED:
+                    self._apply(target.delete, "delete", "from", event.object)
+                else:  # BOOKMARK (ERROR was handled above)
+                    annotations = meta.accessor(event.object).annotations
+                    bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
+                set_rv(rv)
+                if updater is not None:
+                    try:
+                        updater.update_resource_version(rv)
+                    except Exception as err:
+                        handle_error(f"{self.name}: update_resource_version failed: {err}")
+                count += 1
+                if exit_on_initial_events_end and bookmark_end:
+                    _log.debug("exiting %s Watch because received the bookmark that marks the "
+                               "end of initial events stream, total %d items received",
+                               self.name, count)
+                    return True
+        finally:
+            idle_timer.stop()
+            self.metrics.items_in_watch.observe(count)
+            self.metrics.watch_duration.observe(max(0.0, self.clock.since(start)))
+        if self.clock.since(start) < 1.0 and count == 0:
+            self.metrics.short_watches.inc()
+            raise VeryShortWatchError(self.name)
+        _log.debug("%s: Watch close - %s total %d items received", self.name,
+                   self.type_description, count)
+        return False
+
+    def _accept(self, obj: Any) -> bool:
+        if self.expected_type is not None and not isinstance(obj, self.expected_type):
+            handle_error(f"{self.name}: expected type {self.type_description}, but watch event "
+                         f"object had type {type(obj).__name__}")
+            return False
+        if self.expected_gvk is not None:
+            got = meta.type_meta(obj)
+            if got != self.expected_gvk:
+                handle_error(f"{self.name}: expected gvk {self.expected_gvk}, but watch event "
+                             f"object had gvk {got}")
+                return False
+        return True
+
+    def _apply(self, op: Callable[[Any], None], verb: str, prep: str, obj: Any) -> None:
+        try:
+            op(obj)
+        except Exception as err:
+            handle_error(f"{self.name}: unable to {verb} watch event object ({obj!r}) {prep} "
+                         f"store: {err}")
+
+    # -- watch-list ------------------------------------------------------------------------------
+    def _watch_list(self, stop: threading.Event) -> Watch | None:
+        """Stream the initial state; returns the still-open watch, or None when stopped."""
+        never: Chan[BaseException] = Chan(1)
+        resource_version = [""]
+
+        def set_resource_version(rv: str) -> None:
+            resource_version[0] = rv
+
+        while True:
+            if stop.is_set():
+                return None
+            resource_version[0] = ""
+            temporary = new_store(deletion_handling_meta_namespace_key_func)
+            options = ListOptions(
+                resource_version=self._rewatch_resource_version(),
+                allow_watch_bookmarks=True,
+                send_initial_events=True,
+                resource_version_match=RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
+                timeout_seconds=self._watch_timeout(),
+            )
+            start = self.clock.now()
+            try:
+                watch = self.lister_watcher.watch(options)
+            except Exception as err:
+                if self._retry_watch_list(err, stop):
+                    continue
+                raise
+            try:
+                done = self._handle_watch(
+                    start, watch, stop, never, idle=self.idle_timeout or
+                    (options.timeout_seconds or 300) + 60.0, store=temporary,
+                    set_resource_version=set_resource_version,
+                    exit_on_initial_events_end=True)
+            except Exception as err:
+                watch.stop()
+                if err is ERROR_STOP_REQUESTED:
+                    return None
+                if self._retry_watch_list(err, stop):
+                    continue
+                raise
+            if done:
+                break
+            watch.stop()  # closed before the bookmark: ask again
+        self._set_unavailable(False)
+        rv = resource_version[0]
+        if _env_true("KUBE_WATCHLIST_INCONSISTENCY_DETECTOR"):
+            self._check_consistency(rv, temporary.list())
+        try:
+            self.store.replace(temporary.list(), rv)
+        except Exception as err:
+            watch.stop()
+            raise ClientCacheError(f"unable to sync watch-list result: {err}") from err
+        self._set_last_sync_resource_version(rv)
+        return watch
+
+    def _retry_watch_list(self, err: BaseException, stop: threading.Event) -> bool:
+        if is_connection_refused(err) or is_too_many_requests(err):
+            _log.info("%s: watch-list of %s returned %s - backing off", self.name,
+                      self.type_description, err)
+            return self._wait_backoff(stop)
+        if is_expired(err) or is_gone(err) or is_too_large_resource_version(err):
+            self._set_unavailable(True)
+            return True
+        return False
+
+    def _check_consistency(self, rv: str, streamed: list[Any]) -> None:
+        """``KUBE_WATCHLIST_INCONSISTENCY_DETECTOR``: compare with an exact LIST."""
+        if rv in ("", "0"):
+            return
+        _log.warning("data consistency check for %s is enabled, this will result in an "
+                     "additional call to the API server.", self.name)
+        listed = list_items(self.lister_watcher.list(ListOptions(
+            resource_version=rv, resource_version_match=RESOURCE_VERSION_MATCH_EXACT)))
+
+        def summary(objs: list[Any]) -> list[tuple[str, str, str]]:
+            out = []
+            for obj in objs:
+                acc = meta.accessor(obj)
+                out.append((acc.uid, acc.resource_version, meta_namespace_key_func(obj)))
+            return sorted(out)
+
+        if summary(listed) != summary(streamed):
+            raise DataInconsistencyError(
+                f"data inconsistency detected for {self.name}, panicking!")
+
+
+def new_reflector_with_options(
+    lister_watcher: ListerWatcher, expected_type: Any, store: Store, options: ReflectorOptions
+) -> Reflector:
+    """Go ``NewReflectorWithOptions``."""
+    if not options.name:
+        options = ReflectorOptions(**{**options.__dict__, "name": _name_from_callsite()})
+    return Reflector(lister_watcher, expected_type, store, options)
+
+
+def new_reflector(
+    lister_watcher: ListerWatcher, expected_type: Any, store: Store, resync_period: float
+) -> Reflector:
+    """Go ``NewReflector``."""
+    return new_reflector_with_options(lister_watcher, expected_type, store,
+                                      ReflectorOptions(resync_period=resync_period))
+
+
+def new_named_reflector(
+    name: str, lister_watcher: ListerWatcher, expected_type: Any, store: Store,
+    resync_period: float,
+) -> Reflector:
+    """Go ``NewNamedReflector``."""
+    return Reflector(lister_watcher, expected_type, store,
+                     ReflectorOptions(name=name, resync_period=resync_period))
+
+
+def new_namespace_keyed_indexer_and_reflector(
+    lister_watcher: ListerWatcher, expected_type: Any, resync_period: float
+) -> tuple[Indexer, Reflector]:
+    """An indexer keyed ``namespace/name`` with a namespace index, and its reflector."""
+    indexer = new_indexer(meta_namespace_key_func, {NAMESPACE_INDEX: meta_namespace_index_func})
+    reflector = new_reflector_with_options(lister_watcher, expected_type, indexer,
+                                           ReflectorOptions(resync_period=resync_period))
+    return indexer, reflector

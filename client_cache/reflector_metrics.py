@@ -1,0 +1,130 @@
+"""Reflector metrics (Go ``tools/cache/reflector_metrics.go``).
+
+Upstream defines this provider API but its Reflector never calls it; this port's Reflector
+does record, per reflector name: lists, list duration (seconds), items per list, watches,
+short watches (closed within a second with no events), watch duration (seconds), items per
+watch and the last resourceVersion seen (as a number when it is one).
+
+:func:`set_reflector_metrics_provider` sets the provider for reflectors created afterwards;
+the first call wins, as upstream. The default records nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "CounterMetric",
+    "GaugeMetric",
+    "MetricsProvider",
+    "ReflectorMetrics",
+    "SummaryMetric",
+    "reset_reflector_metrics_provider_for_tests",
+    "set_reflector_metrics_provider",
+]
+
+
+@runtime_checkable
+class GaugeMetric(Protocol):
+    def set(self, value: float) -> None: ...
+
+
+@runtime_checkable
+class CounterMetric(Protocol):
+    def inc(self) -> None: ...
+
+
+@runtime_checkable
+class SummaryMetric(Protocol):
+    def observe(self, value: float) -> None: ...
+
+
+@runtime_checkable
+class MetricsProvider(Protocol):
+    def new_lists_metric(self, name: str) -> CounterMetric: ...
+    def new_list_duration_metric(self, name: str) -> SummaryMetric: ...
+    def new_items_in_list_metric(self, name: str) -> SummaryMetric: ...
+    def new_watches_metric(self, name: str) -> CounterMetric: ...
+    def new_short_watches_metric(self, name: str) -> CounterMetric: ...
+    def new_watch_duration_metric(self, name: str) -> SummaryMetric: ...
+    def new_items_in_watch_metric(self, name: str) -> SummaryMetric: ...
+    def new_last_resource_version_metric(self, name: str) -> GaugeMetric: ...
+
+
+class _Noop:
+    def set(self, value: float) -> None:
+        pass
+
+    def inc(self) -> None:
+        pass
+
+    def observe(self, value: float) -> None:
+        pass
+
+
+class _NoopProvider:
+    def new_lists_metric(self, name: str) -> CounterMetric:
+        return _Noop()
+
+    def new_list_duration_metric(self, name: str) -> SummaryMetric:
+        return _Noop()
+
+    def new_items_in_list_metric(self, name: str) -> SummaryMetric:
+        return _Noop()
+
+    def new_watches_metric(self, name: str) -> CounterMetric:
+        return _Noop()
+
+    def new_short_watches_metric(self, name: str) -> CounterMetric:
+        return _Noop()
+
+    def new_watch_duration_metric(self, name: str) -> SummaryMetric:
+        return _Noop()
+
+    def new_items_in_watch_metric(self, name: str) -> SummaryMetric:
+        return _Noop()
+
+    def new_last_resource_version_metric(self, name: str) -> GaugeMetric:
+        return _Noop()
+
+
+_lock = threading.Lock()
+_provider: MetricsProvider = _NoopProvider()
+_provider_set = False
+
+
+def set_reflector_metrics_provider(provider: MetricsProvider) -> None:
+    """Set the provider (first call wins)."""
+    global _provider, _provider_set  # noqa: PLW0603 - the documented global, as upstream
+    with _lock:
+        if not _provider_set:
+            _provider = provider
+            _provider_set = True
+
+
+def reset_reflector_metrics_provider_for_tests() -> None:
+    global _provider, _provider_set  # noqa: PLW0603
+    with _lock:
+        _provider = _NoopProvider()
+        _provider_set = False
+
+
+class ReflectorMetrics:
+    """The metrics of one reflector."""
+
+    def __init__(self, name: str) -> None:
+        with _lock:
+            provider = _provider
+        self.lists = provider.new_lists_metric(name)
+        self.list_duration = provider.new_list_duration_metric(name)
+        self.items_in_list = provider.new_items_in_list_metric(name)
+        self.watches = provider.new_watches_metric(name)
+        self.short_watches = provider.new_short_watches_metric(name)
+        self.watch_duration = provider.new_watch_duration_metric(name)
+        self.items_in_watch = provider.new_items_in_watch_metric(name)
+        self.last_resource_version = provider.new_last_resource_version_metric(name)
+
+    def resource_version(self, rv: str) -> None:
+        if rv.isdigit():
+            self.last_resource_version.set(float(rv))

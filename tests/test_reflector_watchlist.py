@@ -1,0 +1,261 @@
+"""reflector_watchlist_test.go: TestWatchList, case by case."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from client_cache import meta_namespace_key_func, new_store
+from client_cache.apis import ListOptions
+from client_cache.errors import ApiStatusError, new_resource_expired, new_too_many_requests
+from client_cache.reflector import Reflector, ReflectorOptions
+from client_cache.util.clock import RealClock
+from client_cache.watch import EventType, FakeWatcher, new_fake_with_chan_size
+
+
+def pod(name: str, rv: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv,
+                         "uid": name}, **extra}
+
+
+def end_bookmark(rv: str, value: str = "true") -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"resourceVersion": rv, "annotations": {
+        "k8s.io/initial-events-end": value}}}
+
+
+class FakeListWatcher:
+    """Upstream's ``fakeListWatcher``: records every request's options, hands out scripted
+    watchers, optionally fails the first requests."""
+
+    def __init__(self) -> None:
+        self.options: list[ListOptions] = []
+        self.list_calls = 0
+        self.watch_calls = 0
+        self.watch_errors: list[BaseException] = []
+        self.watchers: list[Callable[[FakeWatcher], None]] = []
+        self.list_response: dict[str, Any] = {"metadata": {"resourceVersion": "1"},
+                                              "items": [pod("p1", "1")]}
+
+    def list(self, options: ListOptions) -> Any:
+        self.options.append(options)
+        self.list_calls += 1
+        return self.list_response
+
+    def watch(self, options: ListOptions) -> FakeWatcher:
+        self.options.append(options)
+        self.watch_calls += 1
+        if self.watch_errors:
+            raise self.watch_errors.pop(0)
+        w = new_fake_with_chan_size(20)
+        script = self.watchers.pop(0) if self.watchers else (lambda w: None)
+        script(w)
+        return w
+
+
+def reflector(source: FakeListWatcher, use_watch_list: bool = True) -> tuple[Reflector, Any]:
+    store = new_store(meta_namespace_key_func)
+    r = Reflector(source, None, store, ReflectorOptions(name="wl-test"))
+    r.use_watch_list = use_watch_list
+    return r, store
+
+
+def is_watch_list(options: ListOptions) -> bool:
+    return (options.send_initial_events is True and options.allow_watch_bookmarks
+            and options.resource_version_match == "NotOlderThan"
+            and options.timeout_seconds is not None)
+
+
+def names(store: Any) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in store.list())
+
+
+def run_until(r: Reflector, stop: threading.Event) -> BaseException | None:
+    try:
+        r.list_and_watch(stop)
+    except BaseException as err:
+        return err
+    finally:
+        stop.set()
+    return None
+
+
+def stop_after(stop: threading.Event, script: Callable[[FakeWatcher], None]) -> Callable[
+        [FakeWatcher], None]:
+    def run(w: FakeWatcher) -> None:
+        script(w)
+        threading.Timer(0.05, stop.set).start()
+    return run
+
+
+def test_no_bookmark_no_sync() -> None:
+    """(1) Added p1 then stop: one watch-list request, the store stays empty."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+    source.watchers.append(stop_after(stop, lambda w: w.add(pod("p1", "1"))))
+    r, store = reflector(source)
+    assert run_until(r, stop) is None
+    assert source.watch_calls == 1 and source.list_calls == 0
+    assert is_watch_list(source.options[0]) and source.options[0].resource_version == ""
+    assert names(store) == []
+
+
+def test_disabled_uses_list_then_watch() -> None:
+    """(2) use_watch_list off: LIST {RV 0, limit 500} then a plain watch from RV 1."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+    source.watchers.append(stop_after(stop, lambda w: None))
+    r, store = reflector(source, use_watch_list=False)
+    run_until(r, stop)
+    assert (source.options[0].resource_version, source.options[0].limit) == ("0", 500)
+    assert (source.options[1].resource_version, source.options[1].allow_watch_bookmarks,
+            source.options[1].send_initial_events) == ("1", True, None)
+    assert names(store) == ["p1"]
+
+
+def test_error_falls_back_to_list() -> None:
+    """(3)/(4) a failing watch-list request falls back to LIST + WATCH."""
+    for error in (RuntimeError("dummy error"),
+                  ApiStatusError(422, "Invalid", "sendInitialEvents is forbidden")):
+        source = FakeListWatcher()
+        stop = threading.Event()
+        source.watch_errors.append(error)
+        source.watchers.append(stop_after(stop, lambda w: w.add(pod("p2", "2"))))
+        r, store = reflector(source)
+        run_until(r, stop)
+        assert is_watch_list(source.options[0])
+        assert (source.options[1].resource_version, source.options[1].limit) == ("0", 500)
+        assert source.options[2].resource_version == "1"
+        assert (source.watch_calls, source.list_calls) == (2, 1)
+        assert names(store) == ["p1", "p2"]
+
+
+def test_bookmark_syncs_and_modifications_apply() -> None:
+    """(5)/(6) events up to the initial-events-end bookmark land in the store at once."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+
+    def script(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.add(pod("p2", "2"))
+        w.modify(pod("p1", "3", spec={"activeDeadlineSeconds": 12}))
+        w.add(pod("p3", "4"))
+        w.delete(pod("p3", "5"))
+        w.action(EventType.BOOKMARK, end_bookmark("5"))
+
+    source.watchers.append(stop_after(stop, script))
+    r, store = reflector(source)
+    assert run_until(r, stop) is None
+    assert names(store) == ["p1", "p2"] and source.watch_calls == 1
+    assert store.get_by_key("ns/p1")[0]["spec"] == {"activeDeadlineSeconds": 12}
+    assert r.last_sync_resource_version() == "5"
+
+
+def test_429_retries_watch_list() -> None:
+    """(7) two 429s, then success: three identical watch-list requests."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+    source.watch_errors = [new_too_many_requests("busy", 1), new_too_many_requests("busy", 1)]
+
+    def script(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.action(EventType.BOOKMARK, end_bookmark("1"))
+
+    source.watchers.append(stop_after(stop, script))
+    r, store = reflector(source)
+    r.backoff_manager = ZeroBackoff()  # type: ignore[assignment]
+    run_until(r, stop)
+    assert source.watch_calls == 3 and all(is_watch_list(o) for o in source.options)
+    assert names(store) == ["p1"]
+
+
+class ZeroBackoff:
+    def backoff(self) -> Any:
+        return RealClock().new_timer(0)
+
+
+def test_closed_before_bookmark_asks_again() -> None:
+    """(8) a watch closed before the bookmark makes a new watch-list request."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+
+    def first(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.stop()
+
+    def second(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.action(EventType.BOOKMARK, end_bookmark("1"))
+
+    source.watchers += [first, stop_after(stop, second)]
+    r, store = reflector(source)
+    run_until(r, stop)
+    assert source.watch_calls == 2 and all(is_watch_list(o) for o in source.options)
+    assert names(store) == ["p1"]
+
+
+def test_same_watch_continues_then_regular_rewatch() -> None:
+    """(9) after the bookmark the same watch goes on; once it closes, a regular watch from
+    the last resourceVersion follows."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+
+    def first(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.add(pod("p2", "2"))
+        w.action(EventType.BOOKMARK, end_bookmark("2"))
+        w.add(pod("p3", "3"))
+        w.stop()
+
+    source.watchers += [first, stop_after(stop, lambda w: w.add(pod("p4", "4")))]
+    r, store = reflector(source)
+    run_until(r, stop)
+    assert is_watch_list(source.options[0])
+    regular = source.options[1]
+    assert (regular.resource_version, regular.allow_watch_bookmarks,
+            regular.send_initial_events) == ("3", True, None)
+    assert names(store) == ["p1", "p2", "p3", "p4"]
+
+
+def test_expired_regular_rewatch_returns_error() -> None:
+    """(10) the regular re-watch failing with Expired ends list_and_watch with that error."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+
+    def first(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.action(EventType.BOOKMARK, end_bookmark("1"))
+        w.add(pod("p3", "3"))
+        w.stop()
+
+    source.watchers.append(first)
+    expired = new_resource_expired("rv already expired")
+    r, store = reflector(source)
+    original = source.watch
+
+    def watch(options: ListOptions) -> FakeWatcher:
+        if source.watch_calls == 1:
+            source.watch_calls += 1
+            raise expired
+        return original(options)
+
+    source.watch = watch  # type: ignore[method-assign]
+    err = run_until(r, stop)
+    assert err is expired and str(err) == "rv already expired"
+    assert names(store) == ["p1", "p3"]
+
+
+def test_bookmark_annotation_false_does_not_sync() -> None:
+    """(11) an initial-events-end annotation of "false" is not the end."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+
+    def script(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.action(EventType.BOOKMARK, end_bookmark("1", "false"))
+
+    source.watchers.append(stop_after(stop, script))
+    r, store = reflector(source)
+    run_until(r, stop)
+    assert names(store) == []

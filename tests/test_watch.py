@@ -297,3 +297,15 @@ def test_stream_watcher_stop_while_consumer_is_slow(server: ScriptedServer) -> N
     w.stop()  # the reader is blocked handing over an event, not reading
     assert w.join(1.0)
     assert select([w.result_chan()], timeout=1)[0] == 0
+
+
+def test_stream_watcher_more_events_than_its_buffer(server: ScriptedServer) -> None:
+    """A reader blocked on a full result channel resumes when the consumer makes room."""
+    http = urllib3.PoolManager(retries=False)
+    resp = http.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
+    w = StreamWatcher(resp, name="test-buffer", chan_size=3)
+    for i in range(50):
+        server.send_event("ADDED", pod(f"p{i}", str(i)))
+    server.actions.put("end")
+    events = drain(w)
+    assert [e.object["metadata"]["resourceVersion"] for e in events] == [str(i) for i in range(50)]

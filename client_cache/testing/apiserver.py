@@ -71,7 +71,6 @@ from client_cache.testing.apistore import ApiStore, ResourceType, Watcher, encod
 __all__ = ["EmbeddedApiServer", "main"]
 
 _LOOPBACK = "127.0.0.1"
-_STALL = "stall"
 _GARBLE = "garble"
 _ABORT = "abort"
 
@@ -138,6 +137,7 @@ class EmbeddedApiServer:
         self._faults: list[_Fault] = []
         self._fault_lock = threading.Lock()
         self._stalled = False
+        self._stall_changed = threading.Condition()
         self._httpd = _Server(self, port)
         address = self._httpd.server_address
         self.host: str = str(address[0])
@@ -262,10 +262,11 @@ class EmbeddedApiServer:
             watcher.queue.put(None)
 
     def stall_watches(self, stalled: bool = True) -> None:
-        """Keep watch connections open but send nothing, not even bookmarks."""
-        self._stalled = stalled
-        for watcher in self.store.watchers():
-            watcher.queue.put(_STALL if stalled else "unstall")
+        """Keep watch connections (open ones and new ones) open but send nothing, not even
+        bookmarks, until called with ``False``; events are held back, not lost."""
+        with self._stall_changed:
+            self._stalled = stalled
+            self._stall_changed.notify_all()
 
     def send_garbled_line(self) -> None:
         """Write a line that is not JSON to every open watch."""
@@ -287,9 +288,17 @@ class EmbeddedApiServer:
 
     def _end_all_watches(self, marker: Any) -> None:
         for watcher in self.store.watchers():
+            watcher.ending = True
             if marker is not None:
                 watcher.queue.put(marker)
             watcher.queue.put(None)
+        with self._stall_changed:
+            self._stall_changed.notify_all()
+
+    def _wait_while_stalled(self, watcher: Watcher) -> None:
+        with self._stall_changed:
+            while self._stalled and not watcher.ending:
+                self._stall_changed.wait()
 
     def start_load(self, count: int, namespace: str = "bench") -> None:
         """Create ``count`` small configmaps in ``namespace`` from a background thread
@@ -600,11 +609,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         deadline = None if timeout is None else time.monotonic() + timeout
         next_bookmark = time.monotonic() + owner.bookmark_interval
-        stalled = owner._stalled
         try:
             while True:
+                owner._wait_while_stalled(watcher)
                 now = time.monotonic()
-                waits = [next_bookmark - now] if bookmarks and not stalled else []
+                waits = [next_bookmark - now] if bookmarks else []
                 if deadline is not None:
                     waits.append(deadline - now)
                 wait = max(0.0, min(waits)) if waits else None
@@ -612,6 +621,7 @@ class _Handler(BaseHTTPRequestHandler):
                     item = watcher.queue.get(timeout=wait)
                 except queue.Empty:
                     item = ""
+                owner._wait_while_stalled(watcher)  # hold what we have while stalled
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     self._end_chunks()
@@ -622,14 +632,6 @@ class _Handler(BaseHTTPRequestHandler):
                 if item == _ABORT:
                     self.close_connection = True
                     return
-                if item == _STALL:
-                    stalled = True
-                    continue
-                if item == "unstall":
-                    stalled = False
-                    continue
-                if stalled:
-                    continue  # swallow everything while stalled
                 if item == _GARBLE:
                     self._chunk(b"{this is not a watch event\n")
                     continue

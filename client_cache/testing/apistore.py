@@ -119,6 +119,7 @@ class Watcher:
     label_selector: labelsel.Selector
     field_selector: fieldsel.Selector
     queue: queue.Queue[Any] = field(default_factory=queue.Queue)
+    ending: bool = False
 
     def matches(self, obj: Mapping[str, Any] | None) -> bool:
         if obj is None:

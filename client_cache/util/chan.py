@@ -140,7 +140,10 @@ class Chan(Generic[T]):
                 self._due_locked(now)
                 if self._buf:
                     value = self._buf.popleft()
-                    self._cond.notify_all()  # a blocked sender may proceed
+                    if len(self._buf) + 1 >= self._capacity:
+                        # There is room again: wake blocked senders, and selectors
+                        # waiting to send (they registered as wakers).
+                        self._notify_locked()
                     return value, True
                 if self._is_closed:
                     return CLOSED, False

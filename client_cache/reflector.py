@@ -95,6 +95,7 @@ __all__ = [
     "DEFAULT_EXPECTED_TYPE_NAME",
     "DEFAULT_MIN_WATCH_TIMEOUT",
     "DataInconsistencyError",
+    "InitialEventsEndBookmarkTicker",
     "ListFailedError",
     "Reflector",
     "ReflectorOptions",
@@ -171,6 +172,61 @@ def default_watch_error_handler(reflector: Reflector, err: BaseException) -> Non
                    reflector.type_description, err)
         return
     handle_error(f"{reflector.name}: Failed to watch {reflector.type_description}: {err}")
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's ``time.Duration`` string for the durations these messages print."""
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    return f"{seconds:g}s"
+
+
+class InitialEventsEndBookmarkTicker:
+    """Warns while a watch-list waits for its initial-events-end bookmark (Go
+    ``initialEventsEndBookmarkTicker``): every ``interval`` (10 s) without the bookmark it
+    produces a warning. Without ``exit_on_bookmark`` it never ticks."""
+
+    def __init__(
+        self, name: str, clock: WithTicker, watch_start: float, interval: float,
+        exit_on_bookmark: bool,
+    ) -> None:
+        self.name = name
+        self.clock = clock
+        self.watch_start = watch_start
+        self.interval = interval
+        self.last_event: float | None = None
+        self._ticker = clock.new_ticker(interval) if exit_on_bookmark else None
+        self._never: Chan[float] = Chan(1)
+
+    def c(self) -> Chan[float]:
+        return self._ticker.c() if self._ticker is not None else self._never
+
+    def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+
+    def observe_last_event_time(self, when: float) -> None:
+        self.last_event = when
+
+    def produce_warning_if_expired(self) -> str | None:
+        if self._ticker is None:
+            return None
+        if self.last_event is None:
+            waited = _go_duration(self.clock.since(self.watch_start))
+            return (f"{self.name}: awaiting required bookmark event for initial events "
+                    f"stream, no events received for {waited}")
+        elapsed = self.clock.now() - self.last_event
+        if elapsed < self.interval:
+            return None
+        return (f"{self.name}: hasn't received required bookmark event marking the end of "
+                f"initial events stream, received last event {_go_duration(elapsed)} ago")
+
+    def warn_if_expired(self) -> None:
+        warning = self.produce_warning_if_expired()
+        if warning:
+            _log.warning("%s", warning)
 
 
 @dataclass
@@ -494,14 +550,19 @@ class Reflector:
         count = 0
         last_event = self.clock.now()
         idle_timer = self.clock.new_timer(idle)
+        ticker = InitialEventsEndBookmarkTicker(self.name, self.clock, start, 10.0,
+                                                exit_on_initial_events_end)
         try:
-            chans: list[Chan[Any]] = [watch.result_chan(), errors, idle_timer.c()]
+            chans: list[Chan[Any]] = [watch.result_chan(), errors, idle_timer.c(), ticker.c()]
             while True:
                 index, value = select_or_stop(stop, chans)
                 if index == STOPPED:
                     raise ERROR_STOP_REQUESTED
                 if index == 1:
                     raise value
+                if index == 3:
+                    ticker.warn_if_expired()
+                    continue
                 if index == 2:
                     quiet = self.clock.since(last_event)
                     if quiet >= idle:
@@ -513,6 +574,7 @@ class Reflector:
                     break
                 event: Event = value
                 last_event = self.clock.now()
+                ticker.observe_last_event_time(last_event)
                 if event.type is EventType.ERROR:
                     raise from_status(event.object)
                 if not self._accept(event.object):
@@ -546,6 +608,7 @@ class Reflector:
                     return True
         finally:
             idle_timer.stop()
+            ticker.stop()
             self.metrics.items_in_watch.observe(count)
             self.metrics.watch_duration.observe(max(0.0, self.clock.since(start)))
         if self.clock.since(start) < 1.0 and count == 0:

@@ -24,6 +24,7 @@ from client_cache.listwatch import ListWatch
 from client_cache.reflector import (
     DEFAULT_EXPECTED_TYPE_NAME,
     ERROR_STOP_REQUESTED,
+    InitialEventsEndBookmarkTicker,
     Reflector,
     ReflectorOptions,
     VeryShortWatchError,
@@ -31,6 +32,10 @@ from client_cache.reflector import (
     new_namespace_keyed_indexer_and_reflector,
     new_reflector,
     new_reflector_with_options,
+)
+from client_cache.reflector_metrics import (
+    reset_reflector_metrics_provider_for_tests,
+    set_reflector_metrics_provider,
 )
 from client_cache.util.chan import CLOSED, Chan
 from client_cache.util.clock import FakeClock
@@ -683,3 +688,130 @@ def test_run_returns_promptly_while_backing_off() -> None:
     stop.set()
     t.join(1.0)
     assert not t.is_alive() and time.monotonic() - start < 1.0
+
+
+def test_initial_events_end_bookmark_ticker() -> None:
+    """TestInitialEventsEndBookmarkTicker."""
+    clock = FakeClock(T0)
+    quiet = InitialEventsEndBookmarkTicker("testName", clock, clock.now(), 1.0, False)
+    clock.step(30)
+    assert not quiet.c().ready() and quiet.produce_warning_if_expired() is None
+    quiet.observe_last_event_time(clock.now())
+    assert quiet.produce_warning_if_expired() is None
+    quiet.stop()
+
+    clock = FakeClock(T0)
+    ticker = InitialEventsEndBookmarkTicker("testName", clock, clock.now(), 1.0, True)
+    clock.step(0.5)
+    assert not ticker.c().ready()
+    clock.step(0.5)
+    assert ticker.c().recv(0)[1]
+    assert ticker.produce_warning_if_expired() == (
+        "testName: awaiting required bookmark event for initial events stream, no events "
+        "received for 1s")
+    clock.step(1)
+    assert ticker.c().recv(0)[1]
+    assert ticker.produce_warning_if_expired().endswith("no events received for 2s")  # type: ignore[union-attr]
+    ticker.observe_last_event_time(clock.now())
+    clock.step(0.5)
+    assert not ticker.c().ready() and ticker.produce_warning_if_expired() is None
+    clock.step(0.5)
+    assert ticker.c().recv(0)[1]
+    assert ticker.produce_warning_if_expired() == (
+        "testName: hasn't received required bookmark event marking the end of initial events "
+        "stream, received last event 1s ago")
+    clock.step(1)
+    assert ticker.produce_warning_if_expired().endswith("received last event 2s ago")  # type: ignore[union-attr]
+    ticker.stop()
+
+
+class FailingStore:
+    """Every write fails; the reflector must log and carry on."""
+
+    def __init__(self) -> None:
+        self.inner = new_store(meta_namespace_key_func)
+        self.attempts = 0
+
+    def add(self, obj: Any) -> None:
+        self.attempts += 1
+        raise RuntimeError("user store exploded")
+
+    update = add
+    delete = add
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_store_errors_never_kill_the_reflector(caplog: pytest.LogCaptureFixture) -> None:
+    store = FailingStore()
+    fw = new_fake_with_chan_size(5)
+    fw.add(pod("a", "2"))
+    fw.modify(pod("a", "3"))
+    fw.stop()
+    stop = threading.Event()
+    calls = [0]
+
+    def watch(options: ListOptions) -> Any:
+        calls[0] += 1
+        if calls[0] > 1:
+            stop.set()
+            return new_fake_with_chan_size(1)
+        return fw
+
+    r = reflector(lw(lambda o: pod_list("1"), watch), store)
+    r.list_and_watch(stop)
+    assert store.attempts == 2 and r.last_sync_resource_version() == "3"
+    assert "unable to add watch event object" in caplog.text
+
+
+class RecordingMetrics:
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def _metric(self, name: str) -> Any:
+        values = self.values.setdefault(name, [])
+
+        class Metric:
+            def inc(self) -> None:
+                values.append(1)
+
+            def observe(self, value: float) -> None:
+                values.append(value)
+
+            def set(self, value: float) -> None:
+                values.append(value)
+
+        return Metric()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("new_") and attr.endswith("_metric"):
+            return lambda name: self._metric(attr[4:-7])
+        raise AttributeError(attr)
+
+
+def test_metrics_are_recorded() -> None:
+    provider = RecordingMetrics()
+    set_reflector_metrics_provider(provider)  # type: ignore[arg-type]
+    try:
+        stop = threading.Event()
+        fw = new_fake_with_chan_size(3)
+        fw.add(pod("a", "7"))
+        fw.stop()
+        calls = [0]
+
+        def watch(options: ListOptions) -> Any:
+            calls[0] += 1
+            if calls[0] > 1:
+                stop.set()
+                return new_fake_with_chan_size(1)
+            return fw
+
+        r = reflector(lw(lambda o: pod_list("5", pod("a", "5"), pod("b", "5")), watch))
+        r.list_and_watch(stop)
+    finally:
+        reset_reflector_metrics_provider_for_tests()
+    values = provider.values
+    assert values["lists"] == [1] and values["items_in_list"] == [2]
+    assert values["watches"] == [1, 1] and values["items_in_watch"][0] == 1
+    assert values["last_resource_version"][-1] == 7.0

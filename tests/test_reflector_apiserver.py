@@ -263,3 +263,37 @@ def test_03_fault(env: dict[str, Any], case: FaultCase) -> None:
     new_lists, new_watches = counts(env)
     assert new_lists - lists == extra_lists, name
     assert new_watches > watches, name
+
+
+@pytest.mark.parametrize("state", ["listing", "stalled"])
+def test_04_run_stops_within_a_second(env: dict[str, Any], state: str) -> None:
+    """A second reflector on the same server is stopped mid-list and mid-stall."""
+    server: EmbeddedApiServer = env["server"]
+    source = new_list_watch_from_client(server.api_client(),
+                                        GroupVersionResource("", "v1", "pods"))
+    store = ObservedStore()
+    reflector = Reflector(source, None, store, ReflectorOptions(name=f"stop-{state}"))
+    stop = threading.Event()
+    if state == "listing":
+        server.latency = 0.6  # the LIST request takes a while
+    thread = threading.Thread(target=reflector.run, args=(stop,), name=f"stop-{state}",
+                              daemon=True)
+    thread.start()
+    try:
+        if state == "stalled":
+            with store.changed:
+                assert store.changed.wait_for(lambda: len(store.inner.list_keys()) > 0, 30)
+            server.stall_watches()
+            time.sleep(0.2)
+        else:
+            time.sleep(0.2)  # the LIST is in flight
+            assert not store.inner.list_keys()  # still listing
+        start = time.monotonic()
+        stop.set()
+        thread.join(1.0)
+        assert not thread.is_alive(), f"run did not return within 1 s while {state}"
+        assert time.monotonic() - start < 1.0
+    finally:
+        server.latency = 0
+        server.stall_watches(False)
+        stop.set()

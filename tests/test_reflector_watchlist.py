@@ -9,7 +9,7 @@ from typing import Any
 from client_cache import meta_namespace_key_func, new_store
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, new_resource_expired, new_too_many_requests
-from client_cache.reflector import Reflector, ReflectorOptions
+from client_cache.reflector import DataInconsistencyError, Reflector, ReflectorOptions
 from client_cache.util.clock import RealClock
 from client_cache.watch import EventType, FakeWatcher, new_fake_with_chan_size
 
@@ -259,3 +259,28 @@ def test_bookmark_annotation_false_does_not_sync() -> None:
     r, store = reflector(source)
     run_until(r, stop)
     assert names(store) == []
+
+
+def test_consistency_detector(monkeypatch: Any) -> None:
+    """KUBE_WATCHLIST_INCONSISTENCY_DETECTOR: the streamed state is compared with an exact
+    LIST at the same resourceVersion; a difference is fatal."""
+    monkeypatch.setenv("KUBE_WATCHLIST_INCONSISTENCY_DETECTOR", "true")
+    for listed, consistent in (([pod("p1", "2")], True), ([pod("p1", "2"), pod("px", "1")], False)):
+        source = FakeListWatcher()
+        source.list_response = {"metadata": {"resourceVersion": "2"}, "items": listed}
+        stop = threading.Event()
+
+        def script(w: FakeWatcher) -> None:
+            w.add(pod("p1", "2"))
+            w.action(EventType.BOOKMARK, end_bookmark("2"))
+
+        source.watchers.append(stop_after(stop, script))
+        r, _ = reflector(source)
+        err = run_until(r, stop)
+        exact = [o for o in source.options if o.resource_version_match == "Exact"]
+        assert exact and exact[0].resource_version == "2"
+        if consistent:
+            assert err is None
+        else:
+            assert isinstance(err, DataInconsistencyError)
+            assert "data inconsistency detected for wl-test" in str(err)

@@ -99,7 +99,26 @@ def new_empty_watch() -> Watch:
     return MockWatcher(stop_func=lambda: None, result_chan_func=lambda: chan)
 
 
-class FakeWatcher:
+class _Actions:
+    """``add``/``modify``/``delete``/``error`` in terms of ``action``."""
+
+    def action(self, action: EventType, obj: Any) -> None:
+        raise NotImplementedError
+
+    def add(self, obj: Any) -> None:
+        self.action(EventType.ADDED, obj)
+
+    def modify(self, obj: Any) -> None:
+        self.action(EventType.MODIFIED, obj)
+
+    def delete(self, last_value: Any) -> None:
+        self.action(EventType.DELETED, last_value)
+
+    def error(self, err_value: Any) -> None:
+        self.action(EventType.ERROR, err_value)
+
+
+class FakeWatcher(_Actions):
     """A watcher fed by the test (Go ``watch.FakeWatcher``).
 
     :func:`new_fake` makes it unbuffered: each ``add``/``modify``/``delete``/``error``/
@@ -139,18 +158,6 @@ class FakeWatcher:
     def action(self, action: EventType, obj: Any) -> None:
         self.result_chan().send(Event(action, obj))
 
-    def add(self, obj: Any) -> None:
-        self.action(EventType.ADDED, obj)
-
-    def modify(self, obj: Any) -> None:
-        self.action(EventType.MODIFIED, obj)
-
-    def delete(self, last_value: Any) -> None:
-        self.action(EventType.DELETED, last_value)
-
-    def error(self, err_value: Any) -> None:
-        self.action(EventType.ERROR, err_value)
-
 
 def new_fake() -> FakeWatcher:
     """An unbuffered :class:`FakeWatcher` (Go ``NewFake``)."""
@@ -162,7 +169,7 @@ def new_fake_with_chan_size(size: int, blocking: bool = True) -> FakeWatcher:
     return FakeWatcher(max(size, 1))
 
 
-class RaceFreeFakeWatcher:
+class RaceFreeFakeWatcher(_Actions):
     """A buffered fake whose sends never block and are ignored after ``stop`` (Go
     ``RaceFreeFakeWatcher``); a full channel raises ``RuntimeError`` (Go panics)."""
 
@@ -196,18 +203,6 @@ class RaceFreeFakeWatcher:
                 return
             if not self._chan.try_send(Event(action, obj)):
                 raise RuntimeError("channel full")
-
-    def add(self, obj: Any) -> None:
-        self.action(EventType.ADDED, obj)
-
-    def modify(self, obj: Any) -> None:
-        self.action(EventType.MODIFIED, obj)
-
-    def delete(self, last_value: Any) -> None:
-        self.action(EventType.DELETED, last_value)
-
-    def error(self, err_value: Any) -> None:
-        self.action(EventType.ERROR, err_value)
 
 
 def new_race_free_fake() -> RaceFreeFakeWatcher:

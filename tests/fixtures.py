@@ -164,3 +164,4 @@ def apply_sync_actions(queue: Any, actions: list[str]) -> None:
             queue.pop(lambda o, i: None, timeout=1)
         else:
             raise ValueError(action)
+

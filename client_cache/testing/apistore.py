@@ -155,6 +155,18 @@ def encode_event(event_type: str, obj: Any) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
+def _check_version(
+    rtype: ResourceType, name: str, current: Mapping[str, Any], wanted: Any
+) -> None:
+    """Optimistic concurrency: a stale resourceVersion in the request is a 409 Conflict."""
+    if wanted and wanted != current["metadata"]["resourceVersion"]:
+        raise new_conflict(
+            rtype.group, rtype.plural, name,
+            "the object has been modified; please apply your changes to the latest version "
+            "and try again",
+        )
+
+
 def _merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
@@ -307,13 +319,7 @@ class ApiStore:
             md = obj.setdefault("metadata", {})
             if md.get("name") not in (None, name):
                 raise new_bad_request("the name of the object does not match the URL")
-            wanted = md.get("resourceVersion")
-            if wanted and wanted != current["metadata"]["resourceVersion"]:
-                raise new_conflict(
-                    rtype.group, rtype.plural, name,
-                    "the object has been modified; please apply your changes to the latest "
-                    "version and try again",
-                )
+            _check_version(rtype, name, current, md.get("resourceVersion"))
             return self._replace_locked(rtype, key, current, obj)
 
     def _replace_locked(
@@ -348,11 +354,8 @@ class ApiStore:
             current = self._objects[rtype.key].get(key)
             if current is None:
                 raise new_not_found(rtype.group, rtype.plural, name)
-            wanted = (patch.get("metadata") or {}).get("resourceVersion")
-            if wanted and wanted != current["metadata"]["resourceVersion"]:
-                raise new_conflict(rtype.group, rtype.plural, name,
-                                   "the object has been modified; please apply your changes "
-                                   "to the latest version and try again")
+            _check_version(rtype, name, current, (patch.get("metadata") or {}).get(
+                "resourceVersion"))
             merged = _merge_patch(copy.deepcopy(current), patch)
             return self._replace_locked(rtype, key, current, merged)
 

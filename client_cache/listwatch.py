@@ -17,7 +17,6 @@ errors propagate as urllib3 raises them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
@@ -25,6 +24,7 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
+from client_cache import _json
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
@@ -115,7 +115,7 @@ class ClientListerWatcher:
 
     ``idle_timeout`` is the client-side idle timeout of watches (seconds without any
     data, not even a bookmark, after which the watch ends); ``request_timeout`` bounds a
-    LIST request. ``loads`` decodes JSON (stdlib ``json.loads`` by default).
+    LIST request. ``loads`` decodes JSON (orjson when installed, else stdlib ``json``).
     """
 
     def __init__(
@@ -128,7 +128,7 @@ class ClientListerWatcher:
         object_type: Any = None,
         idle_timeout: float | None = None,
         request_timeout: float | None = None,
-        loads: Loads = json.loads,
+        loads: Loads = _json.loads,
     ) -> None:
         self.api_client = api_client
         self.gvr = gvr

@@ -27,7 +27,6 @@ more than once and from any thread.
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import socket
 import threading
@@ -35,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from client_cache import _json
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, UnbufferedChan, select
 
 __all__ = [
@@ -374,7 +374,7 @@ class StreamWatcher:
         decode_object: ObjectDecoder | None = None,
         *,
         name: str = "stream",
-        loads: Callable[[bytes], Any] = json.loads,
+        loads: Callable[[bytes], Any] = _json.loads,
         chan_size: int = DEFAULT_CHAN_SIZE,
     ) -> None:
         self._response = response

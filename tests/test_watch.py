@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import urllib3
 
+from client_cache import _json
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from client_cache.watch import (
     Broadcaster,
@@ -309,3 +310,15 @@ def test_stream_watcher_more_events_than_its_buffer(server: ScriptedServer) -> N
     server.actions.put("end")
     events = drain(w)
     assert [e.object["metadata"]["resourceVersion"] for e in events] == [str(i) for i in range(50)]
+
+
+def test_stream_watcher_with_stdlib_json(server: ScriptedServer) -> None:
+    """The stdlib decoder works the same as the default (orjson when installed)."""
+    http = urllib3.PoolManager(retries=False)
+    resp = http.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
+    w = StreamWatcher(resp, name="test-stdlib", loads=json.loads)
+    server.send_event("ADDED", pod("a", "1"))
+    server.actions.put(b"{garbled\n")
+    events = drain(w)
+    assert [e.type for e in events] == ["ADDED", "ERROR"]
+    assert _json.BACKEND in ("orjson", "json")

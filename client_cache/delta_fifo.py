@@ -310,8 +310,8 @@ class DeltaFIFO(_QueueBase):
                     )
 
             if not self._populated:
-                self._populated = True
                 self._initial_population_count = len(keys) + queued_deletions
+                self._populated = True
 
     def resync(self) -> None:
         """Queue ``Sync`` for each known object with nothing queued (no-op without known

@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from client_cache.errors import FIFOClosedError, RequeueError
 from client_cache.store import KeyFunc, Store, checked_key
+from client_cache.synctrack import notify_sync_changed
 
 __all__ = [
     "FIFO",
@@ -88,8 +89,37 @@ class _QueueBase:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._closed = False
-        self._populated = False
-        self._initial_population_count = 0
+        self._synced_reported = False
+        self.__populated = False
+        self.__initial_population_count = 0
+
+    # The two fields behind has_synced are properties so that every change that may make
+    # the queue synced signals wait_for_cache_sync (once), wherever it happens.
+    @property
+    def _populated(self) -> bool:
+        return self.__populated
+
+    @_populated.setter
+    def _populated(self, value: bool) -> None:
+        self.__populated = value
+        self._report_synced_locked()
+
+    @property
+    def _initial_population_count(self) -> int:
+        return self.__initial_population_count
+
+    @_initial_population_count.setter
+    def _initial_population_count(self, value: int) -> None:
+        self.__initial_population_count = value
+        self._report_synced_locked()
+
+    def _report_synced_locked(self) -> None:
+        """Signal ``wait_for_cache_sync`` the first time this queue turns synced."""
+        if not self._synced_reported and self.__populated and (
+            self.__initial_population_count == 0
+        ):
+            self._synced_reported = True
+            notify_sync_changed()
 
     def _empty_locked(self) -> bool:
         raise NotImplementedError
@@ -132,6 +162,7 @@ class _QueueBase:
         if count and self._initial_population_count > 0:
             self._initial_population_count -= 1
         return in_initial_list
+
 
     def _process_locked(
         self,
@@ -271,8 +302,8 @@ class FIFO(_QueueBase):
             new[self._key(item)] = item
         with self._lock:
             if not self._populated:
+                self._initial_population_count = len(new)  # (count first: see _populated)
                 self._populated = True
-                self._initial_population_count = len(new)
             self._items = new
             self._queue = deque(new)
             if self._queue:

@@ -165,8 +165,8 @@ class RealFIFO(_QueueBase):
             for _, obj in prepared:
                 self._append_locked(DeltaType.REPLACED, obj)
             if not self._populated:
-                self._populated = True
                 self._initial_population_count = len(self._items)
+                self._populated = True
 
     def resync(self) -> None:
         """Queue ``Sync`` for each known object whose key has nothing queued."""

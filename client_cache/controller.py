@@ -1,0 +1,364 @@
+"""The low-level controller and the plain informers (Go ``tools/cache/controller.go``).
+
+A controller runs a :class:`~client_cache.reflector.Reflector` that fills a queue (a
+DeltaFIFO) and a loop that pops the queue and calls ``Config.process`` on each item.
+:func:`new_informer` and friends wire that up with a store and a
+:class:`ResourceEventHandler`: every popped :class:`~client_cache.delta_fifo.Deltas` is
+applied to the store, oldest first, and turned into handler calls
+(:func:`process_deltas`):
+
+* ``Sync``, ``Replaced``, ``Added``, ``Updated``: if the store has the object it is updated
+  and ``on_update(old, new)`` is called, otherwise it is added and ``on_add(obj,
+  is_in_initial_list)``; so an ``Added`` for a known object is an update and a relisted
+  unknown object an add;
+* ``Deleted``: deleted from the store, then ``on_delete(obj)``, where ``obj`` may be a
+  :class:`~client_cache.store.DeletedFinalStateUnknown` tombstone.
+
+An exception from ``process`` is logged (Go ignores it) and, with ``retry_on_error``, the
+item is queued again. ``run(stop)`` returns after ``stop`` is set and the reflector thread
+has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from client_cache.delta_fifo import (
+    DeltaFIFOOptions,
+    Deltas,
+    DeltaType,
+    TransformFunc,
+    new_delta_fifo_with_options,
+)
+from client_cache.errors import FIFOClosedError, RequeueError
+from client_cache.fifo import Queue
+from client_cache.index import Indexer, Indexers
+from client_cache.listwatch import ListerWatcher
+from client_cache.reflector import Reflector, ReflectorOptions, WatchErrorHandler
+from client_cache.store import (
+    Store,
+    deletion_handling_meta_namespace_key_func,
+    new_indexer,
+    new_store,
+)
+from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.runtime import handle_error
+
+__all__ = [
+    "Config",
+    "Controller",
+    "FilteringResourceEventHandler",
+    "InformerOptions",
+    "ProcessFunc",
+    "ResourceEventHandler",
+    "ResourceEventHandlerDetailedFuncs",
+    "ResourceEventHandlerFuncs",
+    "ShouldResyncFunc",
+    "new_controller",
+    "new_indexer_informer",
+    "new_informer",
+    "new_informer_with_options",
+    "new_transforming_indexer_informer",
+    "new_transforming_informer",
+    "process_deltas",
+]
+
+_log = logging.getLogger(__name__)
+
+ProcessFunc = Callable[[Any, bool], None]
+"""``process(obj, is_in_initial_list)`` (Go ``ProcessFunc``)."""
+
+ShouldResyncFunc = Callable[[], bool]
+
+
+@runtime_checkable
+class ResourceEventHandler(Protocol):
+    """Receives notifications (Go ``ResourceEventHandler``). Handlers must not mutate the
+    objects they get; ``on_delete`` may receive a ``DeletedFinalStateUnknown``."""
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
+    def on_update(self, old_obj: Any, new_obj: Any) -> None: ...
+    def on_delete(self, obj: Any) -> None: ...
+
+
+@dataclass
+class ResourceEventHandlerFuncs:
+    """A handler from up to three functions; ``add_func`` does not receive
+    ``is_in_initial_list`` (Go ``ResourceEventHandlerFuncs``)."""
+
+    add_func: Callable[[Any], None] | None = None
+    update_func: Callable[[Any, Any], None] | None = None
+    delete_func: Callable[[Any], None] | None = None
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self.add_func is not None:
+            self.add_func(obj)
+
+    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(old_obj, new_obj)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
+@dataclass
+class ResourceEventHandlerDetailedFuncs:
+    """Like :class:`ResourceEventHandlerFuncs`, with ``is_in_initial_list`` for adds."""
+
+    add_func: Callable[[Any, bool], None] | None = None
+    update_func: Callable[[Any, Any], None] | None = None
+    delete_func: Callable[[Any], None] | None = None
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self.add_func is not None:
+            self.add_func(obj, is_in_initial_list)
+
+    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(old_obj, new_obj)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
+@dataclass
+class FilteringResourceEventHandler:
+    """Passes on only objects that satisfy ``filter_func`` (Go
+    ``FilteringResourceEventHandler``). An update whose new object starts passing the
+    filter becomes an add (``is_in_initial_list`` False); one that stops passing becomes a
+    delete of the old object."""
+
+    filter_func: Callable[[Any], bool]
+    handler: ResourceEventHandler
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self.filter_func(obj):
+            self.handler.on_add(obj, is_in_initial_list)
+
+    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        new_passes = self.filter_func(new_obj)
+        old_passes = self.filter_func(old_obj)
+        if new_passes and old_passes:
+            self.handler.on_update(old_obj, new_obj)
+        elif new_passes:
+            self.handler.on_add(new_obj, False)
+        elif old_passes:
+            self.handler.on_delete(old_obj)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.filter_func(obj):
+            self.handler.on_delete(obj)
+
+
+@dataclass
+class Config:
+    """What a controller needs (Go ``Config``)."""
+
+    queue: Queue
+    lister_watcher: ListerWatcher
+    process: ProcessFunc
+    object_type: Any = None
+    object_description: str = ""
+    full_resync_period: float = 0.0
+    min_watch_timeout: float = 0.0
+    should_resync: ShouldResyncFunc | None = None
+    retry_on_error: bool = False
+    watch_error_handler: WatchErrorHandler | None = None
+    watch_list_page_size: int = 0
+    clock: WithTicker = field(default_factory=lambda: REAL_CLOCK)
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """Go ``Controller``."""
+
+    def run(self, stop: threading.Event) -> None: ...
+    def has_synced(self) -> bool: ...
+    def last_sync_resource_version(self) -> str: ...
+
+
+class _Controller:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.clock = config.clock
+        self._reflector: Reflector | None = None
+        self._lock = threading.Lock()
+
+    def run(self, stop: threading.Event) -> None:
+        """Run the reflector in a thread and the process loop here until ``stop``."""
+        cfg = self.config
+        reflector = Reflector(
+            cfg.lister_watcher, cfg.object_type, cfg.queue,
+            ReflectorOptions(
+                name=cfg.object_description or "controller",
+                type_description=cfg.object_description,
+                resync_period=cfg.full_resync_period,
+                min_watch_timeout=cfg.min_watch_timeout,
+                clock=self.clock,
+            ),
+        )
+        reflector.should_resync = cfg.should_resync
+        reflector.watch_list_page_size = cfg.watch_list_page_size
+        if cfg.watch_error_handler is not None:
+            reflector.watch_error_handler = cfg.watch_error_handler
+        with self._lock:
+            self._reflector = reflector
+        description = cfg.object_description or reflector.type_description
+        def close_queue_on_stop() -> None:
+            stop.wait()
+            cfg.queue.close()
+
+        closer = threading.Thread(target=close_queue_on_stop,
+                                  name=f"controller-stop-{description}", daemon=True)
+        closer.start()
+        reflector_thread = threading.Thread(target=reflector.run, args=(stop,),
+                                            name=f"reflector-{description}", daemon=True)
+        reflector_thread.start()
+        try:
+            self._process_loop(stop)
+        finally:
+            reflector_thread.join()
+            closer.join()
+
+    def _process_loop(self, stop: threading.Event) -> None:
+        cfg = self.config
+
+        def process(obj: Any, is_in_initial_list: bool) -> None:
+            try:
+                cfg.process(obj, is_in_initial_list)
+            except Exception as err:
+                if cfg.retry_on_error:  # the queue puts the item back (Go AddIfNotPresent)
+                    raise RequeueError(err) from err
+                raise
+
+        while not stop.is_set():
+            try:
+                cfg.queue.pop(process)
+            except FIFOClosedError:
+                return
+            except Exception as err:
+                handle_error(f"error processing an item from the queue: {err}")
+
+    def has_synced(self) -> bool:
+        return self.config.queue.has_synced()
+
+    def last_sync_resource_version(self) -> str:
+        with self._lock:
+            return "" if self._reflector is None else self._reflector.last_sync_resource_version()
+
+
+def new_controller(config: Config) -> Controller:
+    """A controller for ``config`` (Go ``cache.New``)."""
+    return _Controller(config)
+
+
+def process_deltas(
+    handler: ResourceEventHandler, client_state: Store, deltas: Deltas, is_in_initial_list: bool
+) -> None:
+    """Apply ``deltas`` (oldest first) to ``client_state`` and notify ``handler`` (Go
+    ``processDeltas``); a store error stops at that delta and propagates."""
+    for d in deltas:
+        obj = d.object
+        if d.type is DeltaType.DELETED:
+            client_state.delete(obj)
+            handler.on_delete(obj)
+            continue
+        old, exists = client_state.get(obj)
+        if exists:
+            client_state.update(obj)
+            handler.on_update(old, obj)
+        else:
+            client_state.add(obj)
+            handler.on_add(obj, is_in_initial_list)
+
+
+@dataclass
+class InformerOptions:
+    """Options of :func:`new_informer_with_options` (Go ``InformerOptions``)."""
+
+    lister_watcher: ListerWatcher
+    handler: ResourceEventHandler
+    object_type: Any = None
+    resync_period: float = 0.0
+    min_watch_timeout: float = 0.0
+    indexers: Indexers | None = None
+    transform: TransformFunc | None = None
+
+
+def _new_informer(client_state: Store, options: InformerOptions) -> Controller:
+    fifo = new_delta_fifo_with_options(DeltaFIFOOptions(
+        known_objects=client_state,
+        emit_delta_type_replaced=True,
+        transformer=options.transform,
+    ))
+
+    def process(obj: Any, is_in_initial_list: bool) -> None:
+        if not isinstance(obj, Deltas):
+            raise TypeError("object given as Process argument is not Deltas")
+        process_deltas(options.handler, client_state, obj, is_in_initial_list)
+
+    return new_controller(Config(
+        queue=fifo,
+        lister_watcher=options.lister_watcher,
+        process=process,
+        object_type=options.object_type,
+        full_resync_period=options.resync_period,
+        min_watch_timeout=options.min_watch_timeout,
+    ))
+
+
+def new_informer_with_options(options: InformerOptions) -> tuple[Store, Controller]:
+    """A store (an indexer when ``options.indexers`` is given) kept up to date by a
+    controller that also notifies ``options.handler`` (Go ``NewInformerWithOptions``)."""
+    client_state: Store
+    if options.indexers is None:
+        client_state = new_store(deletion_handling_meta_namespace_key_func)
+    else:
+        client_state = new_indexer(deletion_handling_meta_namespace_key_func, options.indexers)
+    return client_state, _new_informer(client_state, options)
+
+
+def new_informer(
+    lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
+    handler: ResourceEventHandler,
+) -> tuple[Store, Controller]:
+    """Go ``NewInformer``."""
+    return new_informer_with_options(InformerOptions(
+        lister_watcher, handler, object_type, resync_period))
+
+
+def new_indexer_informer(
+    lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
+    handler: ResourceEventHandler, indexers: Indexers,
+) -> tuple[Indexer, Controller]:
+    """Go ``NewIndexerInformer``."""
+    store, controller = new_informer_with_options(InformerOptions(
+        lister_watcher, handler, object_type, resync_period, indexers=indexers))
+    return store, controller  # type: ignore[return-value]
+
+
+def new_transforming_informer(
+    lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
+    handler: ResourceEventHandler, transformer: TransformFunc | None,
+) -> tuple[Store, Controller]:
+    """Go ``NewTransformingInformer``."""
+    return new_informer_with_options(InformerOptions(
+        lister_watcher, handler, object_type, resync_period, transform=transformer))
+
+
+def new_transforming_indexer_informer(
+    lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
+    handler: ResourceEventHandler, indexers: Indexers, transformer: TransformFunc | None,
+) -> tuple[Indexer, Controller]:
+    """Go ``NewTransformingIndexerInformer``."""
+    store, controller = new_informer_with_options(InformerOptions(
+        lister_watcher, handler, object_type, resync_period, indexers=indexers,
+        transform=transformer))
+    return store, controller  # type: ignore[return-value]

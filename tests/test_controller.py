@@ -1,0 +1,204 @@
+"""controller.go (controller_test.go), including the package examples."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from client_cache import (
+    DeletedFinalStateUnknown,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
+    new_store,
+)
+from client_cache.controller import (
+    Config,
+    FilteringResourceEventHandler,
+    ResourceEventHandlerDetailedFuncs,
+    ResourceEventHandlerFuncs,
+    new_controller,
+    new_informer,
+    process_deltas,
+)
+from client_cache.delta_fifo import (
+    Delta,
+    DeltaFIFOOptions,
+    Deltas,
+    DeltaType,
+    new_delta_fifo_with_options,
+)
+from client_cache.testing.fake_controller_source import FakeControllerSource
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}
+
+
+def test_example_low_level_controller_deletes_everything() -> None:
+    """The tools/cache package Example: a Config controller that deletes every object it
+    sees from the source and reports the deleted keys."""
+    source = FakeControllerSource()
+    downstream = new_store(deletion_handling_meta_namespace_key_func)
+    fifo = new_delta_fifo_with_options(DeltaFIFOOptions(
+        key_function=meta_namespace_key_func, known_objects=downstream))
+    deleted: list[str] = []
+    lock = threading.Lock()
+    all_done = threading.Event()
+    names = ["a-hello", "b-controller", "c-framework"]
+
+    def process(obj: Any, is_in_initial_list: bool) -> None:
+        for d in obj:
+            if d.type is DeltaType.DELETED:
+                downstream.delete(d.object)
+                with lock:
+                    deleted.append(fifo.key_of(d.object))
+                    if len(deleted) == len(names):
+                        all_done.set()
+            else:
+                downstream.add(d.object)
+                source.delete(d.object)  # delete everything we see
+
+    stop = threading.Event()
+    controller = new_controller(Config(
+        queue=fifo, lister_watcher=source, process=process, full_resync_period=0.1))
+    runner = threading.Thread(target=controller.run, args=(stop,), name="example-controller",
+                              daemon=True)
+    runner.start()
+    for name in names:
+        source.add(pod(name))
+    assert all_done.wait(10)
+    stop.set()
+    runner.join(1.0)
+    source.shutdown()
+    assert not runner.is_alive()
+    assert sorted(deleted) == names
+    assert controller.has_synced()
+
+
+def test_example_new_informer() -> None:
+    """The NewInformer Example: deletes everything added and reports deletions."""
+    source = FakeControllerSource()
+    deleted: list[str] = []
+    done = threading.Event()
+
+    def on_add(obj: Any) -> None:
+        source.delete(obj)
+
+    def on_delete(obj: Any) -> None:
+        deleted.append(deletion_handling_meta_namespace_key_func(obj))
+        if len(deleted) == 3:
+            done.set()
+
+    store, controller = new_informer(
+        source, None, 0.1, ResourceEventHandlerFuncs(add_func=on_add, delete_func=on_delete))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), name="example-informer",
+                              daemon=True)
+    runner.start()
+    for name in ("a-hello", "b-controller", "c-framework"):
+        source.add(pod(name))
+    assert done.wait(10)
+    stop.set()
+    runner.join(1.0)
+    source.shutdown()
+    assert sorted(deleted) == ["a-hello", "b-controller", "c-framework"]
+    assert store.list() == []
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self.calls.append(("add", obj["metadata"]["name"], is_in_initial_list))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.calls.append(("update", old["metadata"]["name"], new["metadata"].get("rv")))
+
+    def on_delete(self, obj: Any) -> None:
+        name = obj.key if isinstance(obj, DeletedFinalStateUnknown) else obj["metadata"]["name"]
+        self.calls.append(("delete", name))
+
+
+def test_process_deltas_rules() -> None:
+    """An Added for a known object is an update; a relisted unknown object is an add;
+    tombstones reach on_delete."""
+    store = new_store(deletion_handling_meta_namespace_key_func)
+    rec = Recorder()
+    a, a2 = pod("a"), {**pod("a"), "metadata": {"name": "a", "rv": "2"}}
+    process_deltas(rec, store, Deltas([Delta(DeltaType.REPLACED, a)]), True)
+    process_deltas(rec, store, Deltas([Delta(DeltaType.ADDED, a2), Delta(DeltaType.SYNC, a2)]),
+                   False)
+    process_deltas(rec, store, Deltas([Delta(DeltaType.DELETED,
+                                             DeletedFinalStateUnknown("a", a2))]), False)
+    assert rec.calls == [("add", "a", True), ("update", "a", "2"), ("update", "a", "2"),
+                         ("delete", "a")]
+    assert store.list() == []
+
+
+def test_filtering_handler() -> None:
+    """FilteringResourceEventHandler: entering the filter is an add, leaving a delete."""
+    rec = Recorder()
+    handler = FilteringResourceEventHandler(
+        lambda obj: obj["metadata"].get("keep") == "yes", rec)
+    keep = {"metadata": {"name": "x", "keep": "yes"}}
+    drop = {"metadata": {"name": "x", "keep": "no"}}
+    handler.on_add(drop, True)
+    handler.on_add(keep, True)
+    handler.on_update(drop, keep)
+    handler.on_update(keep, keep)
+    handler.on_update(keep, drop)
+    handler.on_update(drop, drop)
+    handler.on_delete(drop)
+    handler.on_delete(keep)
+    assert rec.calls == [("add", "x", True), ("add", "x", False), ("update", "x", None),
+                         ("delete", "x"), ("delete", "x")]
+
+
+def test_handler_func_wrappers() -> None:
+    seen: list[Any] = []
+    funcs = ResourceEventHandlerFuncs(add_func=lambda o: seen.append(("add", o)))
+    funcs.on_add("o", True)
+    funcs.on_update("a", "b")  # unset: ignored
+    funcs.on_delete("o")
+    detailed = ResourceEventHandlerDetailedFuncs(add_func=lambda o, i: seen.append((o, i)))
+    detailed.on_add("p", True)
+    assert seen == [("add", "o"), ("p", True)]
+
+
+def test_retry_on_error_requeues() -> None:
+    source = FakeControllerSource()
+    fifo = new_delta_fifo_with_options(DeltaFIFOOptions())
+    attempts: list[str] = []
+    done = threading.Event()
+
+    def process(obj: Any, initial: bool) -> None:
+        attempts.append(obj.newest().object["metadata"]["name"])
+        if len(attempts) < 3:
+            raise RuntimeError("transient")
+        done.set()
+
+    controller = new_controller(Config(queue=fifo, lister_watcher=source, process=process,
+                                       retry_on_error=True))
+    stop = threading.Event()
+    source.add(pod("flaky"))
+    runner = threading.Thread(target=controller.run, args=(stop,), name="retry-controller",
+                              daemon=True)
+    runner.start()
+    assert done.wait(10)
+    stop.set()
+    runner.join(1.0)
+    source.shutdown()
+    assert attempts == ["flaky", "flaky", "flaky"]
+    assert controller.last_sync_resource_version() == "1"
+
+
+@pytest.mark.parametrize("bad", ["not deltas", 42])
+def test_informer_process_rejects_non_deltas(bad: Any) -> None:
+    source = FakeControllerSource()
+    _, controller = new_informer(source, None, 0, Recorder())
+    process = controller.config.process  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="not Deltas"):
+        process(bad, False)

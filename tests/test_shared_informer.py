@@ -1,0 +1,368 @@
+"""shared_informer.go (shared_informer_test.go), scenario by scenario."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from client_cache.errors import ClientCacheError
+from client_cache.shared_informer import (
+    SharedIndexInformer,
+    SharedIndexInformerOptions,
+    new_shared_index_informer_with_options,
+    new_shared_informer,
+    wait_for_cache_sync,
+    wait_for_named_cache_sync,
+)
+from client_cache.testing.fake_controller_source import FakeControllerSource
+from client_cache.util.clock import FakeClock
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels}}
+
+
+class TestListener:
+    """Upstream's ``testListener``: records names from adds and updates."""
+
+    __test__ = False
+
+    def __init__(self, name: str = "listener") -> None:
+        self.name = name
+        self.cond = threading.Condition()
+        self.received: set[str] = set()
+        self.events: list[tuple[str, str]] = []
+        self.hold = threading.Lock()
+
+    def _record(self, kind: str, obj: Any) -> None:
+        with self.hold, self.cond:
+            self.received.add(obj["metadata"]["name"])
+            self.events.append((kind, obj["metadata"]["name"]))
+            self.cond.notify_all()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._record("add", obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._record("update", new)
+
+    def on_delete(self, obj: Any) -> None:
+        with self.cond:
+            self.events.append(("delete", getattr(obj, "key", None) or obj["metadata"]["name"]))
+            self.cond.notify_all()
+
+    def ok(self, *expected: str, timeout: float = 5) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: self.received == set(expected), timeout)
+
+    def reset(self) -> None:
+        with self.cond:
+            self.received.clear()
+            self.events.clear()
+
+
+@pytest.fixture
+def source() -> Iterator[FakeControllerSource]:
+    src = FakeControllerSource()
+    yield src
+    src.shutdown()
+
+
+def start(informer: SharedIndexInformer) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="test-informer",
+                              daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def halt(stop: threading.Event, thread: threading.Thread) -> None:
+    stop.set()
+    thread.join(2.0)
+    assert not thread.is_alive()
+
+
+def label_keys(obj: Any) -> list[str]:
+    return sorted(obj["metadata"]["labels"])
+
+
+def test_indexer(source: FakeControllerSource) -> None:
+    """TestIndexer: indexers added before and while running."""
+    source.add(pod("pod1", a="1", b="1"))
+    source.add(pod("pod2", b="1"))
+    informer = new_shared_informer(source, None, 1.0)
+    informer.add_indexers({"labels": label_keys})
+    stop, thread = start(informer)
+    try:
+        assert wait_for_cache_sync(stop, informer.has_synced)
+        assert [o["metadata"]["name"] for o in informer.get_indexer().by_index("labels", "a")] == [
+            "pod1"]
+        listener = TestListener()
+        informer.add_event_handler(listener)
+        source.add(pod("pod3", a="1"))
+        assert listener.ok("pod1", "pod2", "pod3")
+        names = {o["metadata"]["name"] for o in informer.get_indexer().by_index("labels", "a")}
+        assert names == {"pod1", "pod3"}
+        informer.add_indexers({"labels-again": label_keys})  # while running
+        again = {o["metadata"]["name"]
+                 for o in informer.get_indexer().by_index("labels-again", "a")}
+        assert again == {"pod1", "pod3"}
+        for index in ("labels", "labels-again"):
+            assert set(informer.get_indexer().list_index_func_values(index)) == {"a", "b"}
+    finally:
+        halt(stop, thread)
+
+
+def test_listener_resync_periods(source: FakeControllerSource) -> None:
+    """TestListenerResyncPeriods: on the fake clock only the due listeners resync."""
+    source.add(pod("pod1"))
+    source.add(pod("pod2"))
+    clock = FakeClock(1000.0)
+    informer = new_shared_index_informer_with_options(
+        source, None, SharedIndexInformerOptions(resync_period=1.0, clock=clock))
+    l1, l2, l3 = TestListener("l1"), TestListener("l2"), TestListener("l3")
+    informer.add_event_handler_with_resync_period(l1, 0)
+    informer.add_event_handler_with_resync_period(l2, 2.0)
+    informer.add_event_handler_with_resync_period(l3, 3.0)
+    stop, thread = start(informer)
+    try:
+        for listener in (l1, l2, l3):
+            assert listener.ok("pod1", "pod2")
+        for listener in (l1, l2, l3):
+            listener.reset()
+        clock.step(2.0)
+        assert l2.ok("pod1", "pod2")
+        assert l1.received == set() and l3.received == set()
+        l2.reset()
+        clock.step(1.0)
+        assert l3.ok("pod1", "pod2")
+        assert l1.received == set() and l2.received == set()
+    finally:
+        halt(stop, thread)
+
+
+def test_resync_check_period(source: FakeControllerSource) -> None:
+    """TestResyncCheckPeriod: the check period drops to the smallest request before start."""
+    informer = new_shared_index_informer_with_options(
+        source, None, SharedIndexInformerOptions(resync_period=12 * 3600, clock=FakeClock(0)))
+    l1 = informer.add_event_handler_with_resync_period(TestListener(), 0)
+    assert informer.resync_check_period == 12 * 3600 and l1.resync_period == 0  # type: ignore[attr-defined]
+    l2 = informer.add_event_handler_with_resync_period(TestListener(), 60)
+    assert informer.resync_check_period == 60 and l2.resync_period == 60  # type: ignore[attr-defined]
+    l3 = informer.add_event_handler_with_resync_period(TestListener(), 55)
+    assert informer.resync_check_period == 55
+    assert [reg.resync_period for reg in (l1, l2, l3)] == [0, 60, 55]  # type: ignore[attr-defined]
+    l4 = informer.add_event_handler_with_resync_period(TestListener(), 5)
+    assert informer.resync_check_period == 5
+    assert [reg.resync_period for reg in (l1, l2, l3, l4)] == [0, 60, 55, 5]  # type: ignore[attr-defined]
+    small = informer.add_event_handler_with_resync_period(TestListener(), 0.2)
+    assert small.resync_period == 1.0  # type: ignore[attr-defined]  # the 1 s minimum
+
+
+def test_error_handling(source: FakeControllerSource) -> None:
+    """TestSharedInformerErrorHandling."""
+    source.list_error = RuntimeError("Access Denied")
+    informer = new_shared_informer(source, None, 1.0)
+    seen: list[BaseException] = []
+    got = threading.Event()
+
+    def handler(reflector: Any, err: BaseException) -> None:
+        seen.append(err)
+        got.set()
+
+    informer.set_watch_error_handler(handler)
+    stop, thread = start(informer)
+    try:
+        assert got.wait(5)
+        assert "Access Denied" in str(seen[0])
+    finally:
+        halt(stop, thread)
+    with pytest.raises(ClientCacheError, match="informer has already started"):
+        informer.set_watch_error_handler(handler)
+    with pytest.raises(ClientCacheError, match="informer has already started"):
+        informer.set_transform(None)
+
+
+def test_transformer(source: FakeControllerSource) -> None:
+    """TestSharedInformerTransformer."""
+    source.add(pod("pod1"))
+    source.add(pod("pod2"))
+    informer = new_shared_informer(source, None, 1.0)
+
+    def upper(obj: Any) -> Any:
+        return {**obj, "metadata": {**obj["metadata"], "name": obj["metadata"]["name"].upper()}}
+
+    informer.set_transform(upper)
+    listener = TestListener()
+    informer.add_event_handler(listener)
+    stop, thread = start(informer)
+    try:
+        assert listener.ok("POD1", "POD2")
+    finally:
+        halt(stop, thread)
+
+
+def test_remove_handlers(source: FakeControllerSource) -> None:
+    """TestSharedInformerRemoveHandler / RemoveForeignHandler / MultipleRegistration /
+    RemovingRemovedSharedInformer."""
+    informer1 = new_shared_informer(source, None, 1.0)
+    informer2 = new_shared_informer(source, None, 1.0)
+    handler = TestListener()
+    reg1 = informer1.add_event_handler(handler)
+    reg2 = informer1.add_event_handler(handler)  # the same handler twice
+    assert reg1 is not reg2 and len(informer1.processor.listeners) == 2
+    informer2.remove_event_handler(reg1)  # foreign: nothing happens
+    assert len(informer1.processor.listeners) == 2 and len(informer2.processor.listeners) == 0
+    informer1.remove_event_handler(reg1)
+    assert len(informer1.processor.listeners) == 1
+    informer1.remove_event_handler(reg1)  # twice: fine
+    informer1.remove_event_handler(reg2)
+    assert len(informer1.processor.listeners) == 0
+    with pytest.raises(TypeError, match="invalid key type"):
+        informer1.remove_event_handler("not a registration")  # type: ignore[arg-type]
+
+
+def test_state_and_stopped_informer(source: FakeControllerSource) -> None:
+    """TestStateSharedInformer / TestAddOnStoppedSharedInformer /
+    TestRemoveOnStoppedSharedInformer."""
+    informer = new_shared_informer(source, None, 0)
+    listener = TestListener()
+    reg = informer.add_event_handler(listener)
+    assert not informer._started and not informer.is_stopped()
+    source.add(pod("pod1"))
+    stop, thread = start(informer)
+    assert listener.ok("pod1")
+    assert informer._started and not informer.is_stopped()
+    halt(stop, thread)
+    assert informer.is_stopped() and informer._started
+    with pytest.raises(ClientCacheError) as info:
+        informer.add_event_handler_with_resync_period(TestListener(), 1)
+    assert str(info.value).endswith("was not added to shared informer because it has stopped "
+                                    "already")
+    informer.remove_event_handler(reg)
+    with pytest.raises(ClientCacheError, match="stopped already"):
+        informer.add_indexers({"x": label_keys})
+
+
+def test_remove_while_active(source: FakeControllerSource) -> None:
+    """TestRemoveWhileActive."""
+    informer = new_shared_informer(source, None, 0)
+    listener = TestListener()
+    reg = informer.add_event_handler(listener)
+    stop, thread = start(informer)
+    try:
+        source.add(pod("pod1"))
+        assert listener.ok("pod1")
+        informer.remove_event_handler(reg)
+        assert reg not in informer.processor.listeners
+        other = TestListener()
+        informer.add_event_handler(other)
+        source.add(pod("pod2"))
+        assert other.ok("pod1", "pod2")
+        assert listener.received == {"pod1"}
+    finally:
+        halt(stop, thread)
+
+
+def test_add_while_active(source: FakeControllerSource) -> None:
+    """TestAddWhileActive: a late handler's registration syncs after its synthetic adds."""
+    informer = new_shared_informer(source, None, 0)
+    l1 = TestListener("l1")
+    handle1 = informer.add_event_handler(l1)
+    assert not handle1.has_synced()
+    stop, thread = start(informer)
+    try:
+        source.add(pod("pod1"))
+        assert l1.ok("pod1")
+        assert wait_for_cache_sync(stop, handle1.has_synced)
+        l2 = TestListener("l2")
+        with l2.hold:  # the handler is busy: its synthetic initial add cannot be handled
+            handle2 = informer.add_event_handler(l2)
+            assert not handle2.has_synced()
+        source.add(pod("pod2"))
+        assert l2.ok("pod1", "pod2")
+        assert wait_for_cache_sync(stop, handle2.has_synced)
+        assert l1.ok("pod1", "pod2")
+        assert l2.events[0] == ("add", "pod1")
+    finally:
+        halt(stop, thread)
+
+
+def test_handler_exception_does_not_stop_others(source: FakeControllerSource,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    informer = new_shared_informer(source, None, 0)
+
+    class Exploding(TestListener):
+        def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+            if obj["metadata"]["name"] == "bad":
+                raise RuntimeError("handler bug")
+            super().on_add(obj, is_in_initial_list)
+
+    bad, good = Exploding("bad"), TestListener("good")
+    informer.add_event_handler(bad)
+    informer.add_event_handler(good)
+    stop, thread = start(informer)
+    try:
+        source.add(pod("bad"))
+        source.add(pod("fine"))
+        assert good.ok("bad", "fine")
+        assert bad.ok("fine")  # the failing notification was skipped, the next delivered
+        assert "handler bug" in caplog.text and "Exploding" in caplog.text
+    finally:
+        halt(stop, thread)
+
+
+def test_slow_handler_does_not_block_others(source: FakeControllerSource) -> None:
+    informer = new_shared_informer(source, None, 0)
+    slow, fast = TestListener("slow"), TestListener("fast")
+    informer.add_event_handler(slow)
+    informer.add_event_handler(fast)
+    stop, thread = start(informer)
+    try:
+        with slow.hold:  # the slow handler is stuck
+            for i in range(50):
+                source.add(pod(f"p{i}"))
+            assert fast.ok(*[f"p{i}" for i in range(50)])
+        assert slow.ok(*[f"p{i}" for i in range(50)])
+        assert [n for _, n in slow.events] == [f"p{i}" for i in range(50)]  # in order
+    finally:
+        halt(stop, thread)
+
+
+def test_real_fifo_switch(source: FakeControllerSource) -> None:
+    source.add(pod("pod1"))
+    informer = new_shared_index_informer_with_options(
+        source, None, SharedIndexInformerOptions(use_real_fifo=True))
+    listener = TestListener()
+    informer.add_event_handler(listener)
+    stop, thread = start(informer)
+    try:
+        assert listener.ok("pod1")
+        obj = pod("pod1", changed="yes")
+        source.modify(obj)
+        with listener.cond:
+            assert listener.cond.wait_for(lambda: ("update", "pod1") in listener.events, 5)
+        assert informer.has_synced()
+    finally:
+        halt(stop, thread)
+
+
+def test_wait_for_cache_sync(source: FakeControllerSource) -> None:
+    stop = threading.Event()
+    flag = threading.Event()
+    threading.Timer(0.05, flag.set).start()
+    start_time = time.monotonic()
+    assert wait_for_cache_sync(stop, flag.is_set)
+    assert time.monotonic() - start_time < 2
+    stop.set()
+    assert not wait_for_cache_sync(stop, lambda: False)
+    assert not wait_for_named_cache_sync("ctl", stop, lambda: False)
+    assert wait_for_named_cache_sync("ctl", stop, lambda: True)
+    informer = new_shared_informer(source, None, 0)
+    assert not informer.has_synced() and informer.last_sync_resource_version() == ""
+    assert not informer.get_controller().has_synced()

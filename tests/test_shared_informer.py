@@ -87,6 +87,15 @@ def halt(stop: threading.Event, thread: threading.Thread) -> None:
     assert not thread.is_alive()
 
 
+def wait_for_timers(clock: FakeClock, count: int) -> None:
+    """Wait until ``count`` timers wait on the fake clock: the watch's idle timer and the
+    resync timer, so that a step cannot slip in before the resync thread re-arms."""
+    deadline = time.monotonic() + 5
+    while len(clock._waiters) < count:
+        assert time.monotonic() < deadline, "timers were not registered"
+        time.sleep(0.001)
+
+
 def label_keys(obj: Any) -> list[str]:
     return sorted(obj["metadata"]["labels"])
 
@@ -135,10 +144,12 @@ def test_listener_resync_periods(source: FakeControllerSource) -> None:
             assert listener.ok("pod1", "pod2")
         for listener in (l1, l2, l3):
             listener.reset()
+        wait_for_timers(clock, 2)
         clock.step(2.0)
         assert l2.ok("pod1", "pod2")
         assert l1.received == set() and l3.received == set()
         l2.reset()
+        wait_for_timers(clock, 2)
         clock.step(1.0)
         assert l3.ok("pod1", "pod2")
         assert l1.received == set() and l2.received == set()

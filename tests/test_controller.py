@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -20,6 +21,7 @@ from client_cache.controller import (
     ResourceEventHandlerFuncs,
     new_controller,
     new_informer,
+    new_transforming_informer,
     process_deltas,
 )
 from client_cache.delta_fifo import (
@@ -202,3 +204,157 @@ def test_informer_process_rejects_non_deltas(bad: Any) -> None:
     process = controller.config.process  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="not Deltas"):
         process(bad, False)
+
+
+def test_transforming_informer() -> None:
+    """TestTransformingInformer: every object is transformed once, events in order."""
+    source = FakeControllerSource()
+    first = pod("pod1")
+    first["spec"] = {"gen": "1"}
+    source.add(first)
+    second = pod("pod1")
+    second["spec"] = {"gen": "2"}
+    source.modify(second)
+    events: list[tuple[str, Any]] = []
+    cond = threading.Condition()
+
+    def transform(obj: Any) -> Any:
+        out = {**obj, "spec": {**obj.get("spec", {}), "hostname": "new-hostname",
+                               "nodeName": "nodename"}}
+        out["metadata"] = {**obj["metadata"], "resourceVersion": ""}
+        return out
+
+    def record(kind: str) -> Any:
+        def handler(*objs: Any) -> None:
+            with cond:
+                events.append((kind, tuple(o["spec"].get("gen") for o in objs)))
+                cond.notify_all()
+        return handler
+
+    store, controller = new_transforming_informer(
+        source, None, 0,
+        ResourceEventHandlerFuncs(add_func=record("add"), update_func=record("update"),
+                                  delete_func=record("delete")), transform)
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), name="transforming",
+                              daemon=True)
+    runner.start()
+
+    def wait(n: int) -> None:
+        with cond:
+            assert cond.wait_for(lambda: len(events) >= n, 5), events
+
+    try:
+        wait(1)
+        pod2 = pod("pod2")
+        pod2["spec"] = {"gen": "1"}
+        source.add(pod2)
+        wait(2)
+        pod2b = pod("pod2")
+        pod2b["spec"] = {"gen": "2"}
+        source.modify(pod2b)
+        wait(3)
+        source.delete(second)
+        wait(4)
+    finally:
+        stop.set()
+        runner.join(1.0)
+        source.shutdown()
+    assert events == [("add", ("2",)), ("add", ("1",)), ("update", ("1", "2")),
+                      ("delete", ("2",))]
+    assert [o["spec"]["hostname"] for o in store.list()] == ["new-hostname"]
+    assert all(o["metadata"]["resourceVersion"] == "" for o in store.list())
+
+
+def test_transforming_informer_resync_does_not_retransform() -> None:
+    """TestTransformingInformerRace: Sync deltas from resync skip the transform."""
+    source = FakeControllerSource()
+    for i in range(5):
+        p = pod(f"pod-{i}")
+        p["metadata"]["labels"] = {"to-be-transformed": "true"}
+        source.add(p)
+    errors: list[str] = []
+    transformed = threading.Semaphore(0)
+
+    def transform(obj: Any) -> Any:
+        labels = obj["metadata"].get("labels", {})
+        if labels.get("to-be-transformed") == "false":
+            errors.append(obj["metadata"]["name"])
+        out = {**obj, "metadata": {**obj["metadata"], "labels": {"to-be-transformed": "false"}}}
+        transformed.release()
+        return out
+
+    resynced = threading.Semaphore(0)
+    store, controller = new_transforming_informer(
+        source, None, 1.0, ResourceEventHandlerFuncs(update_func=lambda o, n: resynced.release()),
+        transform)
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), name="resync-transform",
+                              daemon=True)
+    runner.start()
+    try:
+        for _ in range(5):
+            assert transformed.acquire(timeout=5)
+        for _ in range(5):  # one full resync round (resync period 1 s) reached the handler
+            assert resynced.acquire(timeout=5)
+    finally:
+        stop.set()
+        runner.join(2.0)
+        source.shutdown()
+    assert errors == []
+    assert all(o["metadata"]["labels"]["to-be-transformed"] == "false" for o in store.list())
+
+
+def test_hammer_controller() -> None:
+    """TestHammerController: concurrent random changes, no deadlock, final state right."""
+    source = FakeControllerSource()
+    seen: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def on_upsert(*objs: Any) -> None:
+        obj = objs[-1]
+        with lock:
+            seen[obj["metadata"]["name"]] = obj["metadata"]["resourceVersion"]
+
+    def on_delete(obj: Any) -> None:
+        with lock:
+            key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else obj["metadata"]["name"]
+            seen.pop(key, None)
+
+    store, controller = new_informer(source, None, 0.1, ResourceEventHandlerFuncs(
+        add_func=on_upsert, update_func=on_upsert, delete_func=on_delete))
+    assert not controller.has_synced()
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), name="hammer", daemon=True)
+    runner.start()
+
+    def hammer(seed: int) -> None:
+        rnd = random.Random(seed)
+        for _ in range(100):
+            name = f"p{rnd.randrange(10)}"
+            roll = rnd.random()
+            if roll < 0.5:
+                source.add(pod(name))
+            elif roll < 0.8:
+                source.modify(pod(name))
+            else:
+                source.delete(pod(name))
+
+    workers = [threading.Thread(target=hammer, args=(i,), name=f"hammer-{i}", daemon=True)
+               for i in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(10)
+    final_rv = source.list()["metadata"]["resourceVersion"]
+    deadline = threading.Event()
+    for _ in range(500):
+        if controller.last_sync_resource_version() == final_rv:
+            break
+        deadline.wait(0.01)
+    stop.set()
+    runner.join(2.0)
+    source.shutdown()
+    assert controller.has_synced()
+    want = {o["metadata"]["name"] for o in source.list()["items"]}
+    assert {o["metadata"]["name"] for o in store.list()} == want

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -377,3 +378,93 @@ def test_wait_for_cache_sync(source: FakeControllerSource) -> None:
     informer = new_shared_informer(source, None, 0)
     assert not informer.has_synced() and informer.last_sync_resource_version() == ""
     assert not informer.get_controller().has_synced()
+
+
+def test_handler_abuse(source: FakeControllerSource) -> None:
+    """TestSharedInformerHandlerAbuse: handlers added and removed concurrently with
+    changes; after stop, adding fails only with "stopped already"."""
+    informer = new_shared_informer(source, None, 1.0)
+    stop, thread = start(informer)
+    failures: list[str] = []
+    workers_done = threading.Event()
+    active = [20]
+    active_lock = threading.Lock()
+
+    def worker(seed: int) -> None:
+        rnd = random.Random(seed)
+        registrations: list[Any] = []
+        try:
+            while True:
+                if rnd.random() < 0.6 or not registrations:
+                    try:
+                        registrations.append(
+                            informer.add_event_handler_with_resync_period(TestListener(), 1.0))
+                    except ClientCacheError as err:
+                        if "stopped already" not in str(err):
+                            failures.append(str(err))
+                        return
+                else:
+                    informer.remove_event_handler(registrations.pop(rnd.randrange(
+                        len(registrations))))
+                time.sleep(0)
+        finally:
+            with active_lock:
+                active[0] -= 1
+                if active[0] == 0:
+                    workers_done.set()
+
+    workers = [threading.Thread(target=worker, args=(i,), name=f"abuse-{i}", daemon=True)
+               for i in range(20)]
+    for w in workers:
+        w.start()
+    rnd = random.Random(7)
+    for _ in range(2000):
+        name = f"p{rnd.randrange(50)}"
+        roll = rnd.random()
+        if roll < 0.5:
+            source.add(pod(name))
+        elif roll < 0.8:
+            source.modify(pod(name, v=str(rnd.random())))
+        else:
+            source.delete(pod(name))
+    halt(stop, thread)
+    assert workers_done.wait(10)
+    for w in workers:
+        w.join(1.0)
+    assert failures == []
+
+
+def test_watch_disruption_relist_syncs_only_due_handlers(source: FakeControllerSource) -> None:
+    """TestSharedInformerWatchDisruption (the core of it): after a relist, an object with an
+    unchanged resourceVersion is a sync notification, delivered only to handlers due for
+    resync; changed or new objects go to everyone."""
+    source.add(pod("pod1"))
+    source.add(pod("pod2"))
+    clock = FakeClock(1000.0)
+    informer = new_shared_index_informer_with_options(
+        source, None, SharedIndexInformerOptions(resync_period=1.0, clock=clock))
+    quiet, resyncing = TestListener("quiet"), TestListener("resyncing")
+    informer.add_event_handler_with_resync_period(quiet, 0)
+    informer.add_event_handler_with_resync_period(resyncing, 1.0)
+    stop, thread = start(informer)
+    try:
+        assert quiet.ok("pod1", "pod2") and resyncing.ok("pod1", "pod2")
+        source.add_drop_watch(pod("pod3"))
+        source.modify_drop_watch(pod("pod2", changed="yes"))
+        quiet.reset()
+        resyncing.reset()
+        wait_for_timers(clock, 2)
+        clock.step(1.0)  # the resync round marks only the resyncing listener as due
+        assert resyncing.ok("pod1", "pod2")  # periodic resync (stale cache: pod2 unchanged)
+        resyncing.reset()
+        source.reset_watch()  # the watch ends; the next watch from the old RV is expired
+        deadline = time.monotonic() + 10
+        while ("add", "pod3") not in quiet.events:
+            if clock.has_waiters():
+                clock.step(2.0)  # past any backoff
+            assert time.monotonic() < deadline, quiet.events
+            time.sleep(0.01)
+        assert quiet.ok("pod2", "pod3")  # relist: changed and new objects, no pod1 sync
+        assert resyncing.ok("pod1", "pod2", "pod3")
+    finally:
+        halt(stop, thread)

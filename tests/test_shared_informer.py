@@ -449,6 +449,10 @@ def test_watch_disruption_relist_syncs_only_due_handlers(source: FakeControllerS
     stop, thread = start(informer)
     try:
         assert quiet.ok("pod1", "pod2") and resyncing.ok("pod1", "pod2")
+        deadline = time.monotonic() + 5
+        while not source.broadcaster._watchers:  # the watch must be open, or it would
+            assert time.monotonic() < deadline   # replay the "dropped" changes
+            time.sleep(0.001)
         source.add_drop_watch(pod("pod3"))
         source.modify_drop_watch(pod("pod2", changed="yes"))
         quiet.reset()

@@ -25,6 +25,7 @@ bench: $(STAMP)
 	$(PY) -m bench.bench_queues
 	$(PY) -m bench.bench_workqueue
 	$(PY) -m bench.bench_wire
+	$(PY) -m bench.bench_reflector
 	$(PY) -m bench.bench_informer
 
 clean:

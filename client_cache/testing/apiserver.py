@@ -300,24 +300,62 @@ class EmbeddedApiServer:
             while self._stalled and not watcher.ending:
                 self._stall_changed.wait()
 
-    def start_load(self, count: int, namespace: str = "bench") -> None:
-        """Create ``count`` small configmaps in ``namespace`` from a background thread
+    def start_load(self, count: int, namespace: str = "bench", kind: str = "configmaps") -> None:
+        """Create ``count`` objects in ``namespace`` from a background thread
         (``apiserver-load``), as fast as the store takes them: a load generator for
-        benchmarks that keeps the writer inside the server's process."""
-        rtype = self.store.lookup("", "v1", "configmaps")
+        benchmarks that keeps the writer inside the server's process. ``kind`` is
+        ``configmaps`` (small) or ``pods`` (about 3 KB of JSON each, shaped like real pods)."""
+        rtype = self.store.lookup("", "v1", kind)
         assert rtype is not None
 
         def run() -> None:
             for i in range(count):
-                self.store.create(rtype, namespace, {
-                    "metadata": {"generateName": "load-", "labels": {"load": "true"}},
-                    "data": {"index": str(i)},
-                })
+                self.store.create(rtype, namespace, _load_object(kind, i))
 
         threading.Thread(target=run, name="apiserver-load", daemon=True).start()
 
     def open_watch_count(self) -> int:
         return len(self.store.watchers())
+
+
+def _load_object(kind: str, i: int) -> dict[str, Any]:
+    if kind != "pods":
+        return {"metadata": {"generateName": "load-", "labels": {"load": "true"}},
+                "data": {"index": str(i)}}
+    return {
+        "metadata": {
+            "generateName": "web-",
+            "labels": {"app": "web", "tier": "frontend", "pod-template-hash": "7d9f8c6b5d",
+                       "load": "true"},
+            "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                 "name": "web-7d9f8c6b5d", "uid": "8b7c6d5e-1111-2222",
+                                 "controller": True, "blockOwnerDeletion": True}],
+            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
+                               "apiVersion": "v1", "fieldsType": "FieldsV1",
+                               "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}},
+                                            "f:spec": {"f:containers": {}}}}],
+        },
+        "spec": {
+            "nodeName": f"node-{i % 50}",
+            "containers": [{
+                "name": "web", "image": "registry.example.com/web:1.25.3",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "env": [{"name": f"VAR_{k}", "value": f"value-{k}-{i}"} for k in range(12)],
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                              "limits": {"cpu": "500m", "memory": "256Mi"}},
+            }],
+        },
+        "status": {
+            "phase": "Running", "podIP": f"10.0.{i % 250}.{i % 200}",
+            "conditions": [{"type": t, "status": "True",
+                            "lastTransitionTime": "2026-11-22T04:00:03Z"}
+                           for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+            "containerStatuses": [{"name": "web", "ready": True, "restartCount": 0,
+                                   "imageID": "registry.example.com/web@sha256:" + "ab" * 32,
+                                   "containerID": "containerd://" + "cd" * 32}],
+        },
+    }
 
 
 # --- request handling ------------------------------------------------------------------------
@@ -682,7 +720,8 @@ class _Handler(BaseHTTPRequestHandler):
             "latency": lambda: setattr(owner, "latency", float(query.get("seconds", "0"))),
             "drop-connections": owner.drop_all_connections,
             "load": lambda: owner.start_load(int(query.get("count", "1000")),
-                                             query.get("namespace", "bench")),
+                                             query.get("namespace", "bench"),
+                                             query.get("kind", "configmaps")),
             "state": lambda: None,
         }
         name = parts[0] if parts else ""

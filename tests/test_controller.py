@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -347,11 +348,13 @@ def test_hammer_controller() -> None:
     for w in workers:
         w.join(10)
     final_rv = source.list()["metadata"]["resourceVersion"]
-    deadline = threading.Event()
-    for _ in range(500):
-        if controller.last_sync_resource_version() == final_rv:
-            break
-        deadline.wait(0.01)
+    queue = controller.config.queue  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    # The reflector records a version when it queues an event; the store is up to date
+    # once the queue is empty too (len() waits for a process call in flight).
+    while not (controller.last_sync_resource_version() == final_rv and len(queue) == 0):
+        assert time.monotonic() < deadline, "the informer did not catch up"
+        time.sleep(0.005)
     stop.set()
     runner.join(2.0)
     source.shutdown()

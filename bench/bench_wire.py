@@ -154,7 +154,7 @@ def server_stream_rate(count: int) -> None:
         watch.stop()
         print(f"embedded API server streaming: {got} events in {elapsed:.2f}s = "
               f"{got / elapsed:,.0f} events/s (server creating and streaming in its own "
-              f"process, one watch, client decoding with stdlib json)")
+              f"process, one watch, client decoding with the default decoder)")
     finally:
         proc.terminate()
         proc.wait(10)

@@ -269,11 +269,9 @@ class ApiStore:
     ) -> dict[str, Any]:
         obj = copy.deepcopy(dict(body))
         md = obj.setdefault("metadata", {})
-        if not md.get("name"):
-            if md.get("generateName"):
-                md["name"] = f"{md['generateName']}{uuid.uuid4().hex[:5]}"
-            else:
-                raise new_bad_request("name or generateName is required")
+        generate = "" if md.get("name") else md.get("generateName", "")
+        if not md.get("name") and not generate:
+            raise new_bad_request("name or generateName is required")
         if rtype.namespaced:
             namespace = namespace or md.get("namespace") or "default"
             if md.get("namespace") and md["namespace"] != namespace:
@@ -285,8 +283,13 @@ class ApiStore:
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
         with self._lock:
-            key = self._key(rtype, md.get("namespace", ""), md["name"])
             objects = self._objects[rtype.key]
+            if generate:  # like the real server: a random suffix that is free
+                while True:
+                    md["name"] = f"{generate}{uuid.uuid4().hex[:5]}"
+                    if self._key(rtype, md.get("namespace", ""), md["name"]) not in objects:
+                        break
+            key = self._key(rtype, md.get("namespace", ""), md["name"])
             if key in objects:
                 raise new_already_exists(rtype.group, rtype.plural, md["name"])
             self._rv += 1

@@ -32,6 +32,7 @@ from client_cache.delta_fifo import (
     DeltaType,
     new_delta_fifo_with_options,
 )
+from client_cache.listwatch import ListWatch
 from client_cache.testing.fake_controller_source import FakeControllerSource
 
 
@@ -361,3 +362,58 @@ def test_hammer_controller() -> None:
     assert controller.has_synced()
     want = {o["metadata"]["name"] for o in source.list()["items"]}
     assert {o["metadata"]["name"] for o in store.list()} == want
+
+
+def test_update_transitions() -> None:
+    """TestUpdate: updates only ever go from→to, to→to or from→from; a final update
+    deletes the pod from the source; every deletion is observed."""
+    source = FakeControllerSource()
+    invalid: list[tuple[str, str]] = []
+    deleted = threading.Semaphore(0)
+    allowed = {("from", "to"), ("to", "to"), ("from", "from")}
+
+    def check(obj: Any) -> str:
+        return str(obj["metadata"]["labels"]["check"])
+
+    def on_update(old: Any, new: Any) -> None:
+        if (check(old), check(new)) not in allowed:
+            invalid.append((check(old), check(new)))
+        if new["metadata"]["labels"].get("final") == "true":
+            source.delete(new)
+
+    watching = threading.Event()
+
+    def watch(options: Any) -> Any:
+        w = source.watch(options)
+        watching.set()
+        return w
+
+    lister_watcher = ListWatch(source.list, watch)
+    _, controller = new_informer(lister_watcher, None, 0, ResourceEventHandlerFuncs(
+        update_func=on_update, delete_func=lambda obj: deleted.release()))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), name="update-test",
+                              daemon=True)
+    runner.start()
+    assert watching.wait(5)  # as upstream: write only once the informer watches
+
+    def writer(i: int) -> None:
+        base = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"a-{i}-0", "labels": {"check": "from"}}}
+        source.add(base)
+        source.modify({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": f"a-{i}-0",
+                                    "labels": {"check": "to", "final": "true"}}})
+
+    writers = [threading.Thread(target=writer, args=(i,), name=f"update-writer-{i}",
+                                daemon=True) for i in range(3)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(5)
+    for _ in range(3):
+        assert deleted.acquire(timeout=10)
+    stop.set()
+    runner.join(2.0)
+    source.shutdown()
+    assert invalid == []

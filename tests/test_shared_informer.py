@@ -472,3 +472,33 @@ def test_watch_disruption_relist_syncs_only_due_handlers(source: FakeControllerS
         assert resyncing.ok("pod1", "pod2", "pod3")
     finally:
         halt(stop, thread)
+
+
+def test_initialization_and_start_races(source: FakeControllerSource) -> None:
+    """TestSharedInformerInitializationRace / TestSharedInformerStartRace: handlers added
+    and options set concurrently with run must neither deadlock nor corrupt state."""
+    for _ in range(5):
+        informer = new_shared_informer(source, None, 1.0)
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def add_handlers(target: SharedIndexInformer = informer,
+                         errs: list[BaseException] = errors) -> None:
+            for _ in range(20):
+                try:
+                    target.add_event_handler_with_resync_period(TestListener(), 1.0)
+                    target.set_transform(None)
+                except ClientCacheError as err:
+                    if "already started" not in str(err) and "stopped already" not in str(err):
+                        errs.append(err)
+
+        adder = threading.Thread(target=add_handlers, name="race-adder", daemon=True)
+        runner = threading.Thread(target=informer.run, args=(stop,), name="race-run",
+                                  daemon=True)
+        adder.start()
+        runner.start()
+        adder.join(5)
+        stop.set()
+        runner.join(2.0)
+        assert not runner.is_alive() and not adder.is_alive()
+        assert errors == []

@@ -40,6 +40,7 @@ class ObservedStore:
     def __init__(self) -> None:
         self.inner = new_store(meta_namespace_key_func)
         self.changed = threading.Condition()
+        self.rv_updates = 0
 
     def _touch(self) -> None:
         with self.changed:
@@ -65,6 +66,7 @@ class ObservedStore:
         pass
 
     def update_resource_version(self, rv: str) -> None:
+        self.rv_updates += 1
         self._touch()
 
     def __getattr__(self, name: str) -> Any:
@@ -247,7 +249,12 @@ def test_03_fault(env: dict[str, Any], case: FaultCase) -> None:
     name, inject, extra_lists, _ = case
     server: EmbeddedApiServer = env["server"]
     wait_for_watch(env)
-    time.sleep(0.3)  # let the watch deliver a bookmark, so a cut is not a "very short watch"
+    # Wait for an event or bookmark on the open watch, so that cutting it is not a "very
+    # short watch" (which would relist by design).
+    store: ObservedStore = env["store"]
+    with store.changed:
+        seen = store.rv_updates
+        assert store.changed.wait_for(lambda: store.rv_updates > seen, 10)
     lists, watches = counts(env)
     inject(server)
     churn(env, 50)

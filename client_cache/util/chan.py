@@ -237,6 +237,7 @@ class DoneChan(Chan[None]):
 
 
 _STOP_POLL = 0.05  # seconds between checks of registered stop events
+_STOP_LINGER = 0.5  # the watcher thread ends this long after its last registration
 
 
 class _StopWatcher:
@@ -244,8 +245,9 @@ class _StopWatcher:
 
     ``threading.Event`` cannot wake anything but its own waiters, so a wait on "an event or
     a channel" needs a helper. This one thread checks every registered event every 50 ms
-    and closes its channel once set; it runs only while registrations exist and ends at
-    once when the last one is removed, so no thread outlives the waits that needed it.
+    and closes its channel once set; it runs only while registrations exist and ends half
+    a second after the last one is removed (so that a stream of short waits does not start
+    a thread each), well within the library's one-second rule.
     """
 
     def __init__(self) -> None:
@@ -272,19 +274,26 @@ class _StopWatcher:
 
     def unregister(self, token: int) -> None:
         with self._cond:
-            if self._entries.pop(token, None) is not None and not self._entries:
-                self._cond.notify_all()
+            self._entries.pop(token, None)
 
     def _run(self) -> None:
         with self._cond:
-            while self._entries:
+            idle_since: float | None = None
+            while True:
                 for token, (event, chan, _) in list(self._entries.items()):
                     if event.is_set():
                         chan.close()
                         del self._entries[token]
                 if self._entries:
-                    self._cond.wait(_STOP_POLL)
-            self._thread = None
+                    idle_since = None
+                else:
+                    now = time.monotonic()
+                    if idle_since is None:
+                        idle_since = now
+                    elif now - idle_since >= _STOP_LINGER:
+                        self._thread = None
+                        return
+                self._cond.wait(_STOP_POLL)
 
 
 _stop_watcher = _StopWatcher()
@@ -350,6 +359,12 @@ def select_or_stop(
     """
     if stop.is_set():
         return STOPPED, None
+    for i, chan in enumerate(chans):  # fast path: something is ready, no waiting needed
+        value, ok = chan.try_recv()
+        if ok or value is CLOSED:
+            return i, value
+    if timeout is not None and timeout <= 0:
+        return TIMED_OUT, None
     if stop is NEVER_STOP:
         return select(chans, timeout)
     if any(chan.externally_fed for chan in chans):

@@ -237,7 +237,7 @@ class DoneChan(Chan[None]):
 
 
 _STOP_POLL = 0.05  # seconds between checks of registered stop events
-_STOP_LINGER = 0.5  # the watcher thread ends this long after its last registration
+_STOP_LINGER = 0.1  # the watcher thread ends this long after its last registration
 
 
 class _StopWatcher:
@@ -245,9 +245,9 @@ class _StopWatcher:
 
     ``threading.Event`` cannot wake anything but its own waiters, so a wait on "an event or
     a channel" needs a helper. This one thread checks every registered event every 50 ms
-    and closes its channel once set; it runs only while registrations exist and ends half
-    a second after the last one is removed (so that a stream of short waits does not start
-    a thread each), well within the library's one-second rule.
+    and closes its channel once set; it runs only while registrations exist and ends a
+    tenth of a second after the last one is removed (so that a stream of short waits does
+    not start a thread each), well within the library's one-second rule.
     """
 
     def __init__(self) -> None:

@@ -21,7 +21,6 @@ has ended.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,7 +66,6 @@ __all__ = [
     "process_deltas",
 ]
 
-_log = logging.getLogger(__name__)
 
 ProcessFunc = Callable[[Any, bool], None]
 """``process(obj, is_in_initial_list)`` (Go ``ProcessFunc``)."""

@@ -118,23 +118,17 @@ class _Actions:
         self.action(EventType.ERROR, err_value)
 
 
-class FakeWatcher(_Actions):
-    """A watcher fed by the test (Go ``watch.FakeWatcher``).
+class _FakeBase(_Actions):
+    """Lock, stopped flag and channel shared by the two fakes; ``stop`` closes the channel
+    once, ``reset`` starts a fresh one."""
 
-    :func:`new_fake` makes it unbuffered: each ``add``/``modify``/``delete``/``error``/
-    ``action`` returns once the event was received. ``stop`` closes the channel (once);
-    sending after that raises :class:`~client_cache.util.chan.ChanClosedError` (Go panics).
-    ``reset`` starts a fresh channel.
-    """
-
-    def __init__(self, size: int = 0) -> None:
-        self._size = size
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self.stopped = False
         self._chan = self._new_chan()
 
     def _new_chan(self) -> Chan[Event]:
-        return UnbufferedChan() if self._size <= 0 else Chan(self._size)
+        raise NotImplementedError
 
     def stop(self) -> None:
         with self._lock:
@@ -155,6 +149,23 @@ class FakeWatcher(_Actions):
         with self._lock:
             return self._chan
 
+
+class FakeWatcher(_FakeBase):
+    """A watcher fed by the test (Go ``watch.FakeWatcher``).
+
+    :func:`new_fake` makes it unbuffered: each ``add``/``modify``/``delete``/``error``/
+    ``action`` returns once the event was received. ``stop`` closes the channel (once);
+    sending after that raises :class:`~client_cache.util.chan.ChanClosedError` (Go panics).
+    ``reset`` starts a fresh channel.
+    """
+
+    def __init__(self, size: int = 0) -> None:
+        self._size = size
+        super().__init__()
+
+    def _new_chan(self) -> Chan[Event]:
+        return UnbufferedChan() if self._size <= 0 else Chan(self._size)
+
     def action(self, action: EventType, obj: Any) -> None:
         self.result_chan().send(Event(action, obj))
 
@@ -169,33 +180,12 @@ def new_fake_with_chan_size(size: int, blocking: bool = True) -> FakeWatcher:
     return FakeWatcher(max(size, 1))
 
 
-class RaceFreeFakeWatcher(_Actions):
+class RaceFreeFakeWatcher(_FakeBase):
     """A buffered fake whose sends never block and are ignored after ``stop`` (Go
     ``RaceFreeFakeWatcher``); a full channel raises ``RuntimeError`` (Go panics)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.stopped = False
-        self._chan: Chan[Event] = Chan(DEFAULT_CHAN_SIZE)
-
-    def stop(self) -> None:
-        with self._lock:
-            if not self.stopped:
-                self.stopped = True
-                self._chan.close()
-
-    def is_stopped(self) -> bool:
-        with self._lock:
-            return self.stopped
-
-    def reset(self) -> None:
-        with self._lock:
-            self.stopped = False
-            self._chan = Chan(DEFAULT_CHAN_SIZE)
-
-    def result_chan(self) -> Chan[Event]:
-        with self._lock:
-            return self._chan
+    def _new_chan(self) -> Chan[Event]:
+        return Chan(DEFAULT_CHAN_SIZE)
 
     def action(self, action: EventType, obj: Any) -> None:
         with self._lock:
@@ -420,14 +410,17 @@ class StreamWatcher:
     def _events(self) -> Iterator[Event]:
         buffer = b""
         for chunk in self._response.stream(65536, decode_content=True):
-            buffer += chunk
-            while True:
-                newline = buffer.find(b"\n")
+            buffer = buffer + chunk if buffer else chunk
+            start = 0
+            while True:  # scan by offset: one copy per line, not one per remaining byte
+                newline = buffer.find(b"\n", start)
                 if newline < 0:
                     break
-                line, buffer = buffer[:newline], buffer[newline + 1 :]
+                line = buffer[start:newline]
+                start = newline + 1
                 if line.strip():
                     yield self._parse(line)
+            buffer = buffer[start:]
         if buffer.strip():
             # The stream ended without the final newline: a complete JSON document is
             # still an event (some servers omit it); a cut-off one is a truncated stream.

@@ -322,3 +322,15 @@ def test_stream_watcher_with_stdlib_json(server: ScriptedServer) -> None:
     events = drain(w)
     assert [e.type for e in events] == ["ADDED", "ERROR"]
     assert _json.BACKEND in ("orjson", "json")
+
+
+def test_stream_watcher_lines_across_and_within_chunks(server: ScriptedServer) -> None:
+    """Several events in one chunk, blank lines, and one event split over two chunks."""
+    w = open_watch(server)
+    lines = [json.dumps({"type": "ADDED", "object": pod(f"p{i}", str(i))}).encode()
+             for i in range(4)]
+    server.actions.put(lines[0] + b"\n\n" + lines[1] + b"\n" + lines[2][:10])
+    server.actions.put(lines[2][10:] + b"\n" + lines[3] + b"\n")
+    server.actions.put("end")
+    events = drain(w)
+    assert [e.object["metadata"]["name"] for e in events] == ["p0", "p1", "p2", "p3"]

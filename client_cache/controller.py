@@ -83,8 +83,24 @@ class ResourceEventHandler(Protocol):
     def on_delete(self, obj: Any) -> None: ...
 
 
+class _UpdateDeleteFuncs:
+    """``on_update``/``on_delete`` for the function-backed handlers: call the function
+    when it is set, do nothing otherwise."""
+
+    update_func: Callable[[Any, Any], None] | None
+    delete_func: Callable[[Any], None] | None
+
+    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        if self.update_func is not None:
+            self.update_func(old_obj, new_obj)
+
+    def on_delete(self, obj: Any) -> None:
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
 @dataclass
-class ResourceEventHandlerFuncs:
+class ResourceEventHandlerFuncs(_UpdateDeleteFuncs):
     """A handler from up to three functions; ``add_func`` does not receive
     ``is_in_initial_list`` (Go ``ResourceEventHandlerFuncs``)."""
 
@@ -96,17 +112,9 @@ class ResourceEventHandlerFuncs:
         if self.add_func is not None:
             self.add_func(obj)
 
-    def on_update(self, old_obj: Any, new_obj: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(old_obj, new_obj)
-
-    def on_delete(self, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(obj)
-
 
 @dataclass
-class ResourceEventHandlerDetailedFuncs:
+class ResourceEventHandlerDetailedFuncs(_UpdateDeleteFuncs):
     """Like :class:`ResourceEventHandlerFuncs`, with ``is_in_initial_list`` for adds."""
 
     add_func: Callable[[Any, bool], None] | None = None
@@ -116,14 +124,6 @@ class ResourceEventHandlerDetailedFuncs:
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         if self.add_func is not None:
             self.add_func(obj, is_in_initial_list)
-
-    def on_update(self, old_obj: Any, new_obj: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(old_obj, new_obj)
-
-    def on_delete(self, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(obj)
 
 
 @dataclass

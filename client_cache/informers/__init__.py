@@ -1,23 +1,6 @@
 """The shared informer factory (a port of client-go's ``informers`` package)."""
 
-from client_cache.informers.factory import (
-    GenericInformer,
-    NewInformerFunc,
-    SharedInformerFactory,
-    SharedInformerFactoryOptions,
-    TweakListOptionsFunc,
-    new_filtered_shared_informer_factory,
-    new_shared_informer_factory,
-    new_shared_informer_factory_with_options,
-)
+from client_cache.informers import factory as _factory
+from client_cache.informers.factory import *  # noqa: F403
 
-__all__ = [
-    "GenericInformer",
-    "NewInformerFunc",
-    "SharedInformerFactory",
-    "SharedInformerFactoryOptions",
-    "TweakListOptionsFunc",
-    "new_filtered_shared_informer_factory",
-    "new_shared_informer_factory",
-    "new_shared_informer_factory_with_options",
-]
+__all__ = list(_factory.__all__)

@@ -314,16 +314,23 @@ class ApiStore:
     ) -> dict[str, Any]:
         """PUT: optimistic concurrency on ``metadata.resourceVersion`` when given."""
         with self._lock:
-            key = self._key(rtype, namespace, name)
-            current = self._objects[rtype.key].get(key)
-            if current is None:
-                raise new_not_found(rtype.group, rtype.plural, name)
+            key, current = self._existing_locked(rtype, namespace, name)
             obj = copy.deepcopy(dict(body))
             md = obj.setdefault("metadata", {})
             if md.get("name") not in (None, name):
                 raise new_bad_request("the name of the object does not match the URL")
             _check_version(rtype, name, current, md.get("resourceVersion"))
             return self._replace_locked(rtype, key, current, obj)
+
+    def _existing_locked(
+        self, rtype: ResourceType, namespace: str, name: str
+    ) -> tuple[tuple[str, str], dict[str, Any]]:
+        """The key and stored object of ``name``; a NotFound status error when absent."""
+        key = self._key(rtype, namespace, name)
+        current = self._objects[rtype.key].get(key)
+        if current is None:
+            raise new_not_found(rtype.group, rtype.plural, name)
+        return key, current
 
     def _replace_locked(
         self, rtype: ResourceType, key: tuple[str, str], current: dict[str, Any],
@@ -353,10 +360,7 @@ class ApiStore:
     ) -> dict[str, Any]:
         """A JSON merge patch (strategic merge patches are applied as merge patches)."""
         with self._lock:
-            key = self._key(rtype, namespace, name)
-            current = self._objects[rtype.key].get(key)
-            if current is None:
-                raise new_not_found(rtype.group, rtype.plural, name)
+            key, current = self._existing_locked(rtype, namespace, name)
             _check_version(rtype, name, current, (patch.get("metadata") or {}).get(
                 "resourceVersion"))
             merged = _merge_patch(copy.deepcopy(current), patch)

@@ -132,6 +132,15 @@ class BackoffManager(Protocol):
     def backoff(self) -> Timer: ...
 
 
+def _arm(clock: Clock, timer: Timer | None, delay: float) -> Timer:
+    """A timer that fires after ``delay``: ``timer`` reset, or a new one the first time
+    (the backoff managers hand out the same timer on every call, as Go's do)."""
+    if timer is None:
+        return clock.new_timer(delay)
+    timer.reset(delay)
+    return timer
+
+
 class ExponentialBackoffManager:
     """Exponential backoff that starts over after ``reset_duration`` without a call (Go
     ``exponentialBackoffManagerImpl``)."""
@@ -162,11 +171,7 @@ class ExponentialBackoffManager:
 
     def backoff(self) -> Timer:
         with self._lock:
-            delay = self._next_backoff()
-            if self._timer is None:
-                self._timer = self._clock.new_timer(delay)
-            else:
-                self._timer.reset(delay)
+            self._timer = _arm(self._clock, self._timer, self._next_backoff())
             return self._timer
 
 
@@ -181,10 +186,7 @@ class JitteredBackoffManager:
 
     def backoff(self) -> Timer:
         delay = jitter(self._duration, self._jitter) if self._jitter > 0 else self._duration
-        if self._timer is None:
-            self._timer = self._clock.new_timer(delay)
-        else:
-            self._timer.reset(delay)
+        self._timer = _arm(self._clock, self._timer, delay)
         return self._timer
 
 

@@ -95,19 +95,40 @@ class BucketRateLimiter(Generic[T]):
         pass
 
 
-class ItemExponentialFailureRateLimiter(Generic[T]):
-    """``base * 2**failures`` per item, capped at ``max_delay`` (and never overflowing)."""
+class _PerItemFailures(Generic[T]):
+    """The per-item failure count that the item limiters share: ``when`` records a failure,
+    ``num_requeues`` reads the count and ``forget`` drops it."""
 
-    def __init__(self, base_delay: float, max_delay: float) -> None:
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+    def __init__(self) -> None:
         self._failures: dict[T, int] = {}
         self._lock = threading.Lock()
 
-    def when(self, item: T) -> float:
+    def _record_failure(self, item: T) -> int:
+        """Count one more failure of ``item``; return how many there were before it."""
         with self._lock:
-            exp = self._failures.get(item, 0)
-            self._failures[item] = exp + 1
+            before = self._failures.get(item, 0)
+            self._failures[item] = before + 1
+        return before
+
+    def num_requeues(self, item: T) -> int:
+        with self._lock:
+            return self._failures.get(item, 0)
+
+    def forget(self, item: T) -> None:
+        with self._lock:
+            self._failures.pop(item, None)
+
+
+class ItemExponentialFailureRateLimiter(_PerItemFailures[T]):
+    """``base * 2**failures`` per item, capped at ``max_delay`` (and never overflowing)."""
+
+    def __init__(self, base_delay: float, max_delay: float) -> None:
+        super().__init__()
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+
+    def when(self, item: T) -> float:
+        exp = self._record_failure(item)
         try:
             backoff = math.ldexp(self.base_delay, exp)
         except OverflowError:
@@ -116,38 +137,19 @@ class ItemExponentialFailureRateLimiter(Generic[T]):
             return self.max_delay
         return min(backoff, self.max_delay)
 
-    def num_requeues(self, item: T) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
 
-    def forget(self, item: T) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
-
-
-class ItemFastSlowRateLimiter(Generic[T]):
+class ItemFastSlowRateLimiter(_PerItemFailures[T]):
     """``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``."""
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
+        super().__init__()
         self.fast_delay = fast_delay
         self.slow_delay = slow_delay
         self.max_fast_attempts = max_fast_attempts
-        self._failures: dict[T, int] = {}
-        self._lock = threading.Lock()
 
     def when(self, item: T) -> float:
-        with self._lock:
-            failures = self._failures.get(item, 0) + 1
-            self._failures[item] = failures
+        failures = self._record_failure(item) + 1
         return self.fast_delay if failures <= self.max_fast_attempts else self.slow_delay
-
-    def num_requeues(self, item: T) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
-
-    def forget(self, item: T) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
 
 
 class MaxOfRateLimiter(Generic[T]):

@@ -47,14 +47,16 @@ import json
 import queue
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from kubernetes.client import ApiClient, Configuration
 
@@ -68,11 +70,19 @@ from client_cache.errors import (
 )
 from client_cache.testing.apistore import ApiStore, ResourceType, Watcher, encode_event
 
-__all__ = ["EmbeddedApiServer", "main"]
+__all__ = ["EmbeddedApiServer", "EmbeddedApiServerProcess", "main"]
 
 _LOOPBACK = "127.0.0.1"
 _GARBLE = "garble"
 _ABORT = "abort"
+
+
+def _client_configuration(url: str) -> Any:
+    config = Configuration()
+    config.host = url
+    config.api_key = {"authorization": "embedded-token"}
+    config.api_key_prefix = {"authorization": "Bearer"}
+    return config
 
 
 class _Fault:
@@ -187,11 +197,7 @@ class EmbeddedApiServer:
 
     # -- clients -----------------------------------------------------------------------------------
     def configuration(self) -> Any:
-        config = Configuration()
-        config.host = self.url
-        config.api_key = {"authorization": "embedded-token"}
-        config.api_key_prefix = {"authorization": "Bearer"}
-        return config
+        return _client_configuration(self.url)
 
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` configured for this server."""
@@ -733,6 +739,79 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_obj(200, {"ok": True, "result": result,
                              "resourceVersion": owner.store.resource_version,
                              "watches": owner.open_watch_count()})
+
+
+class EmbeddedApiServerProcess:
+    """The embedded API server in a child process (``python -m
+    client_cache.testing.apiserver``), so that its threads and its CPU use stay out of
+    the process under test. Faults are injected through its ``/__control/`` endpoints with
+    :meth:`control`; :meth:`stop` ends the process (SIGTERM, then SIGKILL after 5 s)."""
+
+    def __init__(self, *, bookmark_interval: float = 1.0, history: int = 100_000) -> None:
+        self.bookmark_interval = bookmark_interval
+        self.history = history
+        self.url = ""
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> EmbeddedApiServerProcess:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "client_cache.testing.apiserver",
+             "--bookmark-interval", str(self.bookmark_interval),
+             "--history", str(self.history)],
+            stdout=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        assert self._proc.stdout is not None
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            self.stop()
+            raise ClientCacheError("the embedded API server process did not start")
+        return self
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def __enter__(self) -> EmbeddedApiServerProcess:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def configuration(self) -> Any:
+        return _client_configuration(self.url)
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` configured for the server process."""
+        return ApiClient(self.configuration())
+
+    def control(self, action: str, **params: Any) -> dict[str, Any]:
+        """Call ``/__control/<action>`` (compact, close-watches, abort-watches, garble,
+        stall, watch-error, fail, latency, drop-connections, load, state) and return its
+        JSON answer."""
+        query = urlencode({k: str(v).lower() if isinstance(v, bool) else str(v)
+                           for k, v in params.items()})
+        url = f"{self.url}/__control/{action}" + (f"?{query}" if query else "")
+        request = urllib.request.Request(url, data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            answer: dict[str, Any] = json.loads(resp.read())
+            return answer
+
+    def compact(self) -> int:
+        """Compact the server's history; returns the compacted revision."""
+        return int(self.control("compact")["result"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,7 +93,34 @@ BUILTIN_RESOURCES = (
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
     ResourceType("batch", "v1", "jobs", "Job", True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType("", "v1", "podtemplates", "PodTemplate", True),
+    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                 "CustomResourceDefinition", False, ("crd", "crds")),
 )
+
+_CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+def _crd_resource_type(crd: dict[str, Any]) -> ResourceType:
+    """The resource a CustomResourceDefinition defines (its storage version), or 422
+    Invalid as the real server answers a definition without group, names or versions, or
+    whose name is not ``<plural>.<group>``."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group, plural, kind = spec.get("group", ""), names.get("plural", ""), names.get("kind", "")
+    versions = [v for v in spec.get("versions") or [] if v.get("served", True)]
+    storage = [v["name"] for v in versions if v.get("storage") and v.get("name")]
+    name = (crd.get("metadata") or {}).get("name", "")
+    if not (group and plural and kind and storage):
+        raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
+                             f"\"{name}\" is invalid: spec needs group, names.plural, "
+                             "names.kind and one storage version")
+    if name != f"{plural}.{group}":
+        raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
+                             f"\"{name}\" is invalid: metadata.name: Invalid value: "
+                             f"\"{name}\": must be spec.names.plural+\".\"+spec.group")
+    return ResourceType(group, storage[0], plural, kind, spec.get("scope") != "Cluster",
+                        tuple(names.get("shortNames") or ()))
 
 
 @dataclass
@@ -282,7 +309,23 @@ class ApiStore:
             md.pop("namespace", None)
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
+        defined = _crd_resource_type(obj) if rtype.key == _CRD_KEY else None
+        if defined is not None:  # the real server's controllers accept and establish it
+            obj["status"] = {
+                "acceptedNames": obj["spec"]["names"],
+                "storedVersions": [defined.version],
+                "conditions": [
+                    {"type": t, "status": "True", "reason": r, "lastTransitionTime": _now(),
+                     "message": m}
+                    for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
+                                    ("Established", "InitialNamesAccepted",
+                                     "the initial names have been accepted"))],
+            }
         with self._lock:
+            if defined is not None:
+                if self._types.get(defined.key) is not None:
+                    raise new_already_exists(rtype.group, rtype.plural, md["name"])
+                self.register(defined)
             objects = self._objects[rtype.key]
             if generate:  # like the real server: a random suffix that is free
                 while True:
@@ -413,10 +456,9 @@ class ApiStore:
                 revision = current
             elif revision > current:
                 raise new_too_large_resource_version(revision, current, 1)
-            elif revision < self._compacted:
-                raise new_resource_expired(
-                    f"too old resource version: {revision} ({self._compacted})"
-                )
+            elif revision < self._compacted:  # the real server's words for a LIST
+                raise new_resource_expired("The resourceVersion for the provided list is too "
+                                           "old.")
             else:
                 objs = dict(self._objects[rtype.key])
                 for change in reversed(self._history):

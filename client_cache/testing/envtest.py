@@ -1,0 +1,592 @@
+"""A real control plane for tests: ``kube-apiserver`` and ``etcd`` as local processes.
+
+This is the envtest approach (as in controller-runtime): no kubelet, no controller manager,
+no containers; just the API server and its storage, on loopback, with throwaway
+credentials. The binaries are *built from source* with the Go toolchain and the Go module
+proxy, at pinned releases:
+
+* ``kube-apiserver`` from the ``k8s.io/kubernetes`` module (:data:`KUBERNETES_VERSION`);
+  that module refers to its staging modules (``k8s.io/api``, ``k8s.io/apiserver``...) as
+  ``v0.0.0`` with local ``replace`` lines that do not apply to a dependent module, so the
+  build module replaces each of them with the matching ``v0.x.y`` release;
+* ``etcd`` (:data:`ETCD_VERSION`, the release the Kubernetes version's etcd client pins) as
+  a three-line ``main`` around ``go.etcd.io/etcd/server/v3/etcdmain``;
+* ``envtest-keygen``, a small Go program that writes the service-account signing key (so
+  neither OpenSSL nor a Python crypto package is needed at run time).
+
+They are cached outside the clone, in ``$CLIENT_CACHE_ENVTEST_DIR`` or
+``~/.cache/client_cache/envtest/k8s-<version>_etcd-<version>/``, and reused by later runs.
+
+Command line (used by ``make envtest``)::
+
+    python -m client_cache.testing.envtest build    # build what is missing, print the dir
+    python -m client_cache.testing.envtest path     # print the dir, exit 1 if not built
+    python -m client_cache.testing.envtest serve --kubeconfig PATH   # run until Ctrl-C
+
+In Python::
+
+    with ControlPlane() as cp:                   # etcd + kube-apiserver on free ports
+        api = cp.api_client()                    # kubernetes.client.ApiClient, admin
+        cp.compact()                             # compact etcd at its current revision
+        cp.restart_apiserver()                   # etcd keeps the data
+
+What :class:`ControlPlane` sets up, all in one temporary directory removed by ``stop``:
+etcd with ``--unsafe-no-fsync``; the API server bound to 127.0.0.1 with a self-signed
+serving certificate it generates for 127.0.0.1 (clients verify it against that
+certificate), a fresh random bearer token for an ``admin`` user in ``system:masters``
+(static token file), ``--authorization-mode=RBAC`` (so the admin is authorized through the
+bootstrap ``cluster-admin`` binding, as on a real cluster), a fresh service-account key pair,
+``--service-cluster-ip-range`` and ``--advertise-address``. The ``ServiceAccount``
+admission plugin is disabled because no controller manager creates the ``default``
+service accounts it would insist on. ``compaction_interval`` sets
+``--etcd-compaction-interval``; ``uncached_resources`` turns the watch cache off for
+some resources (``--watch-cache-sizes=<resource>#0``) so that their watches go straight to
+etcd and a compaction gives them a real 410.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from kubernetes.client import ApiClient, Configuration
+
+__all__ = [
+    "ETCD_VERSION",
+    "KUBERNETES_VERSION",
+    "Binaries",
+    "ControlPlane",
+    "EnvtestError",
+    "build",
+    "cache_dir",
+    "find_binaries",
+    "main",
+]
+
+#: The pinned ``k8s.io/kubernetes`` release whose ``kube-apiserver`` is built.
+KUBERNETES_VERSION = "v1.36.4"
+#: The pinned etcd server release (the version Kubernetes 1.36.4's etcd client requires).
+ETCD_VERSION = "v3.6.8"
+#: The Go version the Kubernetes module declares; older toolchains cannot build it.
+GO_MINIMUM = (1, 26)
+
+# The k8s.io/kubernetes go.mod requires these staging modules as v0.0.0.
+_STAGING_MODULES = (
+    "api", "apiextensions-apiserver", "apimachinery", "apiserver", "cli-runtime",
+    "client-go", "cloud-provider", "cluster-bootstrap", "code-generator", "component-base",
+    "component-helpers", "controller-manager", "cri-api", "cri-client", "cri-streaming",
+    "csi-translation-lib", "dynamic-resource-allocation", "endpointslice", "externaljwt",
+    "kms", "kube-aggregator", "kube-controller-manager", "kube-proxy", "kube-scheduler",
+    "kubectl", "kubelet", "metrics", "mount-utils", "pod-security-admission",
+    "sample-apiserver", "streaming",
+)
+
+_ETCD_MAIN = """package main
+
+import (
+\t"os"
+
+\t"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+"""
+
+# Writes a fresh 2048-bit RSA key (PKCS#1 PEM) to the path given as the only argument.
+_KEYGEN_MAIN = """package main
+
+import (
+\t"crypto/rand"
+\t"crypto/rsa"
+\t"crypto/x509"
+\t"encoding/pem"
+\t"os"
+)
+
+func main() {
+\tkey, err := rsa.GenerateKey(rand.Reader, 2048)
+\tif err != nil {
+\t\tpanic(err)
+\t}
+\tblock := &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}
+\tif err := os.WriteFile(os.Args[1], pem.EncodeToMemory(block), 0o600); err != nil {
+\t\tpanic(err)
+\t}
+}
+"""
+
+_LOOPBACK = "127.0.0.1"
+
+
+class EnvtestError(RuntimeError):
+    """The real control plane could not be built or started (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Paths of the three built programs."""
+
+    kube_apiserver: Path
+    etcd: Path
+    keygen: Path
+
+    @classmethod
+    def in_dir(cls, directory: Path) -> Binaries:
+        return cls(directory / "kube-apiserver", directory / "etcd",
+                   directory / "envtest-keygen")
+
+    def exist(self) -> bool:
+        return all(p.is_file() and os.access(p, os.X_OK)
+                   for p in (self.kube_apiserver, self.etcd, self.keygen))
+
+
+def cache_dir() -> Path:
+    """Where the binaries of the pinned versions live (created by :func:`build`)."""
+    override = os.environ.get("CLIENT_CACHE_ENVTEST_DIR")
+    if override:
+        return Path(override)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "client_cache" / "envtest" / f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}"
+
+
+def find_binaries() -> Binaries | None:
+    """The built binaries, or None when :func:`build` has not run."""
+    binaries = Binaries.in_dir(cache_dir())
+    return binaries if binaries.exist() else None
+
+
+# -- building ------------------------------------------------------------------------------------
+
+def _go() -> str:
+    go = shutil.which("go") or ("/usr/local/go/bin/go"
+                                if os.access("/usr/local/go/bin/go", os.X_OK) else None)
+    if go is None:
+        raise EnvtestError(
+            "the Go toolchain is needed to build kube-apiserver and etcd, but `go` is not on "
+            f"PATH: install Go >= {GO_MINIMUM[0]}.{GO_MINIMUM[1]} (https://go.dev/dl/) or put "
+            "prebuilt kube-apiserver, etcd and envtest-keygen binaries in "
+            f"{cache_dir()} (or $CLIENT_CACHE_ENVTEST_DIR)"
+        )
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False)
+    version = out.stdout.strip().removeprefix("go")
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return go  # a development toolchain: let the build say if it is too old
+    if (major, minor) < GO_MINIMUM and os.environ.get("GOTOOLCHAIN", "auto") == "local":
+        raise EnvtestError(f"{go} is Go {version}; building Kubernetes {KUBERNETES_VERSION} "
+                           f"needs Go >= {GO_MINIMUM[0]}.{GO_MINIMUM[1]}")
+    return go
+
+
+def _run(cmd: list[str], cwd: Path, log: TextIO, env: dict[str, str]) -> None:
+    log.write(f"$ {' '.join(cmd)}\n")
+    log.flush()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise EnvtestError(f"`{' '.join(cmd)}` failed in {cwd} (exit {proc.returncode}):\n"
+                           f"{proc.stderr[-4000:]}")
+
+
+def _apiserver_module(directory: Path) -> None:
+    staging = KUBERNETES_VERSION.replace("v1.", "v0.", 1)
+    replaces = "\n".join(f"\tk8s.io/{m} => k8s.io/{m} {staging}" for m in _STAGING_MODULES)
+    (directory / "go.mod").write_text(
+        f"module envtestapiserver\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes "
+        f"{KUBERNETES_VERSION}\n\nreplace (\n{replaces}\n)\n", encoding="utf-8")
+
+
+def build(*, force: bool = False, log: TextIO | None = None) -> Binaries:
+    """Build (or reuse) the pinned binaries into :func:`cache_dir` and return them.
+
+    Needs Go and the Go module proxy (``GOPROXY``, checked against the checksum database as
+    usual). A cold build takes several minutes; later calls return at once. Each binary is
+    written under a temporary name and renamed, so an interrupted build leaves nothing
+    half-written behind.
+    """
+    log = log or sys.stderr
+    target = Binaries.in_dir(cache_dir())
+    if target.exist() and not force:
+        return target
+    go = _go()
+    out_dir = cache_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
+    version_pkg = "k8s.io/component-base/version"
+    minor = KUBERNETES_VERSION.split(".")[1]
+    apiserver_ldflags = " ".join([
+        "-s -w",
+        f"-X {version_pkg}.gitVersion={KUBERNETES_VERSION}",
+        f"-X {version_pkg}.gitMajor=1",
+        f"-X {version_pkg}.gitMinor={minor}",
+        f"-X {version_pkg}.gitTreeState=clean",
+    ])
+    with tempfile.TemporaryDirectory(prefix="envtest-build-") as tmp:
+        work = Path(tmp)
+        steps: list[tuple[Path, str, list[list[str]]]] = []
+        if force or not target.kube_apiserver.is_file():
+            apiserver = work / "apiserver"
+            apiserver.mkdir()
+            _apiserver_module(apiserver)
+            out = str(out_dir / "kube-apiserver.tmp")
+            steps.append((apiserver, "kube-apiserver", [
+                [go, "get", f"k8s.io/kubernetes/cmd/kube-apiserver@{KUBERNETES_VERSION}"],
+                [go, "build", "-trimpath", "-ldflags", apiserver_ldflags, "-o", out,
+                 "k8s.io/kubernetes/cmd/kube-apiserver"],
+            ]))
+        if force or not (target.etcd.is_file() and target.keygen.is_file()):
+            tools = work / "tools"
+            (tools / "etcd").mkdir(parents=True)
+            (tools / "keygen").mkdir()
+            (tools / "go.mod").write_text("module envtesttools\n\ngo 1.26.0\n",
+                                          encoding="utf-8")
+            (tools / "etcd" / "main.go").write_text(_ETCD_MAIN, encoding="utf-8")
+            (tools / "keygen" / "main.go").write_text(_KEYGEN_MAIN, encoding="utf-8")
+            steps.append((tools, "etcd", [
+                [go, "get", f"go.etcd.io/etcd/server/v3@{ETCD_VERSION}"],
+                [go, "build", "-trimpath", "-ldflags", "-s -w",
+                 "-o", str(out_dir / "etcd.tmp"), "./etcd"],
+            ]))
+            steps.append((tools, "envtest-keygen", [
+                [go, "build", "-trimpath", "-o", str(out_dir / "envtest-keygen.tmp"),
+                 "./keygen"],
+            ]))
+        for cwd, name, commands in steps:
+            started = time.monotonic()
+            log.write(f"envtest: building {name}...\n")
+            for cmd in commands:
+                _run(cmd, cwd, log, env)
+            os.replace(out_dir / f"{name}.tmp", out_dir / name)
+            log.write(f"envtest: built {name} in {time.monotonic() - started:.0f} s\n")
+    if not target.exist():  # pragma: no cover - a build that "worked" but wrote nothing
+        raise EnvtestError(f"the build finished but {out_dir} lacks a binary")
+    return target
+
+
+# -- running -------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((_LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+class ControlPlane:
+    """etcd + kube-apiserver on free loopback ports (see the module documentation).
+
+    ``compaction_interval`` (seconds; ``None`` keeps the server's default of 5 minutes, 0
+    disables the API server's own compaction); ``uncached_resources`` (resource names such
+    as ``"podtemplates"`` whose watch cache is off); ``extra_args`` are appended to the API
+    server's command line. ``keep`` leaves the temporary directory (logs) after ``stop``.
+    """
+
+    def __init__(
+        self,
+        binaries: Binaries | None = None,
+        *,
+        compaction_interval: float | None = None,
+        uncached_resources: tuple[str, ...] = (),
+        extra_args: tuple[str, ...] = (),
+        startup_timeout: float = 90.0,
+        keep: bool = False,
+    ) -> None:
+        found = binaries or find_binaries()
+        if found is None:
+            raise EnvtestError(
+                f"kube-apiserver and etcd are not built in {cache_dir()}: run `make envtest` "
+                "(or `python -m client_cache.testing.envtest build`)")
+        self.binaries = found
+        self.compaction_interval = compaction_interval
+        self.uncached_resources = uncached_resources
+        self.extra_args = extra_args
+        self.startup_timeout = startup_timeout
+        self.keep = keep
+        self.dir: Path | None = None
+        self.token = ""
+        self.port = 0
+        self.etcd_url = ""
+        self._etcd: subprocess.Popen[bytes] | None = None
+        self._apiserver: subprocess.Popen[bytes] | None = None
+        self._logs: list[TextIO] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"https://{_LOOPBACK}:{self.port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """The API server's self-signed serving certificate (clients trust it)."""
+        assert self.dir is not None
+        return self.dir / "certs" / "apiserver.crt"
+
+    def start(self) -> ControlPlane:
+        """Start etcd, then the API server; return when the API server is ready and the
+        ``default`` namespace exists. Raises :class:`EnvtestError` (with the log's tail)
+        if either fails to come up within ``startup_timeout``."""
+        self.dir = Path(tempfile.mkdtemp(prefix="client-cache-envtest-"))
+        atexit.register(self.stop)
+        try:
+            self.token = secrets.token_urlsafe(24)
+            (self.dir / "tokens.csv").write_text(
+                f'{self.token},admin,admin-uid,"system:masters"\n', encoding="utf-8")
+            os.chmod(self.dir / "tokens.csv", 0o600)
+            subprocess.run([str(self.binaries.keygen), str(self.dir / "sa.key")], check=True,
+                           timeout=60)
+            self._start_etcd()
+            self.port = _free_port()
+            self._start_apiserver()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _log(self, name: str) -> TextIO:
+        assert self.dir is not None
+        handle = open(self.dir / f"{name}.log", "a", encoding="utf-8")  # noqa: SIM115
+        self._logs.append(handle)
+        return handle
+
+    def _start_etcd(self) -> None:
+        assert self.dir is not None
+        client, peer = _free_port(), _free_port()
+        self.etcd_url = f"http://{_LOOPBACK}:{client}"
+        peer_url = f"http://{_LOOPBACK}:{peer}"
+        self._etcd = subprocess.Popen(
+            [str(self.binaries.etcd), "--name", "envtest", "--data-dir", str(self.dir / "etcd"),
+             "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
+             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+             "--initial-cluster", f"envtest={peer_url}", "--unsafe-no-fsync",
+             "--log-level", "warn"],
+            stdout=subprocess.DEVNULL, stderr=self._log("etcd"), start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as resp:
+                    if json.loads(resp.read()).get("health") == "true":
+                        return
+            except (OSError, ValueError):
+                pass
+            self._check_alive(self._etcd, "etcd", deadline)
+            time.sleep(0.1)
+
+    def _apiserver_args(self) -> list[str]:
+        assert self.dir is not None
+        args = [
+            str(self.binaries.kube_apiserver),
+            f"--etcd-servers={self.etcd_url}",
+            f"--bind-address={_LOOPBACK}",
+            f"--advertise-address={_LOOPBACK}",
+            f"--secure-port={self.port}",
+            f"--cert-dir={self.dir / 'certs'}",
+            f"--token-auth-file={self.dir / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={self.dir / 'sa.key'}",
+            f"--service-account-signing-key-file={self.dir / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--disable-admission-plugins=ServiceAccount",
+            "--profiling=false",
+        ]
+        if self.compaction_interval is not None:
+            args.append(f"--etcd-compaction-interval={self.compaction_interval:g}s")
+        if self.uncached_resources:
+            args.append("--watch-cache-sizes="
+                        + ",".join(f"{r}#0" for r in self.uncached_resources))
+        args.extend(self.extra_args)
+        return args
+
+    def _start_apiserver(self) -> None:
+        self._apiserver = subprocess.Popen(
+            self._apiserver_args(), stdout=subprocess.DEVNULL,
+            stderr=self._log("kube-apiserver"), start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            self._check_alive(self._apiserver, "kube-apiserver", deadline)
+            if self.ca_file.is_file():
+                try:
+                    if (self._get("/readyz") == b"ok"
+                            and self._get("/api/v1/namespaces/default")):
+                        return
+                except (OSError, urllib.error.URLError, ssl.SSLError):
+                    pass
+            time.sleep(0.2)
+
+    def _check_alive(
+        self, proc: subprocess.Popen[bytes] | None, name: str, deadline: float
+    ) -> None:
+        assert self.dir is not None and proc is not None
+        if proc.poll() is not None:
+            raise EnvtestError(f"{name} exited with {proc.returncode}; its log ends with:\n"
+                               f"{_tail(self.dir / f'{name}.log')}")
+        if time.monotonic() > deadline:
+            raise EnvtestError(f"{name} was not ready within {self.startup_timeout:g} s; its "
+                               f"log ends with:\n{_tail(self.dir / f'{name}.log')}")
+
+    def _get(self, path: str) -> bytes:
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        request = urllib.request.Request(self.url + path,
+                                         headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, timeout=5, context=context) as resp:
+            return bytes(resp.read())
+
+    def restart_apiserver(self) -> None:
+        """Stop the API server and start it again on the same port; etcd keeps the data.
+        The watch cache starts over, so watches from older resourceVersions get 410."""
+        _terminate(self._apiserver)
+        self._start_apiserver()
+
+    def stop(self) -> None:
+        """Stop both processes and remove the temporary directory (unless ``keep``)."""
+        _terminate(self._apiserver)
+        _terminate(self._etcd)
+        self._apiserver = self._etcd = None
+        for handle in self._logs:
+            handle.close()
+        self._logs.clear()
+        if self.dir is not None and not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- etcd --------------------------------------------------------------------------------------
+    def _etcd_call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            f"{self.etcd_url}{path}", data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            result: dict[str, Any] = json.loads(resp.read())
+            return result
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision (what a quorum LIST would return as resourceVersion)."""
+        reply = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})
+        return int(reply["header"]["revision"])
+
+    def compact(self, revision: int | None = None) -> int:
+        """Compact etcd at ``revision`` (default: the current one) and return it: every
+        older revision is gone, as after the API server's periodic compaction."""
+        target = self.etcd_revision() if revision is None else revision
+        self._etcd_call("/v3/kv/compaction", {"revision": str(target), "physical": True})
+        return target
+
+    # -- clients -----------------------------------------------------------------------------------
+    def configuration(self) -> Any:
+        """A ``kubernetes.client.Configuration`` for the admin user."""
+        config = Configuration()
+        config.host = self.url
+        config.ssl_ca_cert = str(self.ca_file)
+        config.verify_ssl = True
+        config.api_key = {"authorization": self.token}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        return config
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` for the admin user."""
+        return ApiClient(self.configuration())
+
+    def kubeconfig(self) -> dict[str, Any]:
+        """A kubeconfig for the admin user (embeds the serving certificate)."""
+        ca = base64.b64encode(self.ca_file.read_bytes()).decode()
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "envtest",
+                          "cluster": {"server": self.url, "certificate-authority-data": ca}}],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": "admin"}}],
+            "current-context": "envtest",
+        }
+
+    def write_kubeconfig(self, path: str) -> str:
+        """Write :meth:`kubeconfig` as JSON (YAML loaders read it), mode 0600."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(self.kubeconfig(), fh, indent=2)
+        return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``build``, ``path`` or ``serve`` (see the module documentation)."""
+    parser = argparse.ArgumentParser(prog="python -m client_cache.testing.envtest")
+    sub = parser.add_subparsers(dest="command", required=True)
+    build_cmd = sub.add_parser("build", help="build the pinned binaries (cached)")
+    build_cmd.add_argument("--force", action="store_true", help="rebuild even if present")
+    sub.add_parser("path", help="print the binaries' directory; exit 1 if not built")
+    serve = sub.add_parser("serve", help="run etcd + kube-apiserver until interrupted")
+    serve.add_argument("--kubeconfig", help="write an admin kubeconfig here")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            started = time.monotonic()
+            binaries = build(force=args.force)
+            print(f"envtest binaries ({KUBERNETES_VERSION}, etcd {ETCD_VERSION}) in "
+                  f"{binaries.kube_apiserver.parent} ({time.monotonic() - started:.0f} s)")
+            return 0
+        if args.command == "path":
+            print(cache_dir())
+            return 0 if find_binaries() else 1
+        with ControlPlane() as plane:
+            if args.kubeconfig:
+                plane.write_kubeconfig(args.kubeconfig)
+            print(plane.url, flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+                while True:
+                    time.sleep(3600)
+        return 0
+    except EnvtestError as err:
+        print(f"envtest: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Servers and helpers of the conformance suite (see ``conftest.py``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any
+
+from kubernetes.client import CoreV1Api
+
+from client_cache import DeletedFinalStateUnknown
+from client_cache.apis import ListOptions
+from client_cache.listwatch import ClientListerWatcher, new_filtered_list_watch_from_client
+from client_cache.schema import GroupVersionResource
+from client_cache.testing.apiserver import EmbeddedApiServerProcess
+from client_cache.testing.envtest import ControlPlane
+from client_cache.watch import Event, EventType, Watch
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+PODS = GroupVersionResource("", "v1", "pods")
+#: Served without a watch cache on the real server (``--watch-cache-sizes=podtemplates#0``):
+#: its watches read etcd directly, so a compaction gives them etcd's 410.
+PODTEMPLATES = GroupVersionResource("", "v1", "podtemplates")
+
+
+class Backend:
+    """What a conformance test may ask of a server, whichever it is."""
+
+    name = ""
+
+    def api_client(self) -> Any:
+        raise NotImplementedError
+
+    def compact(self) -> int:
+        """Compact the storage at its current revision; returns that revision."""
+        raise NotImplementedError
+
+    def expire_watch_cache(self) -> None:
+        """Make every resourceVersion seen so far too old for a watch of a cached resource:
+        on the real server, restart the API server (its watch cache starts over at the
+        current revision); on the embedded one, compact."""
+        raise NotImplementedError
+
+
+class EmbeddedBackend(Backend):
+    name = "embedded"
+
+    def __init__(self) -> None:
+        self.server = EmbeddedApiServerProcess(bookmark_interval=1.0)
+
+    def __enter__(self) -> EmbeddedBackend:
+        self.server.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.server.stop()
+
+    def api_client(self) -> Any:
+        return self.server.api_client()
+
+    def compact(self) -> int:
+        return self.server.compact()
+
+    def expire_watch_cache(self) -> None:
+        self.server.compact()
+
+
+class RealBackend(Backend):
+    name = "real"
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+
+    def api_client(self) -> Any:
+        return self.plane.api_client()
+
+    def compact(self) -> int:
+        return self.plane.compact()
+
+    def expire_watch_cache(self) -> None:
+        self.plane.compact()
+        self.plane.restart_apiserver()
+
+
+# -- objects ---------------------------------------------------------------------------------------
+
+def configmap(name: str, labels: dict[str, str] | None = None, value: str = "0") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels or {}}, "data": {"value": value}}
+
+
+def pod(name: str, labels: dict[str, str] | None = None,
+        node: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.k8s.io/pause"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+
+
+def parallel(calls: Iterable[Callable[[], Any]], workers: int = 8) -> list[Any]:
+    """Run the calls on a few threads (the pool is shut down before returning)."""
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conformance") as pool:
+        return list(pool.map(lambda call: call(), list(calls)))
+
+
+def create_configmaps(api: Any, ns: str, names: Iterable[str],
+                      labels: Callable[[str], dict[str, str]] | None = None) -> None:
+    core = CoreV1Api(api)
+    parallel(lambda n=n: core.create_namespaced_config_map(  # type: ignore[misc]
+        ns, configmap(n, labels(n) if labels else None)) for n in names)
+
+
+# -- list and watch --------------------------------------------------------------------------------
+
+def lister_watcher(api: Any, ns: str, gvr: GroupVersionResource = CONFIGMAPS,
+                   **kwargs: Any) -> ClientListerWatcher:
+    return new_filtered_list_watch_from_client(api, gvr, ns, **kwargs)
+
+
+def rv(obj: Any) -> int:
+    return int(obj["metadata"]["resourceVersion"])
+
+
+def name_of(obj: Any) -> str:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key.rsplit("/", 1)[-1]
+    if isinstance(obj, dict):
+        return str(obj["metadata"]["name"])
+    return str(obj.metadata.name)
+
+
+def collect(watch: Watch, until: Callable[[list[Event]], bool],
+            timeout: float = 20.0) -> tuple[list[Event], bool]:
+    """Events of ``watch`` until ``until(events)`` holds, the stream ends, or ``timeout``;
+    returns the events and whether the stream ended. The watch is stopped either way."""
+    events: list[Event] = []
+    deadline = time.monotonic() + timeout
+    ended = False
+    try:
+        while not until(events):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            event, ok = watch.result_chan().recv(timeout=left)
+            if not ok:
+                ended = True
+                break
+            if event is not None:
+                events.append(event)
+    finally:
+        watch.stop()
+    return events, ended
+
+
+def changes(events: list[Event]) -> list[tuple[str, str]]:
+    """(type, name) of the events that are not bookmarks."""
+    return [(e.type.value, name_of(e.object)) for e in events if e.type != EventType.BOOKMARK]
+
+
+def list_all(lw: ClientListerWatcher, **options: Any) -> dict[str, Any]:
+    return lw.list(ListOptions(**options))  # type: ignore[no-any-return]
+
+
+class Recorder:
+    """A ResourceEventHandler that records (kind, name) and wakes waiters."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.events: list[tuple[str, str]] = []
+        self.running = 0
+        self.overlaps = 0
+
+    def _record(self, kind: str, obj: Any) -> None:
+        with self.cond:
+            self.running += 1
+            self.overlaps += self.running > 1
+        with self.cond:
+            self.events.append((kind, name_of(obj)))
+            self.running -= 1
+            self.cond.notify_all()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._record("add", obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._record("update", new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._record("tombstone" if isinstance(obj, DeletedFinalStateUnknown) else "delete", obj)
+
+    def wait(self, predicate: Callable[[list[tuple[str, str]]], bool],
+             timeout: float = 30.0) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: predicate(self.events), timeout)
+
+    def final_state(self) -> set[str]:
+        """Names alive after replaying the recorded story (adds minus deletes)."""
+        alive: set[str] = set()
+        with self.cond:
+            for kind, name in self.events:
+                if kind in ("add", "update"):
+                    alive.add(name)
+                else:
+                    alive.discard(name)
+        return alive

@@ -303,8 +303,12 @@ def test_watch_initial_events_and_bookmarks(server: EmbeddedApiServer) -> None:
     end = initial[3].object["metadata"]
     assert end["annotations"] == {"k8s.io/initial-events-end": "true"}
     assert end["resourceVersion"] == str(server.store.resource_version)
+    # periodic bookmarks only once the resource changed after the watch's start; a change
+    # in another namespace moves them on without an event for this watch
+    create_pods(server, 1, ns="other")
     periodic = next_event(w, 5)  # bookmark_interval is 0.2 s
     assert periodic.type is EventType.BOOKMARK and "annotations" not in periodic.object["metadata"]
+    assert periodic.object["metadata"]["resourceVersion"] == str(server.store.resource_version)
     w.stop()
     plain = lw(server).watch(ListOptions())  # no resourceVersion: current state first
     assert [next_event(plain).type for _ in range(3)] == ["ADDED"] * 3

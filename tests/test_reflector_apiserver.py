@@ -249,11 +249,14 @@ def test_03_fault(env: dict[str, Any], case: FaultCase) -> None:
     name, inject, extra_lists, _ = case
     server: EmbeddedApiServer = env["server"]
     wait_for_watch(env)
-    # Wait for an event or bookmark on the open watch, so that cutting it is not a "very
-    # short watch" (which would relist by design).
+    # Wait for an event on the open watch, so that cutting it is not a "very short watch"
+    # (which would relist by design). Bookmarks only come after a change, as from the real
+    # watch cache, so make one.
     store: ObservedStore = env["store"]
     with store.changed:
         seen = store.rv_updates
+    churn(env, 1)
+    with store.changed:
         assert store.changed.wait_for(lambda: store.rv_updates > seen, 10)
     lists, watches = counts(env)
     inject(server)

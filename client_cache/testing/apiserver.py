@@ -20,9 +20,10 @@ What it serves (see :mod:`client_cache.testing.apistore` for the storage semanti
   (NotOlderThan, Exact), the real server's answer to a too-large resourceVersion, label and
   field selectors; like the watch cache, ``resourceVersion=0`` ignores ``limit``;
 * WATCH: ``resourceVersion`` unset/"0" (current state as ADDED first) or N (changes after
-  N; 410 ERROR event when compacted), ``allowWatchBookmarks`` (a bookmark every
-  ``bookmark_interval`` seconds), ``timeoutSeconds``, ``sendInitialEvents`` with the
-  ``k8s.io/initial-events-end`` bookmark, selectors;
+  N; 410 ERROR event when compacted; a future N waits for it), ``allowWatchBookmarks`` (a
+  bookmark every ``bookmark_interval`` seconds once the resource changed after the watch's
+  start, at the resource's last change, like the watch cache), ``timeoutSeconds``,
+  ``sendInitialEvents`` with the ``k8s.io/initial-events-end`` bookmark, selectors;
 * errors as ``Status`` bodies with the real codes and reasons.
 
 Fault injection (thread-safe; also reachable over HTTP under ``/__control/`` when the
@@ -140,8 +141,9 @@ class EmbeddedApiServer:
         bookmark_interval: float = 1.0,
         history: int = 100_000,
         store: ApiStore | None = None,
+        uncached_resources: tuple[str, ...] = (),
     ) -> None:
-        self.store = store or ApiStore(history)
+        self.store = store or ApiStore(history, uncached_resources)
         self.bookmark_interval = bookmark_interval
         self.latency = 0.0
         self._faults: list[_Fault] = []
@@ -681,7 +683,9 @@ class _Handler(BaseHTTPRequestHandler):
                     continue
                 if item == "":
                     if bookmarks and now >= next_bookmark:
-                        self._chunk(store.bookmark(watcher))
+                        mark = store.bookmark(watcher)
+                        if mark is not None:
+                            self._chunk(mark)
                         next_bookmark = now + owner.bookmark_interval
                     continue
                 batch = [item]
@@ -747,9 +751,11 @@ class EmbeddedApiServerProcess:
     the process under test. Faults are injected through its ``/__control/`` endpoints with
     :meth:`control`; :meth:`stop` ends the process (SIGTERM, then SIGKILL after 5 s)."""
 
-    def __init__(self, *, bookmark_interval: float = 1.0, history: int = 100_000) -> None:
+    def __init__(self, *, bookmark_interval: float = 1.0, history: int = 100_000,
+                 uncached_resources: tuple[str, ...] = ()) -> None:
         self.bookmark_interval = bookmark_interval
         self.history = history
+        self.uncached_resources = uncached_resources
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
 
@@ -757,7 +763,8 @@ class EmbeddedApiServerProcess:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "client_cache.testing.apiserver",
              "--bookmark-interval", str(self.bookmark_interval),
-             "--history", str(self.history)],
+             "--history", str(self.history),
+             *(f"--uncached={plural}" for plural in self.uncached_resources)],
             stdout=subprocess.PIPE, text=True, start_new_session=True,
         )
         assert self._proc.stdout is not None
@@ -822,9 +829,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", default="")
     parser.add_argument("--bookmark-interval", type=float, default=1.0)
     parser.add_argument("--history", type=int, default=100_000)
+    parser.add_argument("--uncached", action="append", default=[],
+                        help="a resource (plural) served as if it had no watch cache")
     args = parser.parse_args(argv)
     server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
-                               history=args.history)
+                               history=args.history,
+                               uncached_resources=tuple(args.uncached))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -147,6 +147,28 @@ class Watcher:
     field_selector: fieldsel.Selector
     queue: queue.Queue[Any] = field(default_factory=queue.Queue)
     ending: bool = False
+    #: Only changes after this revision are sent (the watch's resourceVersion, or the
+    #: revision of its initial state); bookmarks must be newer too, as on the real server.
+    start_rv: int = 0
+
+    def event_for(self, change_type: str, obj: dict[str, Any],
+                  prev: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
+        """The event this watcher gets for a change, or None. Like the watch cache, an
+        object that stops matching the selectors comes as DELETED with its *previous*
+        content (carrying the change's resourceVersion); one that starts matching as
+        ADDED."""
+        before = self.matches(prev)
+        if change_type == "DELETED":
+            return ("DELETED", obj) if before or self.matches(obj) else None
+        now = self.matches(obj)
+        if now:
+            return ("MODIFIED" if before else "ADDED"), obj
+        if before and prev is not None:
+            gone = dict(prev)
+            gone["metadata"] = dict(prev.get("metadata") or {},
+                                    resourceVersion=obj["metadata"]["resourceVersion"])
+            return "DELETED", gone
+        return None
 
     def matches(self, obj: Mapping[str, Any] | None) -> bool:
         if obj is None:
@@ -210,15 +232,21 @@ def _merge_patch(target: Any, patch: Any) -> Any:
 class ApiStore:
     """See the module documentation."""
 
-    def __init__(self, history: int = 100_000) -> None:
+    def __init__(self, history: int = 100_000,
+                 uncached_resources: tuple[str, ...] = ()) -> None:
         self._lock = threading.RLock()
         self.history_limit = history
+        #: Plurals served as if the real server had no watch cache for them (its
+        #: ``--watch-cache-sizes=<resource>#0``): a watch from a compacted revision gets
+        #: etcd's 410 wording instead of the watch cache's.
+        self.uncached_resources = frozenset(uncached_resources)
         self._rv = 1  # etcd-like: the first write is revision 2
         self._compacted = 1
         self._history: deque[_Change] = deque()
         self._types: dict[tuple[str, str], ResourceType] = {}
         self._objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self._watchers: dict[tuple[str, str], set[Watcher]] = {}
+        self._last_rv: dict[tuple[str, str], int] = {}  # last change per resource
         for rtype in BUILTIN_RESOURCES:
             self.register(rtype)
 
@@ -264,28 +292,24 @@ class ApiStore:
         self, rtype: ResourceType, event_type: str, obj: dict[str, Any],
         prev: dict[str, Any] | None,
     ) -> None:
+        self._last_rv[rtype.key] = self._rv
         watchers = self._watchers.get(rtype.key)
         if not watchers:
             return
         cache: dict[str, bytes] = {}
         for watcher in watchers:
-            now_matches = event_type != "DELETED" and watcher.matches(obj)
-            before_matches = watcher.matches(prev) if prev is not None else False
-            if event_type == "DELETED":
-                kind = "DELETED" if watcher.matches(obj) or before_matches else None
-            elif now_matches and before_matches:
-                kind = "MODIFIED"
-            elif now_matches:
-                kind = "ADDED"
-            elif before_matches:
-                kind = "DELETED"  # it left the selector
-            else:
-                kind = None
-            if kind is None:
+            if self._rv <= watcher.start_rv:
                 continue
-            line = cache.get(kind)
-            if line is None:
-                line = cache[kind] = encode_event(kind, obj)
+            event = watcher.event_for(event_type, obj, prev)
+            if event is None:
+                continue
+            kind, sent = event
+            if sent is obj:
+                line = cache.get(kind)
+                if line is None:
+                    line = cache[kind] = encode_event(kind, obj)
+            else:
+                line = encode_event(kind, sent)
             watcher.queue.put(line)
 
     def _key(self, rtype: ResourceType, namespace: str, name: str) -> tuple[str, str]:
@@ -492,7 +516,8 @@ class ApiStore:
         ``revision`` None (or with ``initial_events``): the current objects as ADDED events
         (then, with ``initial_end_bookmark``, the initial-events-end bookmark); otherwise the
         recorded changes after ``revision``. A compacted ``revision`` gets one 410 ERROR
-        event, a future one the too-large ERROR event; both end the stream.
+        event that ends the stream; a future one waits for the changes after it (the
+        real server's watch cache does the same; only a LIST answers "too large").
         """
         rtype = watcher.resource
         with self._lock:
@@ -511,30 +536,26 @@ class ApiStore:
                         },
                     }))
             elif revision < self._compacted:
-                watcher.queue.put(encode_event("ERROR", new_resource_expired(
-                    f"too old resource version: {revision} ({self._compacted})").status()))
+                # the watch cache's words, or etcd's for a resource served without one
+                message = (
+                    "The resourceVersion for the provided watch is too old."
+                    if rtype.plural in self.uncached_resources
+                    else f"too old resource version: {revision} ({self._compacted})")
+                watcher.queue.put(encode_event("ERROR", new_resource_expired(message).status()))
                 watcher.queue.put(None)
                 return
-            elif revision > current:
-                watcher.queue.put(encode_event(
-                    "ERROR", new_too_large_resource_version(revision, current, 1).status()))
-                watcher.queue.put(None)
-                return
-            else:
+            elif revision <= current:
                 for change in self.changes_since(rtype, revision):
                     self._replay_locked(watcher, change)
+            # like the watch cache, a watch from a future revision is accepted and waits:
+            # it gets the changes after that revision when they happen
+            watcher.start_rv = current if revision is None or initial_events else revision
             self._watchers[rtype.key].add(watcher)
 
     def _replay_locked(self, watcher: Watcher, change: _Change) -> None:
-        after = change.obj if change.type != "DELETED" else None
-        now, before = watcher.matches(after), watcher.matches(change.prev)
-        if change.type == "DELETED":
-            kind = "DELETED" if watcher.matches(change.obj) or before else None
-        else:
-            kind = "MODIFIED" if now and before else "ADDED" if now else (
-                "DELETED" if before else None)
-        if kind is not None:
-            watcher.queue.put(encode_event(kind, change.obj))
+        event = watcher.event_for(change.type, change.obj, change.prev)
+        if event is not None:
+            watcher.queue.put(encode_event(*event))
 
     def close_watch(self, watcher: Watcher) -> None:
         with self._lock:
@@ -544,13 +565,19 @@ class ApiStore:
         with self._lock:
             return [w for ws in self._watchers.values() for w in ws]
 
-    def bookmark(self, watcher: Watcher) -> bytes:
-        """A bookmark line at the current revision for ``watcher``'s kind."""
+    def bookmark(self, watcher: Watcher) -> bytes | None:
+        """A bookmark line for ``watcher``, or None. As from the real watch cache, its
+        resourceVersion is that of the last change to the watched resource (in any
+        namespace), and there is none until that is newer than the watch's start."""
         rtype = watcher.resource
+        with self._lock:
+            last = self._last_rv.get(rtype.key, 0)
+        if last <= watcher.start_rv:
+            return None
         return encode_event("BOOKMARK", {
             "kind": rtype.kind,
             "apiVersion": rtype.api_version,
-            "metadata": {"resourceVersion": str(self.resource_version)},
+            "metadata": {"resourceVersion": str(last)},
         })
 
 

@@ -49,7 +49,8 @@ class EmbeddedBackend(Backend):
     name = "embedded"
 
     def __init__(self) -> None:
-        self.server = EmbeddedApiServerProcess(bookmark_interval=1.0)
+        self.server = EmbeddedApiServerProcess(bookmark_interval=1.0,
+                                               uncached_resources=("podtemplates",))
 
     def __enter__(self) -> EmbeddedBackend:
         self.server.start()

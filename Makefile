@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint bench clean
+.PHONY: venv envtest test lint bench clean
 
 venv: $(STAMP)
 
@@ -13,6 +13,11 @@ $(STAMP): pyproject.toml setup.cfg
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e '.[test]'
 	touch $(STAMP)
+
+# Build (once; cached in ~/.cache/client_cache/envtest) the real kube-apiserver and etcd
+# that the conformance suite runs against. Needs Go and the Go module proxy.
+envtest: $(STAMP)
+	$(PY) -m client_cache.testing.envtest build
 
 test: $(STAMP)
 	$(PY) -m pytest

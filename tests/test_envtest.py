@@ -1,0 +1,99 @@
+"""The envtest module: clear errors without Go or binaries, the build module it writes,
+and a control plane's lifecycle (temporary files, TLS, token, restart, compaction)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from kubernetes import config as kconfig
+from kubernetes.client import ApiException, CoreV1Api
+
+from client_cache.testing import envtest
+from client_cache.testing.envtest import (
+    KUBERNETES_VERSION,
+    ControlPlane,
+    EnvtestError,
+    find_binaries,
+)
+
+
+def test_missing_binaries_say_how_to_build_them(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLIENT_CACHE_ENVTEST_DIR", str(tmp_path / "none"))
+    assert find_binaries() is None
+    with pytest.raises(EnvtestError, match="make envtest"):
+        ControlPlane()
+    assert envtest.main(["path"]) == 1
+
+
+def test_missing_go_toolchain_is_a_clear_error(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLIENT_CACHE_ENVTEST_DIR", str(tmp_path / "none"))
+    monkeypatch.setattr(envtest.shutil, "which", lambda name: None)
+    monkeypatch.setattr(envtest.os, "access", lambda path, mode: False)
+    with pytest.raises(EnvtestError, match=r"`go` is not on PATH.*Go >= 1\.26"):
+        envtest.build()
+    assert not (tmp_path / "none" / "kube-apiserver").exists()
+
+
+def test_build_module_replaces_every_staging_module(tmp_path: Path) -> None:
+    envtest._apiserver_module(tmp_path)
+    gomod = (tmp_path / "go.mod").read_text()
+    assert f"require k8s.io/kubernetes {KUBERNETES_VERSION}\n" in gomod
+    staging = KUBERNETES_VERSION.replace("v1.", "v0.", 1)
+    for module in ("api", "apimachinery", "apiserver", "client-go", "kubelet", "streaming"):
+        assert f"\tk8s.io/{module} => k8s.io/{module} {staging}\n" in gomod
+    assert gomod.count("=>") == len(envtest._STAGING_MODULES)
+
+
+@pytest.fixture
+def binaries() -> envtest.Binaries:
+    found = find_binaries()
+    if found is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true and the real kube-apiserver is not built (make envtest)")
+        pytest.skip("the real kube-apiserver is not built: run `make envtest`")
+    return found
+
+
+def test_control_plane_lifecycle(binaries: envtest.Binaries, tmp_path: Path) -> None:
+    plane = ControlPlane(binaries, compaction_interval=0,
+                         uncached_resources=("podtemplates",))
+    with plane:
+        assert plane.dir is not None
+        workdir = plane.dir
+        args = plane._apiserver_args()
+        assert "--etcd-compaction-interval=0s" in args
+        assert "--watch-cache-sizes=podtemplates#0" in args
+        assert "--authorization-mode=RBAC" in args and "--bind-address=127.0.0.1" in args
+        # the kubeconfig verifies the server's certificate and authenticates with the token
+        path = plane.write_kubeconfig(str(tmp_path / "kubeconfig"))
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with open(path, encoding="utf-8") as fh:
+            loaded = json.load(fh)
+        client = kconfig.new_client_from_config_dict(loaded)
+        core = CoreV1Api(client)
+        assert core.read_namespace("default").metadata.name == "default"
+        # without the token the server refuses (anonymous is not authorized by RBAC)
+        anonymous = plane.configuration()
+        anonymous.api_key = {}
+        with pytest.raises(ApiException) as info:
+            CoreV1Api(envtest.ApiClient(anonymous)).list_namespace()
+        assert info.value.status in (401, 403)
+        # compaction and restart keep the data
+        created = core.create_namespaced_config_map(
+            "default", {"metadata": {"name": "survivor"}, "data": {"a": "1"}})
+        compacted = plane.compact()
+        assert compacted >= int(created.metadata.resource_version)
+        plane.restart_apiserver()
+        again = CoreV1Api(plane.api_client()).read_namespaced_config_map("survivor", "default")
+        assert again.metadata.resource_version == created.metadata.resource_version
+        assert plane.etcd_revision() >= compacted
+        client.close()
+    # everything it wrote (token, keys, certificates, etcd data) is gone
+    assert not workdir.exists()
+    assert plane._apiserver is None and plane._etcd is None

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test lint bench clean
+.PHONY: venv envtest test lint bench demo clean
 
 venv: $(STAMP)
 
@@ -21,6 +21,14 @@ envtest: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The workqueue controller on the embedded API server with a live view; with
+# `make demo KUBECONFIG=path` it watches that cluster instead (read-only, no workload).
+ifeq ($(origin KUBECONFIG),command line)
+DEMO_ARGS := --kubeconfig $(KUBECONFIG)
+endif
+demo: $(STAMP)
+	$(PY) examples/demo.py $(DEMO_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check client_cache tests examples bench

@@ -14,19 +14,16 @@ By default it starts the embedded API server and makes a few pods itself; with
 
 from __future__ import annotations
 
-import argparse
 import random
-import signal
 import threading
 from typing import Any
 
-from kubernetes import config as kube_config
+from _cluster import connect, parser, stop_on_signals
 from kubernetes.client import ApiClient, CoreV1Api
 
 from client_cache import ResourceEventHandlerFuncs, meta_namespace_key_func
 from client_cache.errors import is_not_found
 from client_cache.informers import new_shared_informer_factory
-from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.workqueue import (
     RateLimitingQueueConfig,
     default_controller_rate_limiter,
@@ -37,8 +34,12 @@ MAX_RETRIES = 5
 
 
 class Controller:
-    def __init__(self, api_client: ApiClient, workers: int, fail_rate: float) -> None:
-        self.factory = new_shared_informer_factory(api_client, 30.0)
+    def __init__(self, api_client: ApiClient, workers: int, fail_rate: float, *,
+                 resync: float = 30.0, verbose: bool = True) -> None:
+        self.factory = new_shared_informer_factory(api_client, resync)
+        self.verbose = verbose
+        self.retries = 0
+        self.synced = threading.Event()
         self.pods = self.factory.core().v1().pods()
         self.queue = new_rate_limiting_queue_with_config(
             default_controller_rate_limiter(), RateLimitingQueueConfig(name="pods"))
@@ -65,10 +66,12 @@ class Controller:
             pod = self.pods.lister().by_namespace(namespace).get(name)
         except Exception as err:
             if is_not_found(err):
-                print(f"pod {key} is gone")
+                if self.verbose:
+                    print(f"pod {key} is gone")
                 return
             raise
-        print(f"pod {key} at resourceVersion {pod['metadata']['resourceVersion']}")
+        if self.verbose:
+            print(f"pod {key} at resourceVersion {pod['metadata']['resourceVersion']}")
 
     def worker(self) -> None:
         while True:
@@ -78,8 +81,11 @@ class Controller:
             try:
                 self.sync(str(key))
             except Exception as err:
+                with self.lock:
+                    self.retries += 1
                 if self.queue.num_requeues(key) < MAX_RETRIES:
-                    print(f"retrying {key}: {err}")
+                    if self.verbose:
+                        print(f"retrying {key}: {err}")
                     self.queue.add_rate_limited(key)
                 else:
                     print(f"dropping {key} after {MAX_RETRIES} retries: {err}")
@@ -94,8 +100,11 @@ class Controller:
     def run(self, stop: threading.Event) -> None:
         self.factory.start(stop)
         if not all(self.factory.wait_for_cache_sync(stop).values()):
+            self.factory.shutdown()
             return
-        print("caches synced; starting workers")
+        self.synced.set()
+        if self.verbose:
+            print("caches synced; starting workers")
         threads = [threading.Thread(target=self.worker, name=f"pod-worker-{i}", daemon=True)
                    for i in range(self.workers)]
         for thread in threads:
@@ -108,44 +117,29 @@ class Controller:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", help="watch a real cluster (read-only)")
-    parser.add_argument("--in-cluster", action="store_true")
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=3.0, help="how long to run")
-    parser.add_argument("--fail-rate", type=float, default=0.2,
-                        help="fraction of syncs that fail, to show retries")
-    args = parser.parse_args()
-
-    server = None
-    if args.in_cluster:
-        kube_config.load_incluster_config()
-        api_client = ApiClient()
-    elif args.kubeconfig:
-        api_client = kube_config.new_client_from_config(config_file=args.kubeconfig)
-    else:
-        server = EmbeddedApiServer().start()
-        api_client = server.api_client()
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    controller = Controller(api_client, args.workers, args.fail_rate)
-    runner = threading.Thread(target=controller.run, args=(stop,), name="controller")
-    runner.start()
-    try:
-        if server is not None:  # a small workload on the embedded server
-            core = CoreV1Api(server.api_client())
-            for i in range(5):
-                core.create_namespaced_pod("default", {"metadata": {"name": f"web-{i}"}})
-            core.patch_namespaced_pod("web-0", "default", {"metadata": {"labels": {"v": "2"}}})
-            core.delete_namespaced_pod("web-4", "default")
-        stop.wait(args.seconds)
-    finally:
-        stop.set()
-        runner.join()
-        if server is not None:
-            server.stop()
+    cli = parser(__doc__)
+    cli.add_argument("--workers", type=int, default=4)
+    cli.add_argument("--seconds", type=float, default=3.0, help="how long to run")
+    cli.add_argument("--fail-rate", type=float, default=0.2,
+                     help="fraction of syncs that fail, to show retries")
+    args = cli.parse_args()
+    stop = stop_on_signals()
+    with connect(args) as cluster:
+        controller = Controller(cluster.api_client, args.workers, args.fail_rate)
+        runner = threading.Thread(target=controller.run, args=(stop,), name="controller")
+        runner.start()
+        try:
+            if not cluster.read_only:  # a small workload on the embedded server
+                core = CoreV1Api(cluster.api_client)
+                for i in range(5):
+                    core.create_namespaced_pod("default", {"metadata": {"name": f"web-{i}"}})
+                core.patch_namespaced_pod("web-0", "default",
+                                          {"metadata": {"labels": {"v": "2"}}})
+                core.delete_namespaced_pod("web-4", "default")
+            stop.wait(args.seconds)
+        finally:
+            stop.set()
+            runner.join()
     print(f"processed {controller.processed} keys")
     return 0
 

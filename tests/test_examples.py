@@ -1,28 +1,120 @@
-"""The examples run as documented (each in its own interpreter)."""
+"""The examples and the demo run as documented (each in its own interpreter, against the
+embedded API server), within a time bound, and print what they promise."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run(*args: str) -> str:
-    result = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                            timeout=60, check=True)
+def run(name: str, *args: str, timeout: float = 60) -> str:
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *args],
+                            capture_output=True, text=True, timeout=timeout, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return result.stdout
 
 
 def test_indexer_and_lister_example() -> None:
-    out = run(str(EXAMPLES / "indexer_and_lister.py"))
+    out = run("indexer_and_lister.py")
     assert "on node-0: ['blog/web-0', 'shop/web-3']" in out
     assert 'lookup failed: 404 pod "db-0" not found' in out
 
 
 def test_workqueue_controller_example() -> None:
-    out = run(str(EXAMPLES / "workqueue_controller.py"), "--seconds", "1.5", "--fail-rate", "0")
+    out = run("workqueue_controller.py", "--seconds", "1.5", "--fail-rate", "0")
     assert "caches synced; starting workers" in out
     assert "pod default/web-4 is gone" in out
     assert "processed" in out.splitlines()[-1]
+
+
+def test_cache_controller_example_deletes_everything_it_sees() -> None:
+    out = run("cache_controller.py", "--pods", "4")
+    deleted = sorted(line.split()[-1] for line in out.splitlines()
+                     if line.startswith("deleted "))
+    assert deleted == [f"default/doomed-{i}" for i in range(4)]
+    assert out.splitlines()[-1] == "4 pods deleted; 0 left in the store"
+
+
+def test_new_informer_example() -> None:
+    out = run("new_informer.py", "--count", "3")
+    lines = out.splitlines()
+    for i in range(3):
+        assert lines.index(f"added default/cm-{i}") < lines.index(f"deleted default/cm-{i}")
+    assert lines[-1] == "3 deletions seen; the store holds 0 keys"
+
+
+def test_factory_with_index_example() -> None:
+    out = run("factory_with_index.py")
+    assert "node-0 (zone a): ['blog/web-0', 'blog/web-6', 'shop/web-3']" in out
+    assert "nodes in zone a: ['node-0', 'node-1']" in out
+    assert "web pods in shop: ['web-1', 'web-3', 'web-5']" in out
+    assert "after moving blog/web-0, node-2 runs ['blog/web-0', 'blog/web-2', 'shop/web-5']" in out
+
+
+def test_custom_resource_example() -> None:
+    out = run("custom_resource.py")
+    assert "informing example.com/v1/widgets" in out
+    assert "update default/widget-1 size=10" in out
+    assert "delete default/widget-2 size=3" in out
+    assert "lister holds 2: ['default/widget-0', 'default/widget-1']" in out
+
+
+def test_relist_survives_example() -> None:
+    out = run("relist_survives.py")
+    assert re.search(r"after the cut \(re-watch, no LIST\): cache matches the server "
+                     r"\(5 pods; 1 LISTs", out), out
+    assert "delete (tombstone: the watch missed it) default/web-0" in out
+    assert "after compaction: cache matches the server (5 pods" in out
+    assert out.splitlines()[-1].endswith("tombstones ['default/web-0']")
+
+
+def test_demo_runs_to_its_summary() -> None:
+    started = time.monotonic()
+    out = run("demo.py", "--pods", "500", "--changes", "60", timeout=90)
+    assert time.monotonic() - started < 60
+    assert "syncing the initial list:" in out
+    for phase in ("creating 60 pods", "updating 60 pods", "deleting 30 pods",
+                  "forced relist (410 Expired)", "waiting for a resync tick", "done"):
+        assert phase in out, phase
+    assert "  stats handler: add 561, update 60, delete 30" in out
+    assert "  the cache equals the server's 531 pods" in out
+    assert "interrupted" not in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_demo_stops_promptly_on_a_signal(sig: signal.Signals) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "demo.py"), "--pods", "500", "--changes", "100000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        match = re.search(r"pid (\d+)", first)
+        assert match, first
+        server_pid = int(match.group(1))
+        for line in proc.stdout:  # wait until the workload runs
+            if "creating 100000 pods" in line:
+                break
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=10)
+        assert time.monotonic() - sent < 2.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert "interrupted; everything stopped" in out
+    with pytest.raises(ProcessLookupError):
+        os.kill(server_pid, 0)  # the server process is gone (and reaped)

@@ -31,7 +31,7 @@ demo: $(STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
 
 lint: $(STAMP)
-	$(PY) -m ruff check client_cache tests examples bench
+	$(PY) -m ruff check client_cache tests examples bench docs
 	$(PY) -m mypy --strict client_cache
 
 bench: $(STAMP)

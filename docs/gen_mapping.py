@@ -1,0 +1,246 @@
+"""Write ``docs/mapping.md``: every public name client_cache exports and its Go counterpart.
+
+Run ``python docs/gen_mapping.py`` after adding an export (``tests/test_docs.py`` fails until
+the table covers it). Go names follow the naming rules (``new_delta_fifo`` ->
+``NewDeltaFIFO``, ``NAMESPACE_INDEX`` -> ``NamespaceIndex``); ``OVERRIDES`` holds the names
+that do not follow them and the names that exist only in this port.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+
+import client_cache
+
+CLIENT_GO = "k8s.io/client-go"
+APIMACHINERY = "k8s.io/apimachinery/pkg"
+PACKAGES = {
+    "client_cache": f"{CLIENT_GO}/tools/cache",
+    "client_cache._json": "(port only)",
+    "client_cache.apis": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
+    "client_cache.errors": f"{APIMACHINERY}/api/errors, {CLIENT_GO}/tools/cache",
+    "client_cache.fields": f"{APIMACHINERY}/fields",
+    "client_cache.labels": f"{APIMACHINERY}/labels",
+    "client_cache.meta": f"{APIMACHINERY}/api/meta, {APIMACHINERY}/apis/meta/v1",
+    "client_cache.schema": f"{APIMACHINERY}/runtime/schema",
+    "client_cache.watch": f"{APIMACHINERY}/watch, {CLIENT_GO}/rest/watch",
+    "client_cache.informers": f"{CLIENT_GO}/informers, {CLIENT_GO}/dynamic/dynamicinformer",
+    "client_cache.informers.factory": f"{CLIENT_GO}/informers, "
+                                      f"{CLIENT_GO}/dynamic/dynamicinformer",
+    "client_cache.pager": f"{CLIENT_GO}/tools/pager",
+    "client_cache.synctrack": f"{CLIENT_GO}/tools/cache/synctrack",
+    "client_cache.testing.fake_controller_source": f"{CLIENT_GO}/tools/cache/testing",
+    "client_cache.testing.apiserver": "(port only: test server)",
+    "client_cache.testing.apistore": "(port only: test server)",
+    "client_cache.testing.consistency": "(port only: test helper)",
+    "client_cache.testing.envtest": "(port only: controller-runtime's envtest idea)",
+    "client_cache.util.chan": "Go channels and select (the language)",
+    "client_cache.util.clock": "k8s.io/utils/clock, k8s.io/utils/clock/testing",
+    "client_cache.util.runtime": f"{APIMACHINERY}/util/runtime",
+    "client_cache.util.wait": f"{APIMACHINERY}/util/wait",
+    "client_cache.workqueue": f"{CLIENT_GO}/util/workqueue",
+}
+ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU",
+            "api": "API", "id": "ID", "url": "URL", "json": "JSON"}
+# Python name -> Go name ("—" when there is none) and an optional remark.
+OVERRIDES: dict[str, tuple[str, str]] = {
+    "BACKEND": ("—", "which JSON decoder is in use (orjson or the standard library)"),
+    "loads": ("—", "decodes JSON with orjson when installed"),
+    "ListOptions": ("metav1.ListOptions", "`continue_` for `Continue`"),
+    "NotAListError": ("meta.errNotList", ""),
+    "list_continue": ("meta.ListAccessor(obj).GetContinue", ""),
+    "list_items": ("meta.ExtractList", "wire dicts and list models"),
+    "list_remaining_item_count": ("meta.ListAccessor(obj).GetRemainingItemCount", ""),
+    "list_resource_version": ("meta.ListAccessor(obj).GetResourceVersion", ""),
+    "INITIAL_EVENTS_ANNOTATION_KEY": ("metav1.InitialEventsAnnotationKey", ""),
+    "RESOURCE_VERSION_MATCH_EXACT": ("metav1.ResourceVersionMatchExact", ""),
+    "RESOURCE_VERSION_MATCH_NOT_OLDER_THAN": ("metav1.ResourceVersionMatchNotOlderThan", ""),
+    "ApiStatusError": ("apierrors.StatusError", "carries code, reason, message, details"),
+    "ClientCacheError": ("—", "base class of every exception raised on purpose"),
+    "FIFOClosedError": ("ErrFIFOClosed", ""),
+    "HeapClosedError": ("the heap's \"closed\" error", ""),
+    "ObjectNotFoundError": ("the heap's \"object not found\" error", ""),
+    "RequeueError": ("ErrRequeue", ""),
+    "ZeroLengthDeltasError": ("ErrZeroLengthDeltasObject", ""),
+    "IndexFuncError": ("(IndexFunc's error)", "the store is left unchanged"),
+    "IndexNotFoundError": ("\"Index with name %s does not exist\"", ""),
+    "IndexerConflictError": ("\"indexer conflict\"", ""),
+    "InvalidKeyError": ("\"unexpected key format\"", ""),
+    "KeyFuncError": ("KeyError", ""),
+    "MetaAccessError": ("meta.Accessor's error", ""),
+    "SelectorParseError": ("labels.Parse / fields.ParseSelector errors", ""),
+    "from_api_exception": ("—", "a kubernetes ApiException as a StatusError"),
+    "from_status": ("apierrors.FromObject", ""),
+    "is_too_large_resource_version": ("apierrors.IsTooLargeResourceVersionError", ""),
+    "is_connection_refused": ("utilnet.IsConnectionRefused", ""),
+    "new_too_large_resource_version": ("apierrors.NewTooLargeResourceVersionError", ""),
+    "new_status_error": ("&apierrors.StatusError{...}", ""),
+    "Selector": ("Selector", ""),
+    "accessor": ("meta.Accessor", "wire dicts, models, dynamic objects"),
+    "type_meta": ("meta.TypeAccessor", ""),
+    "namespace_and_name": ("(ObjectMeta GetNamespace, GetName)", ""),
+    "ObjectMetaAccessor": ("metav1.Object", ""),
+    "OwnerReference": ("metav1.OwnerReference", ""),
+    "decode_error_status": ("watch: decoding an ERROR event's Status", ""),
+    "StreamWatcher": ("watch.StreamWatcher (rest/watch)", "HTTP chunked JSON lines"),
+    "model_decoder": ("—", "builds kubernetes models from wire dicts"),
+    "resource_path": ("—", "the REST path of a resource"),
+    "ClientListerWatcher": ("(the ListWatch NewListWatchFromClient returns)", ""),
+    "new_filtered_list_watch_from_client": ("NewFilteredListWatchFromClient", ""),
+    "new_list_watch_from_client": ("NewListWatchFromClient", ""),
+    "NewInformerFunc": ("internalinterfaces.NewInformerFunc", ""),
+    "TweakListOptionsFunc": ("internalinterfaces.TweakListOptionsFunc", ""),
+    "SharedInformerFactoryOptions": ("SharedInformerOption (as one dataclass)", ""),
+    "GenericInformer": ("informers.GenericInformer", ""),
+    "SharedInformerFactory": ("informers.SharedInformerFactory", ""),
+    "StopRequestedError": ("—", "a paged list stopped by its stop event"),
+    "simple_page_func": ("SimplePageFunc", ""),
+    "new_list_pager": ("New", "pager.New"),
+    "DataInconsistencyError": ("(watch-list consistency check failure)", ""),
+    "ListFailedError": ("\"failed to list\" error", ""),
+    "VeryShortWatchError": ("VeryShortWatchError", ""),
+    "WatchStalledError": ("—", "a watch idle past its timeout (port addition)"),
+    "InitialEventsEndBookmarkTicker": ("initialEventsEndBookmarkTicker", ""),
+    "ResourceVersionUpdater": ("ResourceVersionUpdater", ""),
+    "default_watch_error_handler": ("DefaultWatchErrorHandler", ""),
+    "reset_reflector_metrics_provider_for_tests": ("—", "test helper"),
+    "CounterMetric": ("CounterMetric", ""),
+    "LRUExpireCache": ("utilcache.LRUExpireCache", "k8s.io/apimachinery/pkg/util/cache"),
+    "CacheMutationError": ("(the detector's panic)", "raised or reported"),
+    "mutation_detection_enabled": ("(KUBE_CACHE_MUTATION_DETECTOR)", ""),
+    "NamespacedName": ("types.NamespacedName", ""),
+    "namespaced_name_as_object_name": ("NamespacedNameAsObjectName", ""),
+    "check_indexer_consistency": ("—", "test helper: indices match the items"),
+    "EmbeddedApiServer": ("—", "Kubernetes HTTP protocol on loopback, fault injection"),
+    "EmbeddedApiServerProcess": ("—", "the embedded server in a child process"),
+    "main": ("—", "the embedded server's command line"),
+    "ApiStore": ("—", "the embedded server's storage"),
+    "BUILTIN_RESOURCES": ("—", "resources the embedded server serves"),
+    "ResourceType": ("—", "a resource the embedded server serves"),
+    "Binaries": ("—", "envtest: built kube-apiserver, etcd, keygen"),
+    "ControlPlane": ("—", "envtest: etcd + kube-apiserver processes"),
+    "ETCD_VERSION": ("—", "envtest: pinned etcd"),
+    "EnvtestError": ("—", "envtest: build or start failed"),
+    "KUBERNETES_VERSION": ("—", "envtest: pinned kube-apiserver"),
+    "build": ("—", "envtest: build the binaries"),
+    "cache_dir": ("—", "envtest: where the binaries live"),
+    "find_binaries": ("—", "envtest: the built binaries or None"),
+    "CLOSED": ("(closed channel receive)", "`recv` returns (None, False)"),
+    "Chan": ("chan T", ""),
+    "ChanClosedError": ("panic: send on closed channel", ""),
+    "DoneChan": ("<-chan struct{}", "a stop channel"),
+    "NEVER_STOP": ("wait.NeverStop", ""),
+    "STOPPED": ("(select: the stop channel fired)", ""),
+    "TIMED_OUT": ("(select: the timeout fired)", ""),
+    "UnbufferedChan": ("make(chan T)", ""),
+    "select": ("select { ... }", ""),
+    "select_or_stop": ("select { case <-ch: ... case <-stopCh: ... }", ""),
+    "stop_chan": ("(a threading.Event as a channel)", ""),
+    "REAL_CLOCK": ("clock.RealClock{}", ""),
+    "ERROR_HANDLERS": ("ErrorHandlers", ""),
+    "PANIC_HANDLERS": ("PanicHandlers", ""),
+    "REALLY_CRASH": ("ReallyCrash", ""),
+    "reset_for_tests": ("—", "test helper"),
+    "FOREVER_TEST_TIMEOUT": ("ForeverTestTimeout", ""),
+    "WaitTimeoutError": ("wait.ErrWaitTimeout", ""),
+    "interrupted": ("wait.Interrupted", ""),
+    "DoWorkPieceFunc": ("workqueue.DoWorkPieceFunc", ""),
+    "HEARTBEAT": ("maxWait (heartbeat)", "10 s"),
+    "WAITING_FOR_ADD_CAPACITY": ("waitingForAddCh capacity", "1000"),
+    "METRIC_NAMES": ("(workqueue metric names)", ""),
+    "get_provider": ("(global metrics provider)", ""),
+    "reset_provider_for_tests": ("—", "test helper"),
+    "UNFINISHED_WORK_UPDATE_PERIOD": ("unfinishedWorkUpdatePeriod", "500 ms"),
+    "new": ("workqueue.New", ""),
+    "new_named": ("workqueue.NewNamed", ""),
+    "new_with_config": ("workqueue.NewWithConfig", ""),
+    "default_queue": ("DefaultQueue", ""),
+    "pop": ("Pop", "the package-level helper"),
+    "ENV_VAR": ("(KUBE_CACHE_MUTATION_DETECTOR)", ""),
+    "DEFAULT_EXPECTED_TYPE_NAME": ("defaultExpectedTypeName", ""),
+    "DEFAULT_MIN_WATCH_TIMEOUT": ("minWatchTimeout", "5 min"),
+    "DEFAULT_BATCH_SIZE": ("(RealFIFO batch size)", ""),
+    "SYNCED_POLL_PERIOD": ("syncedPollPeriod", "100 ms"),
+    "MINIMUM_RESYNC_PERIOD": ("minimumResyncPeriod", "1 s"),
+    "NAMESPACE_ALL": ("metav1.NamespaceAll", ""),
+    "notify_sync_changed": ("—", "wakes wait_for_cache_sync when something synced"),
+    "wait_sync_changed": ("—", "waits for notify_sync_changed (or a timeout)"),
+    "TokenBucket": ("rate.Limiter (golang.org/x/time/rate)", "token bucket with reserve"),
+}
+
+
+def go_name(name: str) -> str:
+    if name in OVERRIDES:
+        return OVERRIDES[name][0]
+    if name[:1].isupper() and not name.isupper():
+        return name  # classes keep their Go name
+    parts = name.lower().split("_")
+    return "".join(ACRONYMS.get(p, p.capitalize()) for p in parts if p)
+
+
+def exports() -> dict[str, tuple[str, str]]:
+    """name -> (module that defines it, shortest module that exports it)."""
+    modules = ["client_cache", *sorted(
+        m.name for m in pkgutil.walk_packages(client_cache.__path__, "client_cache."))]
+    found: dict[str, tuple[str, str]] = {}
+    for module_name in modules:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            defined = inspect.isclass(obj) or inspect.isfunction(obj)
+            home = getattr(obj, "__module__", "") if defined else ""
+            # tools/cache names share one section, as they share one Go package
+            if home not in PACKAGES and not home.startswith("client_cache.workqueue"):
+                home = module_name
+            if name in found:  # import it from the shortest module that exports it
+                first, shortest = found[name]
+                found[name] = (first, min(shortest, module_name, key=len))
+            else:
+                found[name] = (home, module_name)
+    return found
+
+
+def group(module: str) -> str:
+    if module.startswith("client_cache.workqueue"):
+        return "client_cache.workqueue"
+    return module
+
+
+def render() -> str:
+    rows: dict[str, list[tuple[str, str, str, str]]] = {}
+    for name, (home, where) in exports().items():
+        remark = OVERRIDES.get(name, ("", ""))[1]
+        rows.setdefault(group(home), []).append((name, go_name(name), where, remark))
+    out = [
+        "# client-go -> client_cache: every exported name",
+        "",
+        "Generated by `python docs/gen_mapping.py`; `tests/test_docs.py` checks that it covers",
+        "every name in `client_cache.__all__` and in each submodule's `__all__`. Go names",
+        "are given without their package where the section's package says it; `—` marks",
+        "names that exist only in this port. The naming rules (snake_case for functions and",
+        "methods, UPPER_CASE constants, exceptions for error returns, float seconds for",
+        "durations, `threading.Event` for stop channels) are in the README.",
+        "",
+    ]
+    for module in sorted(rows, key=lambda m: (m != "client_cache", m)):
+        package = PACKAGES.get(module, f"{CLIENT_GO}/tools/cache")
+        out += [f"## `{module}`", "", f"Go: `{package}`", "",
+                "| Python | import from | Go | Notes |", "|---|---|---|---|"]
+        for name, go, where, remark in sorted(rows[module], key=lambda r: r[0].lower()):
+            go_cell = go if go == "—" else f"`{go}`"
+            out.append(f"| `{name}` | `{where}` | {go_cell} | {remark} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    target = Path(__file__).with_name("mapping.md")
+    text = render()
+    if "--check" in sys.argv:
+        sys.exit(0 if target.read_text(encoding="utf-8") == text else 1)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}")

@@ -1,0 +1,67 @@
+"""The README's quick start runs, and the client-go mapping table covers every export."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import client_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+MAPPING = (ROOT / "docs" / "mapping.md").read_text(encoding="utf-8")
+
+
+def exported_names() -> set[str]:
+    names = set(client_cache.__all__)
+    for info in pkgutil.walk_packages(client_cache.__path__, "client_cache."):
+        names.update(getattr(importlib.import_module(info.name), "__all__", ()))
+    return names
+
+
+def mapping_rows() -> list[tuple[str, str, str]]:
+    return re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (.*?) \|", MAPPING, re.MULTILINE)
+
+
+def test_quick_start_runs() -> None:
+    block = README.split("<!-- quickstart")[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(block.splitlines()) <= 25
+    result = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
+                            timeout=60, cwd=ROOT, check=False)
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"synced default/web-0 [0-9a-f-]{36}\n", result.stdout)
+
+
+def test_mapping_table_covers_every_exported_name() -> None:
+    rows = mapping_rows()
+    listed = [name for name, _, _ in rows]
+    assert len(listed) == len(set(listed)), "a name has two rows"
+    missing = exported_names() - set(listed)
+    assert not missing, f"add rows to docs/mapping.md (python docs/gen_mapping.py): {missing}"
+    for name, module, go in rows:
+        exporter = importlib.import_module(module)
+        assert name in getattr(exporter, "__all__", ()), (name, module)
+        assert go.strip(), name
+
+
+def test_mapping_table_is_the_generator_output() -> None:
+    spec = importlib.util.spec_from_file_location("gen_mapping", ROOT / "docs" / "gen_mapping.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert generator.render() == MAPPING, "run python docs/gen_mapping.py"
+
+
+def test_readme_links_and_examples_exist() -> None:
+    for target in re.findall(r"\]\(([^)#:]+)\)", README):
+        assert (ROOT / target).exists(), target
+    for example in re.findall(r"`(examples/[a-z_]+\.py)`", README):
+        assert (ROOT / example).is_file(), example
+    listed = set(re.findall(r"`examples/([a-z_]+\.py)`", README))
+    present = {p.name for p in (ROOT / "examples").glob("[a-z]*.py")}
+    assert present <= listed, f"examples missing from the README: {present - listed}"

@@ -46,13 +46,18 @@ class Controller:
         self.workers = workers
         self.fail_rate = fail_rate
         self.processed = 0
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         enqueue = self.enqueue
         self.pods.informer().add_event_handler(ResourceEventHandlerFuncs(
             add_func=enqueue,
             update_func=lambda old, new: enqueue(new),
             delete_func=enqueue,
         ))
+
+    def say(self, line: str) -> None:
+        """Print one whole line (workers print concurrently)."""
+        with self.lock:
+            print(line, flush=True)
 
     def enqueue(self, obj: Any) -> None:
         self.queue.add(meta_namespace_key_func(obj) if isinstance(obj, dict) else obj.key)
@@ -67,11 +72,11 @@ class Controller:
         except Exception as err:
             if is_not_found(err):
                 if self.verbose:
-                    print(f"pod {key} is gone")
+                    self.say(f"pod {key} is gone")
                 return
             raise
         if self.verbose:
-            print(f"pod {key} at resourceVersion {pod['metadata']['resourceVersion']}")
+            self.say(f"pod {key} at resourceVersion {pod['metadata']['resourceVersion']}")
 
     def worker(self) -> None:
         while True:
@@ -85,10 +90,10 @@ class Controller:
                     self.retries += 1
                 if self.queue.num_requeues(key) < MAX_RETRIES:
                     if self.verbose:
-                        print(f"retrying {key}: {err}")
+                        self.say(f"retrying {key}: {err}")
                     self.queue.add_rate_limited(key)
                 else:
-                    print(f"dropping {key} after {MAX_RETRIES} retries: {err}")
+                    self.say(f"dropping {key} after {MAX_RETRIES} retries: {err}")
                     self.queue.forget(key)
             else:
                 self.queue.forget(key)
@@ -129,6 +134,10 @@ def main() -> int:
         runner = threading.Thread(target=controller.run, args=(stop,), name="controller")
         runner.start()
         try:
+            # wait for the caches, so that every change below arrives through the watch
+            while not controller.synced.wait(0.1):
+                if stop.is_set() or not runner.is_alive():
+                    return 1
             if not cluster.read_only:  # a small workload on the embedded server
                 core = CoreV1Api(cluster.api_client)
                 for i in range(5):

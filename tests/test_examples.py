@@ -3,15 +3,21 @@ embedded API server), within a time bound, and print what they promise."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import config as kube_config
+from kubernetes.client import CoreV1Api
+
+from client_cache.testing.envtest import ControlPlane, find_binaries
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -118,3 +124,39 @@ def test_demo_stops_promptly_on_a_signal(sig: signal.Signals) -> None:
     assert "interrupted; everything stopped" in out
     with pytest.raises(ProcessLookupError):
         os.kill(server_pid, 0)  # the server process is gone (and reaped)
+
+
+@pytest.fixture(scope="module")
+def real_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A kubeconfig for a real kube-apiserver (envtest), or a skip without the binaries."""
+    if find_binaries() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true and the real kube-apiserver is not built (make envtest)")
+        pytest.skip("the real kube-apiserver is not built: run `make envtest`")
+    with ControlPlane() as plane:
+        path = plane.write_kubeconfig(str(tmp_path_factory.mktemp("kc") / "kubeconfig"))
+        CoreV1Api(plane.api_client()).create_namespaced_config_map(
+            "default", {"metadata": {"name": "existing"}, "data": {"a": "1"}})
+        yield path
+
+
+def test_examples_read_a_real_cluster_with_a_kubeconfig(real_kubeconfig: str) -> None:
+    """With --kubeconfig the examples only read: they report what is there, change nothing."""
+    out = run("new_informer.py", "--kubeconfig", real_kubeconfig, timeout=90)
+    assert "added default/existing" in out and "deleted" not in out
+    out = run("custom_resource.py", "--kubeconfig", real_kubeconfig,
+              "--resource", "v1/configmaps", "--seconds", "1", timeout=90)
+    assert "informing core/v1/configmaps" in out
+    assert "default/existing" in out.splitlines()[-1]
+    out = run("cache_controller.py", "--kubeconfig", real_kubeconfig, timeout=90)
+    assert "0 pods deleted" in out.splitlines()[-1]
+    out = run("demo.py", "--kubeconfig", real_kubeconfig, "--seconds", "1", timeout=90)
+    assert "watching (read-only)" in out and "summary:" in out
+    assert "interrupted" not in out
+    # nothing was changed on the server
+    with open(real_kubeconfig, encoding="utf-8") as fh:
+        client = kube_config.new_client_from_config_dict(json.load(fh))
+    names = [c.metadata.name for c in CoreV1Api(client).list_namespaced_config_map(
+        "default").items]
+    assert "existing" in names and not [n for n in names if n.startswith("cm-")]
+    client.close()

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test lint bench demo clean
+.PHONY: venv envtest test lint bench bench-compare demo clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,10 @@ bench: $(STAMP)
 	$(PY) -m bench.bench_wire
 	$(PY) -m bench.bench_reflector
 	$(PY) -m bench.bench_informer
+
+# client_cache vs the kubernetes package's informer and Watch loops vs client-go (needs Go)
+bench-compare: $(STAMP)
+	$(PY) -m bench.bench_compare
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -318,7 +318,12 @@ class ApiStore:
     def create(
         self, rtype: ResourceType, namespace: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        obj = copy.deepcopy(dict(body))
+        return copy.deepcopy(self.insert(rtype, namespace, copy.deepcopy(dict(body))))
+
+    def insert(self, rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`create` without the copies: the store takes ``obj`` itself and returns
+        the stored object (for load generators that build fresh objects; never modify
+        either afterwards)."""
         md = obj.setdefault("metadata", {})
         generate = "" if md.get("name") else md.get("generateName", "")
         if not md.get("name") and not generate:
@@ -367,7 +372,7 @@ class ApiStore:
             md.pop("deletionTimestamp", None)
             objects[key] = obj
             self._record_locked(rtype, "ADDED", key, obj, None)
-            return copy.deepcopy(obj)
+            return obj
 
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         with self._lock:

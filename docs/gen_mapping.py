@@ -50,6 +50,7 @@ ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU"
 OVERRIDES: dict[str, tuple[str, str]] = {
     "BACKEND": ("—", "which JSON decoder is in use (orjson or the standard library)"),
     "loads": ("—", "decodes JSON with orjson when installed"),
+    "GC_PAUSE_THRESHOLD": ("—", "bodies this long decode with the garbage collector paused"),
     "ListOptions": ("metav1.ListOptions", "`continue_` for `Continue`"),
     "NotAListError": ("meta.errNotList", ""),
     "list_continue": ("meta.ListAccessor(obj).GetContinue", ""),

@@ -1,0 +1,65 @@
+"""The JSON decoder pauses the garbage collector for large bodies only."""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from client_cache import _json
+
+
+@pytest.fixture
+def collections_run() -> Iterator[list[int]]:
+    """Counts garbage collections that start while the test runs."""
+    started: list[int] = []
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.callbacks.append(callback)
+    try:
+        yield started
+    finally:
+        gc.callbacks.remove(callback)
+
+
+def big_body() -> bytes:
+    items = [{"metadata": {"name": f"p-{i}", "labels": {"a": "b"}}, "spec": {"x": [i]}}
+             for i in range(20_000)]
+    body = json.dumps({"items": items}).encode()
+    assert len(body) >= _json.GC_PAUSE_THRESHOLD
+    return body
+
+
+def test_large_bodies_decode_without_repeated_collections(collections_run: list[int]) -> None:
+    body = big_body()
+    gc.collect()
+    collections_run.clear()
+    _json._decode(body)  # the plain decoder runs many collections meanwhile
+    plain = len(collections_run)
+    collections_run.clear()
+    decoded = _json.loads(body)
+    # at most the one young-generation pass right after the collector is back on
+    assert len(collections_run) <= 1 < plain
+    assert len(decoded["items"]) == 20_000 and gc.isenabled()
+
+
+def test_small_bodies_and_a_disabled_collector_are_left_alone() -> None:
+    assert _json.loads(b'{"a": 1}') == {"a": 1} and gc.isenabled()
+    gc.disable()
+    try:
+        assert len(_json.loads(big_body())["items"]) == 20_000
+        assert not gc.isenabled()  # not turned on behind the caller's back
+    finally:
+        gc.enable()
+
+
+def test_errors_still_reenable_the_collector() -> None:
+    with pytest.raises(ValueError):
+        _json.loads(b"[" * _json.GC_PAUSE_THRESHOLD)
+    assert gc.isenabled()

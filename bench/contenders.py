@@ -34,19 +34,38 @@ def rss_kb(field: str = "VmRSS") -> int:
     return -1
 
 
-class Counter:
-    """Counts handler calls; remembers when the last one happened."""
+WRITTEN_AT = "bench.client-cache.io/written-at"
 
-    def __init__(self) -> None:
+
+def written_at(obj: Any) -> float | None:
+    """When the server's load generator wrote ``obj`` (dict or model), if it says."""
+    md = obj.get("metadata") if isinstance(obj, dict) else getattr(obj, "metadata", None)
+    if md is None:
+        return None
+    annotations = md.get("annotations") if isinstance(md, dict) else md.annotations
+    value = (annotations or {}).get(WRITTEN_AT)
+    return float(value) if value else None
+
+
+class Counter:
+    """Counts handler calls; remembers when the last one happened and, when asked, how
+    long after the server wrote it each object reached the handler."""
+
+    def __init__(self, latency: bool = False) -> None:
         self.lock = threading.Lock()
         self.count = 0
         self.last = 0.0
         self.changed = threading.Condition(self.lock)
+        self.latency = latency
+        self.latencies: list[float] = []
 
-    def bump(self, *_: Any) -> None:
+    def bump(self, *objs: Any) -> None:
+        written = written_at(objs[-1]) if self.latency and objs else None
         with self.lock:
             self.count += 1
             self.last = time.perf_counter()
+            if written is not None:
+                self.latencies.append(time.time() - written)
             self.changed.notify_all()
 
     def wait_for(self, target: int, timeout: float = 600) -> None:
@@ -63,16 +82,24 @@ def api_client(server: str) -> ApiClient:
     return ApiClient(config)
 
 
+def drop_managed_fields(obj: Any) -> Any:
+    """The S6 transform: managedFields are what most controllers never read."""
+    if isinstance(obj, dict):
+        (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
+
+
 def client_cache_informer(models: bool) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
-              stop: threading.Event) -> Callable[[], int]:
+              stop: threading.Event, transform: bool = False) -> Callable[[], int]:
         from client_cache.controller import ResourceEventHandlerFuncs
         from client_cache.informers import (
             SharedInformerFactoryOptions,
             new_shared_informer_factory_with_options,
         )
         factory = new_shared_informer_factory_with_options(
-            api, 0, SharedInformerFactoryOptions(namespace=ns))
+            api, 0, SharedInformerFactoryOptions(
+                namespace=ns, transform=drop_managed_fields if transform else None))
         pods = factory.core().v1().pods(models=models)
         for _ in range(handlers):
             pods.informer().add_event_handler(ResourceEventHandlerFuncs(
@@ -84,7 +111,7 @@ def client_cache_informer(models: bool) -> Callable[..., Any]:
 
 
 def k8s_informer(api: ApiClient, ns: str, handlers: int, counter: Counter,
-                 stop: threading.Event) -> Callable[[], int]:
+                 stop: threading.Event, transform: bool = False) -> Callable[[], int]:
     from kubernetes.informer import ADDED, DELETED, MODIFIED, SharedInformer
     informer = SharedInformer(CoreV1Api(api).list_namespaced_pod, namespace=ns)
     for _ in range(handlers):
@@ -97,7 +124,7 @@ def k8s_informer(api: ApiClient, ns: str, handlers: int, counter: Counter,
 
 def watch_loop(deserialize: bool) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
-              stop: threading.Event) -> Callable[[], int]:
+              stop: threading.Event, transform: bool = False) -> Callable[[], int]:
         core = CoreV1Api(api)
         cache: dict[str, Any] = {}
 
@@ -116,7 +143,7 @@ def watch_loop(deserialize: bool) -> Callable[..., Any]:
             for item in items:
                 cache[key(item)] = item
                 for _ in range(handlers):
-                    counter.bump()
+                    counter.bump(item)
             w = kwatch.Watch()
             for event in w.stream(core.list_namespaced_pod, ns, resource_version=rv,
                                   deserialize=deserialize):
@@ -126,7 +153,7 @@ def watch_loop(deserialize: bool) -> Callable[..., Any]:
                 else:
                     cache[key(obj)] = obj
                 for _ in range(handlers):
-                    counter.bump()
+                    counter.bump(obj)
                 if stop.is_set():
                     w.stop()
 
@@ -152,6 +179,10 @@ def main() -> int:
     parser.add_argument("--expect", type=int, required=True)
     parser.add_argument("--events", type=int, default=0)
     parser.add_argument("--handlers", type=int, default=1)
+    parser.add_argument("--latency", action="store_true",
+                        help="report the delay from the server's write to the handler")
+    parser.add_argument("--transform", action="store_true",
+                        help="drop managedFields before caching (client_cache only)")
     args = parser.parse_args()
 
     def die(hook: Any) -> None:  # a contender whose thread failed must not hang the run
@@ -161,11 +192,14 @@ def main() -> int:
     threading.excepthook = die
     gc.collect()
     baseline = rss_kb()
-    counter = Counter()
+    counter = Counter(latency=args.latency)
     stop = threading.Event()
     api = api_client(args.server)
     started = time.perf_counter()
-    size = CONTENDERS[args.name](api, args.namespace, args.handlers, counter, stop)
+    if args.transform and args.name not in ("cc-dict", "cc-model"):
+        parser.error(f"{args.name} has no transform")
+    size = CONTENDERS[args.name](api, args.namespace, args.handlers, counter, stop,
+                                 transform=args.transform)
     counter.wait_for(args.expect * args.handlers)
     seconds = time.perf_counter() - started
     peak = rss_kb("VmHWM")
@@ -174,6 +208,8 @@ def main() -> int:
                       "rss_kb": rss_kb(), "peak_rss_kb": peak,
                       "baseline_rss_kb": baseline}), flush=True)
     if args.events:
+        with counter.lock:
+            counter.latencies.clear()  # only the objects written after the sync count
         print("SYNCED", flush=True)
         synced = args.expect * args.handlers
         counter.wait_for(synced + 1)
@@ -181,8 +217,14 @@ def main() -> int:
             first = counter.last
         counter.wait_for(synced + args.events * args.handlers)
         elapsed = counter.last - first
-        print(json.dumps({"scenario": "watch", "events": args.events, "seconds": elapsed,
-                          "events_per_second": args.events / elapsed}), flush=True)
+        result: dict[str, Any] = {"scenario": "watch", "events": args.events,
+                                  "seconds": elapsed, "events_per_second": args.events / elapsed}
+        if args.latency:
+            with counter.lock:
+                delays = sorted(counter.latencies)
+            result["latency_p50_ms"] = delays[len(delays) // 2] * 1000
+            result["latency_p99_ms"] = delays[int(len(delays) * 0.99)] * 1000
+        print(json.dumps(result), flush=True)
     stop.set()
     return 0
 

@@ -119,6 +119,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "EmbeddedApiServer": ("—", "Kubernetes HTTP protocol on loopback, fault injection"),
     "EmbeddedApiServerProcess": ("—", "the embedded server in a child process"),
     "main": ("—", "the embedded server's command line"),
+    "WRITTEN_AT_ANNOTATION": ("—", "load generator: when an object was written"),
     "ApiStore": ("—", "the embedded server's storage"),
     "BUILTIN_RESOURCES": ("—", "resources the embedded server serves"),
     "ResourceType": ("—", "a resource the embedded server serves"),

@@ -12,11 +12,14 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -48,6 +51,8 @@ func main() {
 	expect := flag.Int("expect", 0, "objects in the namespace at start")
 	events := flag.Int("events", 0, "watch scenario: events to wait for after the sync")
 	handlers := flag.Int("handlers", 1, "counting handlers")
+	latency := flag.Bool("latency", false, "report the delay from the server's write")
+	transform := flag.Bool("transform", false, "drop managedFields before caching")
 	flag.Parse()
 
 	runtime.GC()
@@ -57,17 +62,39 @@ func main() {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(*namespace))
 	informer := factory.Core().V1().Pods().Informer()
+	if *transform {
+		_ = informer.SetTransform(func(obj interface{}) (interface{}, error) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				pod.ManagedFields = nil
+			}
+			return obj, nil
+		})
+	}
 	var count atomic.Int64
 	var last atomic.Int64
-	bump := func() {
+	var mu sync.Mutex
+	var delays []float64
+	recording := atomic.Bool{}
+	bump := func(obj interface{}) {
+		if *latency && recording.Load() {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				if written, err := strconv.ParseFloat(
+					pod.Annotations["bench.client-cache.io/written-at"], 64); err == nil {
+					now := float64(time.Now().UnixNano()) / 1e9
+					mu.Lock()
+					delays = append(delays, now-written)
+					mu.Unlock()
+				}
+			}
+		}
 		count.Add(1)
 		last.Store(time.Now().UnixNano())
 	}
 	for i := 0; i < *handlers; i++ {
 		informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj interface{}) { bump() },
-			UpdateFunc: func(old, obj interface{}) { bump() },
-			DeleteFunc: func(obj interface{}) { bump() },
+			AddFunc:    func(obj interface{}) { bump(obj) },
+			UpdateFunc: func(old, obj interface{}) { bump(obj) },
+			DeleteFunc: func(obj interface{}) { bump(obj) },
 		})
 	}
 	stop := make(chan struct{})
@@ -91,6 +118,7 @@ func main() {
 	line, _ := json.Marshal(out)
 	fmt.Println(string(line))
 	if *events > 0 {
+		recording.Store(true)
 		fmt.Println("SYNCED")
 		total := want + int64(*events**handlers)
 		var first time.Time
@@ -104,6 +132,13 @@ func main() {
 		elapsed := float64(last.Load()-first.UnixNano()) / 1e9
 		out = map[string]interface{}{"scenario": "watch", "events": *events,
 			"seconds": elapsed, "events_per_second": float64(*events) / elapsed}
+		if *latency {
+			mu.Lock()
+			sort.Float64s(delays)
+			out["latency_p50_ms"] = delays[len(delays)/2] * 1000
+			out["latency_p99_ms"] = delays[len(delays)*99/100] * 1000
+			mu.Unlock()
+		}
 		line, _ = json.Marshal(out)
 		fmt.Println(string(line))
 	}

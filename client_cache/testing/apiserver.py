@@ -71,7 +71,10 @@ from client_cache.errors import (
 )
 from client_cache.testing.apistore import ApiStore, ResourceType, Watcher, encode_event
 
-__all__ = ["EmbeddedApiServer", "EmbeddedApiServerProcess", "main"]
+__all__ = ["WRITTEN_AT_ANNOTATION", "EmbeddedApiServer", "EmbeddedApiServerProcess", "main"]
+
+#: The annotation in which the load generator stores when it wrote an object.
+WRITTEN_AT_ANNOTATION = "bench.client-cache.io/written-at"
 
 _LOOPBACK = "127.0.0.1"
 _GARBLE = "garble"
@@ -319,20 +322,28 @@ class EmbeddedApiServer:
             while self._stalled and not watcher.ending:
                 self._stall_changed.wait()
 
-    def start_load(self, count: int, namespace: str = "bench", kind: str = "configmaps") -> None:
+    def start_load(self, count: int, namespace: str = "bench", kind: str = "configmaps",
+                   rate: float = 0.0) -> None:
         """Create ``count`` objects in ``namespace`` from a background thread
-        (``apiserver-load``; built first, then written as fast as the store takes them): a
-        load generator for
-        benchmarks that keeps the writer inside the server's process. ``kind`` is
-        ``configmaps`` (small) or ``pods`` (about 3 KB of JSON each, shaped like real pods)."""
+        (``apiserver-load``): a load generator for benchmarks that keeps the writer inside
+        the server's process. ``kind`` is ``configmaps`` (small) or ``pods`` (about 3 KB of
+        JSON each, shaped like real pods). The objects are built first, then written as
+        fast as the store takes them, or ``rate`` per second; each carries the time it was
+        written (``time.time()``) in the annotation :data:`WRITTEN_AT_ANNOTATION`, so a
+        client on the same machine can measure the delay to its handler."""
         rtype = self.store.lookup("", "v1", kind)
         assert rtype is not None
 
         def run() -> None:
-            # build every object first, then insert them without copies: the writes then
-            # come as fast as the store and the watches can take them
             objects = [_load_object(kind, i) for i in range(count)]
-            for obj in objects:
+            started = time.monotonic()
+            for i, obj in enumerate(objects):
+                if rate > 0:
+                    delay = started + i / rate - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                annotations = obj["metadata"].setdefault("annotations", {})
+                annotations[WRITTEN_AT_ANNOTATION] = f"{time.time():.6f}"
                 self.store.insert(rtype, namespace, obj)
 
         threading.Thread(target=run, name="apiserver-load", daemon=True).start()
@@ -747,7 +758,8 @@ class _Handler(BaseHTTPRequestHandler):
             "drop-connections": owner.drop_all_connections,
             "load": lambda: owner.start_load(int(query.get("count", "1000")),
                                              query.get("namespace", "bench"),
-                                             query.get("kind", "configmaps")),
+                                             query.get("kind", "configmaps"),
+                                             float(query.get("rate", "0"))),
             "state": lambda: None,
         }
         name = parts[0] if parts else ""

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from typing import Any
 from kubernetes.client import CoreV1Api
 
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
+from client_cache.testing.envtest import find_go
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
@@ -59,8 +59,7 @@ LABELS = {
 
 def build_go() -> Path | None:
     """Build the client-go contender (bench/go) with the Go toolchain, or None without Go."""
-    go = shutil.which("go") or ("/usr/local/go/bin/go"
-                                if os.access("/usr/local/go/bin/go", os.X_OK) else None)
+    go = find_go()
     if go is None:
         print("client-go contender skipped: no Go toolchain", file=sys.stderr)
         return None

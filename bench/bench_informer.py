@@ -11,23 +11,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from typing import Any
-
-from kubernetes.client import ApiClient, Configuration
 
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import new_shared_informer_factory
+from client_cache.testing.apiserver import EmbeddedApiServerProcess
 
 
-def run_once(url: str, namespace: str, count: int, handlers: int) -> float:
-    config = Configuration()
-    config.host = url
-    factory = new_shared_informer_factory(ApiClient(config), 0)
+def run_once(server: EmbeddedApiServerProcess, namespace: str, count: int,
+             handlers: int) -> float:
+    factory = new_shared_informer_factory(server.api_client(), 0)
     informer = factory.core().v1().configmaps().informer()
     lock = threading.Lock()
     remaining = [handlers]
@@ -54,9 +49,7 @@ def run_once(url: str, namespace: str, count: int, handlers: int) -> float:
     factory.start(stop)
     factory.wait_for_cache_sync(stop)
     start = time.perf_counter()
-    urllib.request.urlopen(
-        urllib.request.Request(f"{url}/__control/load?count={count}&namespace={namespace}",
-                               method="POST")).read()
+    server.control("load", count=count, namespace=namespace)
     finished = done.wait(300)
     elapsed = time.perf_counter() - start
     stop.set()
@@ -71,21 +64,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    proc = subprocess.Popen([sys.executable, "-m", "client_cache.testing.apiserver",
-                             "--bookmark-interval", "60"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
         print(f"SharedIndexInformer throughput: {args.events} configmap adds per run, "
               f"{args.repeats} runs")
         for handlers in (1, 10):
-            rates = [run_once(url, f"bench-{handlers}-{i}", args.events, handlers)
+            rates = [run_once(server, f"bench-{handlers}-{i}", args.events, handlers)
                      for i in range(args.repeats)]
             print(f"  {handlers:>2} handler(s): {statistics.median(rates):>9,.0f} events/s"
                   f"   (min {min(rates):,.0f}, max {max(rates):,.0f})")
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 if __name__ == "__main__":

@@ -11,29 +11,18 @@ The embedded API server runs in its own process and generates pod-sized objects 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
-
-from kubernetes.client import ApiClient, Configuration
 
 from client_cache import meta_namespace_key_func, new_store
 from client_cache.listwatch import new_list_watch_from_client
 from client_cache.reflector import Reflector, ReflectorOptions
 from client_cache.schema import GroupVersionResource
+from client_cache.testing.apiserver import EmbeddedApiServerProcess
 
 
-def control(url: str, path: str) -> dict[str, object]:
-    request = urllib.request.Request(f"{url}/__control/{path}", method="POST")
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
-
-
-def wait_for_server_rv(url: str, rv: int) -> None:
-    while int(control(url, "state")["resourceVersion"]) < rv:  # type: ignore[call-overload]
+def wait_for_server_rv(server: EmbeddedApiServerProcess, rv: int) -> None:
+    while int(server.control("state")["resourceVersion"]) < rv:
         time.sleep(0.05)
 
 
@@ -41,17 +30,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=10_000)
     args = parser.parse_args()
-    proc = subprocess.Popen([sys.executable, "-m", "client_cache.testing.apiserver",
-                             "--bookmark-interval", "60"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        control(url, f"load?count={args.pods}&kind=pods&namespace=initial")
-        wait_for_server_rv(url, args.pods + 1)
-        config = Configuration()
-        config.host = url
+    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
+        server.control("load", count=args.pods, kind="pods", namespace="initial")
+        wait_for_server_rv(server, args.pods + 1)
         store = new_store(meta_namespace_key_func)
-        lw = new_list_watch_from_client(ApiClient(config), GroupVersionResource("", "v1", "pods"))
+        lw = new_list_watch_from_client(server.api_client(),
+                                        GroupVersionResource("", "v1", "pods"))
         reflector = Reflector(lw, None, store, ReflectorOptions(name="bench"))
         stop = threading.Event()
         start = time.perf_counter()
@@ -64,7 +48,7 @@ def main() -> None:
         print(f"reflector initial sync of {args.pods} pod-sized objects: {synced:.2f}s "
               f"({args.pods / synced:,.0f} objects/s)")
         start = time.perf_counter()
-        control(url, f"load?count={args.pods}&kind=pods&namespace=watched")
+        server.control("load", count=args.pods, kind="pods", namespace="watched")
         while len(store.list_keys()) < 2 * args.pods:
             time.sleep(0.001)
         elapsed = time.perf_counter() - start
@@ -73,9 +57,6 @@ def main() -> None:
               "own process)")
         stop.set()
         thread.join(2)
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 if __name__ == "__main__":

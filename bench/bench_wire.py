@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes.client import ApiClient, Configuration, V1Pod
+from kubernetes.client import ApiClient, V1Pod
 
 from client_cache.apis import ListOptions
 from client_cache.listwatch import model_decoder, new_list_watch_from_client
 from client_cache.schema import GroupVersionResource
+from client_cache.testing.apiserver import EmbeddedApiServerProcess
 
 
 def realistic_pod(i: int) -> dict[str, Any]:
@@ -129,21 +127,12 @@ def decoders(n: int, repeats: int) -> None:
 
 
 def server_stream_rate(count: int) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "client_cache.testing.apiserver",
-                             "--bookmark-interval", "60"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        config = Configuration()
-        config.host = url
-        api = ApiClient(config)
-        lw = new_list_watch_from_client(api, GroupVersionResource("", "v1", "configmaps"),
-                                        "bench")
+    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
+        lw = new_list_watch_from_client(server.api_client(),
+                                        GroupVersionResource("", "v1", "configmaps"), "bench")
         watch = lw.watch(ListOptions(resource_version="1"))
         start = time.perf_counter()
-        urllib.request.urlopen(
-            urllib.request.Request(f"{url}/__control/load?count={count}", method="POST")
-        ).read()
+        server.control("load", count=count)
         got = 0
         while got < count:
             _, ok = watch.result_chan().recv(30)
@@ -155,9 +144,6 @@ def server_stream_rate(count: int) -> None:
         print(f"embedded API server streaming: {got} events in {elapsed:.2f}s = "
               f"{got / elapsed:,.0f} events/s (server creating and streaming in its own "
               f"process, one watch, client decoding with the default decoder)")
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def main() -> None:

@@ -118,7 +118,8 @@ def k8s_informer(api: ApiClient, ns: str, handlers: int, counter: Counter,
         for kind in (ADDED, MODIFIED, DELETED):
             informer.add_event_handler(kind, counter.bump)
     informer.start()
-    threading.Thread(target=lambda: (stop.wait(), informer.stop()), daemon=True).start()
+    threading.Thread(target=lambda: (stop.wait(), informer.stop()), daemon=True,
+                     name="k8s-informer-stopper").start()
     return lambda: len(informer.cache.list_keys())
 
 

@@ -131,6 +131,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "build": ("—", "envtest: build the binaries"),
     "cache_dir": ("—", "envtest: where the binaries live"),
     "find_binaries": ("—", "envtest: the built binaries or None"),
+    "find_go": ("—", "envtest: the go command, or None"),
     "CLOSED": ("(closed channel receive)", "`recv` returns (None, False)"),
     "Chan": ("chan T", ""),
     "ChanClosedError": ("panic: send on closed channel", ""),

@@ -166,7 +166,8 @@ def demo(args: Any, stop: threading.Event, finished: threading.Event, api_client
             stop.wait(0.1)
     controller = Controller(api_client, workers=4, fail_rate=0.02, resync=6.0, verbose=False)
     stats = Stats()
-    enqueued: Counter[str] = Counter()
+    # keys made up front: handler threads only bump them while the view sums them
+    enqueued: Counter[str] = Counter(add=0, delete=0)
     informer = controller.pods.informer()
     informer.add_event_handler(ResourceEventHandlerFuncs(
         add_func=lambda obj: enqueued.update(["add"]),

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from client_cache import FIFOClosedError
+from client_cache.testing.envtest import Binaries, find_binaries
 
 
 @dataclass(frozen=True)
@@ -165,3 +169,16 @@ def apply_sync_actions(queue: Any, actions: list[str]) -> None:
         else:
             raise ValueError(action)
 
+
+
+def envtest_binaries() -> Binaries:
+    """The built real kube-apiserver + etcd, or skip the test with how to build them; under
+    ``CI=true`` a missing build fails instead (CI must run the real-server tests)."""
+    found = find_binaries()
+    if found is None:
+        message = ("the real kube-apiserver and etcd are not built: run `make envtest` "
+                   "(needs Go and the Go module proxy; about 6 minutes the first time)")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    return found

@@ -19,6 +19,7 @@ from client_cache.testing.envtest import (
     EnvtestError,
     find_binaries,
 )
+from tests.fixtures import envtest_binaries
 
 
 def test_missing_binaries_say_how_to_build_them(tmp_path: Path,
@@ -52,12 +53,7 @@ def test_build_module_replaces_every_staging_module(tmp_path: Path) -> None:
 
 @pytest.fixture
 def binaries() -> envtest.Binaries:
-    found = find_binaries()
-    if found is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true and the real kube-apiserver is not built (make envtest)")
-        pytest.skip("the real kube-apiserver is not built: run `make envtest`")
-    return found
+    return envtest_binaries()
 
 
 def test_control_plane_lifecycle(binaries: envtest.Binaries, tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ import pytest
 from kubernetes import config as kube_config
 from kubernetes.client import CoreV1Api
 
-from client_cache.testing.envtest import ControlPlane, find_binaries
+from client_cache.testing.envtest import ControlPlane
+from tests.fixtures import envtest_binaries
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -129,11 +130,7 @@ def test_demo_stops_promptly_on_a_signal(sig: signal.Signals) -> None:
 @pytest.fixture(scope="module")
 def real_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A kubeconfig for a real kube-apiserver (envtest), or a skip without the binaries."""
-    if find_binaries() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true and the real kube-apiserver is not built (make envtest)")
-        pytest.skip("the real kube-apiserver is not built: run `make envtest`")
-    with ControlPlane() as plane:
+    with ControlPlane(envtest_binaries()) as plane:
         path = plane.write_kubeconfig(str(tmp_path_factory.mktemp("kc") / "kubeconfig"))
         CoreV1Api(plane.api_client()).create_namespaced_config_map(
             "default", {"metadata": {"name": "existing"}, "data": {"a": "1"}})

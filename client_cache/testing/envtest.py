@@ -79,6 +79,7 @@ __all__ = [
     "build",
     "cache_dir",
     "find_binaries",
+    "find_go",
     "main",
 ]
 
@@ -176,9 +177,14 @@ def find_binaries() -> Binaries | None:
 
 # -- building ------------------------------------------------------------------------------------
 
+def find_go() -> str | None:
+    """The ``go`` command: on PATH, else Go's default install path; None without Go."""
+    default = "/usr/local/go/bin/go"
+    return shutil.which("go") or (default if os.access(default, os.X_OK) else None)
+
+
 def _go() -> str:
-    go = shutil.which("go") or ("/usr/local/go/bin/go"
-                                if os.access("/usr/local/go/bin/go", os.X_OK) else None)
+    go = find_go()
     if go is None:
         raise EnvtestError(
             "the Go toolchain is needed to build kube-apiserver and etcd, but `go` is not on "

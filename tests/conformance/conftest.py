@@ -8,15 +8,15 @@ Without the real binaries the ``real`` half is skipped with instructions, except
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.testing.envtest import ControlPlane, find_binaries
+from client_cache.testing.envtest import ControlPlane
 from tests.conformance.util import Backend, EmbeddedBackend, RealBackend
+from tests.fixtures import envtest_binaries
 
 BACKENDS = ("embedded", "real")
 _namespaces = itertools.count(1)
@@ -29,13 +29,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         with EmbeddedBackend() as embedded:
             yield embedded
         return
-    if find_binaries() is None:
-        message = ("the real kube-apiserver and etcd are not built: run `make envtest` "
-                   "(needs Go and the Go module proxy; about 6 minutes the first time)")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
-    with ControlPlane(uncached_resources=("podtemplates",)) as plane:
+    with ControlPlane(envtest_binaries(), uncached_resources=("podtemplates",)) as plane:
         yield RealBackend(plane)
 
 

@@ -20,7 +20,6 @@ from client_cache.testing.envtest import ControlPlane
 from client_cache.watch import Event, EventType, Watch
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
-PODS = GroupVersionResource("", "v1", "pods")
 #: Served without a watch cache on the real server (``--watch-cache-sizes=podtemplates#0``):
 #: its watches read etcd directly, so a compaction gives them etcd's 410.
 PODTEMPLATES = GroupVersionResource("", "v1", "podtemplates")
@@ -95,14 +94,6 @@ def configmap(name: str, labels: dict[str, str] | None = None, value: str = "0")
     return {"metadata": {"name": name, "labels": labels or {}}, "data": {"value": value}}
 
 
-def pod(name: str, labels: dict[str, str] | None = None,
-        node: str = "") -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.k8s.io/pause"}]}
-    if node:
-        spec["nodeName"] = node
-    return {"metadata": {"name": name, "labels": labels or {}}, "spec": spec}
-
-
 def parallel(calls: Iterable[Callable[[], Any]], workers: int = 8) -> list[Any]:
     """Run the calls on a few threads (the pool is shut down before returning)."""
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conformance") as pool:
@@ -175,11 +166,13 @@ class Recorder:
         self.events: list[tuple[str, str]] = []
         self.running = 0
         self.overlaps = 0
+        self.threads: set[int] = set()  # client-go calls one handler from one goroutine
 
     def _record(self, kind: str, obj: Any) -> None:
         with self.cond:
             self.running += 1
             self.overlaps += self.running > 1
+            self.threads.add(threading.get_ident())
         with self.cond:
             self.events.append((kind, name_of(obj)))
             self.running -= 1

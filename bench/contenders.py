@@ -1,13 +1,24 @@
 """One contender of the side-by-side benchmark, run in its own process (so its memory is
-its own): inform the pods of a namespace, report the initial sync, then (with ``--events``)
-the watch throughput, as JSON lines; ``bench/go/main.go`` does the same with client-go.
+its own); ``bench/go/main.go`` does the same work with client-go. Results are JSON lines.
 
-    python -m bench.contenders NAME --server URL --namespace NS --expect N [--events M]
+    python -m bench.contenders NAME --server URL --namespace NS --expect N \
+        [--events M] [--latency-events K] [--handlers H] [--transform]
+    python -m bench.contenders NAME --mode s4 [--objects 100000]
+    python -m bench.contenders cc-dict --mode s5 [--keys 100000]
+
+Inform mode (S1, S2, S3, S6): inform the pods of a namespace and report the initial sync;
+with ``--events``, print ``READY throughput`` and report the rate at which the next M
+events reach the handlers (the driver starts the server's load when it reads the line);
+with ``--latency-events``, print ``READY latency`` and report p50/p99 of the delay from
+the server's write (stamped in each object) to the handler for the next K events.
 
 Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-model`` (client_cache,
 ``V1Pod`` models), ``k8s-informer`` (the ``kubernetes`` package's own
 ``kubernetes.informer.SharedInformer``), ``watch-model`` and ``watch-raw`` (a LIST then a
 ``kubernetes.watch.Watch`` loop into a dict, with models or with ``deserialize=False``).
+S4 (indexer and lister) runs for ``cc-dict`` (indexes) and ``k8s-informer`` (its
+``ObjectCache`` has no index, so lookups scan); S5 (workqueue) for ``cc-dict`` only, the
+Python alternatives having no workqueue.
 """
 
 from __future__ import annotations
@@ -16,10 +27,11 @@ import argparse
 import gc
 import json
 import os
+import random
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubernetes import watch as kwatch
@@ -51,12 +63,12 @@ class Counter:
     """Counts handler calls; remembers when the last one happened and, when asked, how
     long after the server wrote it each object reached the handler."""
 
-    def __init__(self, latency: bool = False) -> None:
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.count = 0
         self.last = 0.0
         self.changed = threading.Condition(self.lock)
-        self.latency = latency
+        self.latency = False  # set while the latency phase runs
         self.latencies: list[float] = []
 
     def bump(self, *objs: Any) -> None:
@@ -172,33 +184,132 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("name", choices=sorted(CONTENDERS))
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--namespace", required=True)
-    parser.add_argument("--expect", type=int, required=True)
-    parser.add_argument("--events", type=int, default=0)
-    parser.add_argument("--handlers", type=int, default=1)
-    parser.add_argument("--latency", action="store_true",
-                        help="report the delay from the server's write to the handler")
-    parser.add_argument("--transform", action="store_true",
-                        help="drop managedFields before caching (client_cache only)")
-    args = parser.parse_args()
+def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:
+    """Calls of ``op`` per second, calling it with the next of ``args`` for at least
+    ``seconds``."""
+    calls = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while True:
+        for _ in range(50):
+            op(next(args))
+        calls += 50
+        now = time.perf_counter()
+        if now >= deadline:
+            return calls / (now - started)
 
-    def die(hook: Any) -> None:  # a contender whose thread failed must not hang the run
-        print(f"{args.name}: {hook.exc_type.__name__}: {hook.exc_value}", file=sys.stderr)
-        os._exit(1)
 
-    threading.excepthook = die
+def sample_pods(count: int) -> list[dict[str, Any]]:
+    """S4's objects: the load generator's pods, 100 namespaces, nodes ``node-{i % 500}``,
+    labels ``app=web-{i % 10}``."""
+    from client_cache.testing.apiserver import sample_object
+    pods = []
+    for i in range(count):
+        pod = sample_object("pods", i)
+        md = pod["metadata"]
+        del md["generateName"]
+        md.update(name=f"pod-{i}", namespace=f"ns-{i % 100}", uid=f"uid-{i}",
+                  resourceVersion=str(i + 1))
+        md["labels"] = dict(md["labels"], app=f"web-{i % 10}")
+        pod["spec"]["nodeName"] = f"node-{i % 500}"
+        pods.append(pod)
+    return pods
+
+
+def updated(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(p, metadata=dict(p["metadata"], resourceVersion=str(len(pods) + i + 1)))
+            for i, p in enumerate(pods)]
+
+
+def cycle(values: list[Any]) -> Iterator[Any]:
+    rng = random.Random(7)
+    while True:
+        yield values[rng.randrange(len(values))]
+
+
+def s4(name: str, count: int, seconds: float) -> dict[str, Any]:
+    """S4: fill a cache with ``count`` pods, update them all, then look up by namespace,
+    by node (a custom index) and list one namespace by label selector."""
+    pods = sample_pods(count)
+    again = updated(pods)
+    namespaces = [f"ns-{i}" for i in range(100)]
+    nodes = [f"node-{i}" for i in range(500)]
+    selector_app = "web-3"
+    if name == "cc-dict":
+        from client_cache import labels
+        from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
+        from client_cache.listers import new_generic_lister
+        from client_cache.schema import GroupResource
+        from client_cache.store import meta_namespace_key_func, new_indexer
+
+        def by_node(obj: Any) -> list[str]:
+            return [obj["spec"].get("nodeName", "")]
+
+        indexer = new_indexer(meta_namespace_key_func,
+                              {NAMESPACE_INDEX: meta_namespace_index_func, "node": by_node})
+        lister = new_generic_lister(indexer, GroupResource("", "pods"))
+        selector = labels.parse(f"app={selector_app}")
+        add, update = indexer.add, indexer.update
+
+        def ns_lookup(ns: str) -> Any:
+            return indexer.by_index(NAMESPACE_INDEX, ns)
+
+        def node_lookup(node: str) -> Any:
+            return indexer.by_index("node", node)
+
+        def select(ns: str) -> Any:
+            return lister.by_namespace(ns).list(selector)
+    elif name == "k8s-informer":
+        from kubernetes.informer.cache import ObjectCache
+        cache = ObjectCache()
+        add = update = cache._put  # what its informer calls on ADDED and MODIFIED
+
+        def ns_lookup(ns: str) -> Any:
+            return [o for o in cache.list() if o["metadata"]["namespace"] == ns]
+
+        def node_lookup(node: str) -> Any:
+            return [o for o in cache.list() if o["spec"].get("nodeName") == node]
+
+        def select(ns: str) -> Any:
+            return [o for o in cache.list() if o["metadata"]["namespace"] == ns
+                    and (o["metadata"].get("labels") or {}).get("app") == selector_app]
+    else:
+        raise SystemExit(f"{name}: no S4 (it has no store with lookups)")
+    started = time.perf_counter()
+    for pod in pods:
+        add(pod)
+    adds = count / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for pod in again:
+        update(pod)
+    updates = count / (time.perf_counter() - started)
+    assert len(ns_lookup("ns-3")) == count // 100
+    assert len(select("ns-3")) == len([p for p in again if p["metadata"]["namespace"] == "ns-3"
+                                       and p["metadata"]["labels"]["app"] == selector_app])
+    return {"scenario": "s4", "objects": count, "add_per_second": adds,
+            "update_per_second": updates,
+            "namespace_lookups_per_second": measure(ns_lookup, cycle(namespaces), seconds),
+            "index_lookups_per_second": measure(node_lookup, cycle(nodes), seconds),
+            "selector_lists_per_second": measure(select, cycle(namespaces), seconds)}
+
+
+def s5(keys: int) -> dict[str, Any]:
+    """S5: ``keys`` distinct keys through add, get, done on client_cache's workqueue with
+    1 and with 8 worker threads."""
+    from bench.bench_workqueue import run_pool
+    from client_cache import workqueue
+    return {"scenario": "s5", "keys": keys,
+            "workers_1_per_second": run_pool(workqueue.new(), keys, 1),
+            "workers_8_per_second": run_pool(workqueue.new(), keys, 8)}
+
+
+def inform(args: argparse.Namespace) -> None:
     gc.collect()
     baseline = rss_kb()
-    counter = Counter(latency=args.latency)
+    counter = Counter()
     stop = threading.Event()
     api = api_client(args.server)
     started = time.perf_counter()
-    if args.transform and args.name not in ("cc-dict", "cc-model"):
-        parser.error(f"{args.name} has no transform")
     size = CONTENDERS[args.name](api, args.namespace, args.handlers, counter, stop,
                                  transform=args.transform)
     counter.wait_for(args.expect * args.handlers)
@@ -208,25 +319,67 @@ def main() -> int:
     print(json.dumps({"scenario": "sync", "seconds": seconds, "objects": size(),
                       "rss_kb": rss_kb(), "peak_rss_kb": peak,
                       "baseline_rss_kb": baseline}), flush=True)
+    seen = args.expect * args.handlers
     if args.events:
-        with counter.lock:
-            counter.latencies.clear()  # only the objects written after the sync count
-        print("SYNCED", flush=True)
-        synced = args.expect * args.handlers
-        counter.wait_for(synced + 1)
+        print("READY throughput", flush=True)
+        counter.wait_for(seen + 1)
         with counter.lock:
             first = counter.last
-        counter.wait_for(synced + args.events * args.handlers)
+        seen += args.events * args.handlers
+        counter.wait_for(seen)
         elapsed = counter.last - first
-        result: dict[str, Any] = {"scenario": "watch", "events": args.events,
-                                  "seconds": elapsed, "events_per_second": args.events / elapsed}
-        if args.latency:
-            with counter.lock:
-                delays = sorted(counter.latencies)
-            result["latency_p50_ms"] = delays[len(delays) // 2] * 1000
-            result["latency_p99_ms"] = delays[int(len(delays) * 0.99)] * 1000
-        print(json.dumps(result), flush=True)
+        print(json.dumps({"scenario": "throughput", "events": args.events, "seconds": elapsed,
+                          "events_per_second": args.events / elapsed}), flush=True)
+    if args.latency_events:
+        with counter.lock:
+            counter.latencies.clear()
+            counter.latency = True
+        print("READY latency", flush=True)
+        seen += args.latency_events * args.handlers
+        counter.wait_for(seen)
+        with counter.lock:
+            delays = sorted(counter.latencies)
+        print(json.dumps({"scenario": "latency", "events": len(delays),
+                          "latency_p50_ms": delays[len(delays) // 2] * 1000,
+                          "latency_p99_ms": delays[int(len(delays) * 0.99)] * 1000}),
+              flush=True)
     stop.set()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("name", choices=sorted(CONTENDERS))
+    parser.add_argument("--mode", choices=("inform", "s4", "s5"), default="inform")
+    parser.add_argument("--server")
+    parser.add_argument("--namespace")
+    parser.add_argument("--expect", type=int, default=0)
+    parser.add_argument("--events", type=int, default=0)
+    parser.add_argument("--latency-events", type=int, default=0)
+    parser.add_argument("--handlers", type=int, default=1)
+    parser.add_argument("--transform", action="store_true",
+                        help="drop managedFields before caching (client_cache only)")
+    parser.add_argument("--objects", type=int, default=100_000, help="S4: cached pods")
+    parser.add_argument("--seconds", type=float, default=1.0, help="S4: time per lookup kind")
+    parser.add_argument("--keys", type=int, default=100_000, help="S5: keys")
+    args = parser.parse_args()
+
+    def die(hook: Any) -> None:  # a contender whose thread failed must not hang the run
+        print(f"{args.name}: {hook.exc_type.__name__}: {hook.exc_value}", file=sys.stderr)
+        os._exit(1)
+
+    threading.excepthook = die
+    if args.mode == "s4":
+        print(json.dumps(s4(args.name, args.objects, args.seconds)), flush=True)
+    elif args.mode == "s5":
+        if args.name != "cc-dict":
+            parser.error("S5 runs for cc-dict only")
+        print(json.dumps(s5(args.keys)), flush=True)
+    else:
+        if not (args.server and args.namespace):
+            parser.error("inform mode needs --server and --namespace")
+        if args.transform and args.name not in ("cc-dict", "cc-model"):
+            parser.error(f"{args.name} has no transform")
+        inform(args)
     return 0
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from client_cache.errors import SelectorParseError
 
@@ -119,20 +119,37 @@ class Requirement:
     key: str
     operator: Operator
     values: tuple[str, ...] = ()
+    # the test specialised for this operator and these values, built once (listers run
+    # it on every cached object)
+    _match: Callable[[Mapping[str, str]], bool] = field(
+        init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_match", self._compile())
+
+    def _compile(self) -> Callable[[Mapping[str, str]], bool]:
+        op, key, values = self.operator, self.key, self.values
+        if op in (Operator.IN, Operator.EQUALS, Operator.DOUBLE_EQUALS):
+            if len(values) == 1:
+                wanted = values[0]
+                return lambda labels: labels.get(key) == wanted
+            allowed = frozenset(values)
+            return lambda labels: labels.get(key) in allowed
+        if op in (Operator.NOT_IN, Operator.NOT_EQUALS):
+            barred = frozenset(values)
+            return lambda labels: labels.get(key) not in barred
+        if op is Operator.EXISTS:
+            return lambda labels: key in labels
+        if op is Operator.DOES_NOT_EXIST:
+            return lambda labels: key not in labels
+        return self._compare
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether a label set satisfies this requirement (Go ``Requirement.Matches``)."""
+        return self._match(labels)
+
+    def _compare(self, labels: Mapping[str, str]) -> bool:
         op = self.operator
-        if op in (Operator.IN, Operator.EQUALS, Operator.DOUBLE_EQUALS):
-            value = labels.get(self.key)
-            return value is not None and value in self.values
-        if op in (Operator.NOT_IN, Operator.NOT_EQUALS):
-            value = labels.get(self.key)
-            return value is None or value not in self.values
-        if op is Operator.EXISTS:
-            return self.key in labels
-        if op is Operator.DOES_NOT_EXIST:
-            return self.key not in labels
         # GREATER_THAN / LESS_THAN: the label must be present and an integer.
         value = labels.get(self.key)
         if value is None or not _INT_RE.match(value):
@@ -209,15 +226,21 @@ class Selector:
     the everything and the nothing selector, as in Go).
     """
 
-    __slots__ = ("_requirements",)
+    __slots__ = ("_requirements", "matches")
 
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         self._requirements: tuple[Requirement, ...] = tuple(
             sorted(requirements, key=lambda r: r.key)
         )
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels) for r in self._requirements)
+        tests = tuple(r._match for r in self._requirements)
+        #: Whether ``labels`` satisfies every requirement (specialised at construction).
+        self.matches: Callable[[Mapping[str, str]], bool]
+        if len(tests) == 1:
+            self.matches = tests[0]
+        elif tests:
+            self.matches = lambda labels: all(test(labels) for test in tests)
+        else:
+            self.matches = lambda labels: True
 
     def empty(self) -> bool:
         return not self._requirements
@@ -251,8 +274,9 @@ class Selector:
 class _NothingSelector(Selector):
     __slots__ = ()
 
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return False
+    def __init__(self) -> None:
+        super().__init__()
+        self.matches = lambda labels: False
 
     def empty(self) -> bool:
         return False

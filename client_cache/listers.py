@@ -46,8 +46,9 @@ def _append_matching(objects: list[Any], selector: Selector, append_fn: AppendFu
         for obj in objects:
             append_fn(obj)
         return
+    matches, get_labels = selector.matches, meta.get_labels
     for obj in objects:
-        if selector.matches(meta.get_labels(obj)):
+        if matches(get_labels(obj)):
             append_fn(obj)
 
 

@@ -46,7 +46,7 @@ from client_cache.listwatch import (
 )
 from client_cache.pager import ListPager, new_list_pager
 from client_cache.schema import GroupVersionResource
-from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
 from client_cache.testing.apistore import ResourceType
 from client_cache.util.chan import CLOSED
 from client_cache.watch import Event, EventType, Watch
@@ -464,3 +464,36 @@ def test_kubeconfig_and_process_mode(tmp_path: Any) -> None:
     finally:
         proc.terminate()
         assert proc.wait(10) == 0
+
+
+def test_load_generator_mixed_changes_keep_the_count(server: EmbeddedApiServer) -> None:
+    http = urllib3.PoolManager()
+    pods = server.store.lookup("", "v1", "pods")
+    assert pods is not None
+    http.request("POST", f"{server.url}/__control/load?count=10&namespace=mx&kind=pods")
+    deadline = time.monotonic() + 10
+    while len(server.store.names(pods, "mx")) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    before = server.store.names(pods, "mx")
+    assert len(before) == 10
+    w = lw(server, "mx").watch(ListOptions(resource_version=server.store.resource_version))
+    wait_for_watches(server, 1)
+    http.request("POST", f"{server.url}/__control/load?count=8&namespace=mx&kind=pods"
+                         "&mix=mixed&rate=500")
+    events: list[Event] = []
+    while len(events) < 8:
+        events.append(next_event(w, timeout=10))
+    w.stop()
+    # create, update, update, delete (the oldest), twice; every change stamped
+    assert [e.type for e in events] == [EventType.ADDED, EventType.MODIFIED,
+                                        EventType.MODIFIED, EventType.DELETED] * 2
+    assert [e.object["metadata"]["name"] for e in events if e.type == EventType.DELETED] \
+        == before[:2]
+    stamps = [float(e.object["metadata"]["annotations"][WRITTEN_AT_ANNOTATION])
+              for e in events]
+    assert stamps == sorted(stamps)
+    assert all(e.object["status"]["message"].startswith("change ")
+               for e in events if e.type == EventType.MODIFIED)
+    after = server.store.names(pods, "mx")
+    assert len(after) == 10 and set(before[2:]) <= set(after)
+    assert http.request("POST", f"{server.url}/__control/load?count=1&mix=odd").status >= 400

@@ -51,9 +51,25 @@ func main() {
 	expect := flag.Int("expect", 0, "objects in the namespace at start")
 	events := flag.Int("events", 0, "watch scenario: events to wait for after the sync")
 	handlers := flag.Int("handlers", 1, "counting handlers")
-	latency := flag.Bool("latency", false, "report the delay from the server's write")
 	transform := flag.Bool("transform", false, "drop managedFields before caching")
+	latencyEvents := flag.Int("latency-events", 0, "latency scenario: events after the throughput")
+	mode := flag.String("mode", "inform", "inform, s4 (indexer and lister) or s5 (workqueue)")
+	objects := flag.Int("objects", 100000, "s4: cached pods")
+	seconds := flag.Float64("seconds", 1, "s4: seconds per lookup kind")
+	keys := flag.Int("keys", 100000, "s5: keys")
 	flag.Parse()
+	printJSON := func(out map[string]interface{}) {
+		line, _ := json.Marshal(out)
+		fmt.Println(string(line))
+	}
+	switch *mode {
+	case "s4":
+		printJSON(s4(*objects, *seconds))
+		return
+	case "s5":
+		printJSON(s5(*keys))
+		return
+	}
 
 	runtime.GC()
 	baseline := rssKB("VmRSS")
@@ -76,7 +92,7 @@ func main() {
 	var delays []float64
 	recording := atomic.Bool{}
 	bump := func(obj interface{}) {
-		if *latency && recording.Load() {
+		if recording.Load() {
 			if pod, ok := obj.(*corev1.Pod); ok {
 				if written, err := strconv.ParseFloat(
 					pod.Annotations["bench.client-cache.io/written-at"], 64); err == nil {
@@ -110,37 +126,39 @@ func main() {
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss := rssKB("VmRSS")
-	objects := len(informer.GetStore().ListKeys())
-	out := map[string]interface{}{
-		"scenario": "sync", "seconds": synced, "objects": objects,
+	cached := len(informer.GetStore().ListKeys())
+	printJSON(map[string]interface{}{
+		"scenario": "sync", "seconds": synced, "objects": cached,
 		"rss_kb": rss, "peak_rss_kb": peak, "baseline_rss_kb": baseline,
-	}
-	line, _ := json.Marshal(out)
-	fmt.Println(string(line))
+	})
+	seen := want
 	if *events > 0 {
-		recording.Store(true)
-		fmt.Println("SYNCED")
-		total := want + int64(*events**handlers)
-		var first time.Time
-		for count.Load() == want {
+		fmt.Println("READY throughput")
+		for count.Load() == seen {
 			time.Sleep(100 * time.Microsecond)
 		}
-		first = time.Now()
-		for count.Load() < total {
+		first := time.Now()
+		seen += int64(*events * *handlers)
+		for count.Load() < seen {
 			time.Sleep(time.Millisecond)
 		}
 		elapsed := float64(last.Load()-first.UnixNano()) / 1e9
-		out = map[string]interface{}{"scenario": "watch", "events": *events,
-			"seconds": elapsed, "events_per_second": float64(*events) / elapsed}
-		if *latency {
-			mu.Lock()
-			sort.Float64s(delays)
-			out["latency_p50_ms"] = delays[len(delays)/2] * 1000
-			out["latency_p99_ms"] = delays[len(delays)*99/100] * 1000
-			mu.Unlock()
+		printJSON(map[string]interface{}{"scenario": "throughput", "events": *events,
+			"seconds": elapsed, "events_per_second": float64(*events) / elapsed})
+	}
+	if *latencyEvents > 0 {
+		recording.Store(true)
+		fmt.Println("READY latency")
+		seen += int64(*latencyEvents * *handlers)
+		for count.Load() < seen {
+			time.Sleep(time.Millisecond)
 		}
-		line, _ = json.Marshal(out)
-		fmt.Println(string(line))
+		mu.Lock()
+		sort.Float64s(delays)
+		printJSON(map[string]interface{}{"scenario": "latency", "events": len(delays),
+			"latency_p50_ms": delays[len(delays)/2] * 1000,
+			"latency_p99_ms": delays[len(delays)*99/100] * 1000})
+		mu.Unlock()
 	}
 	close(stop)
 }

@@ -46,6 +46,7 @@ import contextlib
 import itertools
 import json
 import queue
+import random
 import signal
 import socket
 import subprocess
@@ -53,6 +54,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -71,7 +73,8 @@ from client_cache.errors import (
 )
 from client_cache.testing.apistore import ApiStore, ResourceType, Watcher, encode_event
 
-__all__ = ["WRITTEN_AT_ANNOTATION", "EmbeddedApiServer", "EmbeddedApiServerProcess", "main"]
+__all__ = ["WRITTEN_AT_ANNOTATION", "EmbeddedApiServer", "EmbeddedApiServerProcess", "main",
+           "sample_object"]
 
 #: The annotation in which the load generator stores when it wrote an object.
 WRITTEN_AT_ANNOTATION = "bench.client-cache.io/written-at"
@@ -323,28 +326,52 @@ class EmbeddedApiServer:
                 self._stall_changed.wait()
 
     def start_load(self, count: int, namespace: str = "bench", kind: str = "configmaps",
-                   rate: float = 0.0) -> None:
-        """Create ``count`` objects in ``namespace`` from a background thread
+                   rate: float = 0.0, mix: str = "create") -> None:
+        """Make ``count`` changes in ``namespace`` from a background thread
         (``apiserver-load``): a load generator for benchmarks that keeps the writer inside
         the server's process. ``kind`` is ``configmaps`` (small) or ``pods`` (about 3 KB of
-        JSON each, shaped like real pods). The objects are built first, then written as
-        fast as the store takes them, or ``rate`` per second; each carries the time it was
-        written (``time.time()``) in the annotation :data:`WRITTEN_AT_ANNOTATION`, so a
-        client on the same machine can measure the delay to its handler."""
+        JSON each, shaped like real pods). With ``mix="create"`` every change creates an
+        object; with ``mix="mixed"`` the changes cycle create, update, update, delete (the
+        updates change a random existing object's status, the delete removes the oldest),
+        so the number of objects stays the same after every multiple of four. New objects
+        are built first, then the changes are written as fast as the store takes them, or
+        ``rate`` per second; each written or deleted object carries the time of the write
+        (``time.time()``) in the annotation :data:`WRITTEN_AT_ANNOTATION`, so a client on
+        the same machine can measure the delay to its handler."""
+        if mix not in ("create", "mixed"):
+            raise ValueError(f"mix must be 'create' or 'mixed', not {mix!r}")
         rtype = self.store.lookup("", "v1", kind)
         assert rtype is not None
+        store = self.store
 
         def run() -> None:
-            objects = [_load_object(kind, i) for i in range(count)]
+            creates = count if mix == "create" else (count + 3) // 4
+            objects = [sample_object(kind, i) for i in range(creates)]
+            names = deque(store.names(rtype, namespace))
+            rng = random.Random(count)
             started = time.monotonic()
-            for i, obj in enumerate(objects):
+            for i in range(count):
                 if rate > 0:
                     delay = started + i / rate - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-                annotations = obj["metadata"].setdefault("annotations", {})
-                annotations[WRITTEN_AT_ANNOTATION] = f"{time.time():.6f}"
-                self.store.insert(rtype, namespace, obj)
+                step = i % 4 if mix == "mixed" else 0
+                stamp = {WRITTEN_AT_ANNOTATION: f"{time.time():.6f}"}
+                if step == 0:
+                    obj = objects[i // 4 if mix == "mixed" else i]
+                    obj["metadata"].setdefault("annotations", {}).update(stamp)
+                    names.append(store.insert(rtype, namespace, obj)["metadata"]["name"])
+                elif step == 3:
+                    store.remove(rtype, namespace, names.popleft(), stamp)
+                else:
+                    name = names[rng.randrange(len(names))]
+                    current = store.peek(rtype, namespace, name)
+                    md = current["metadata"]
+                    changed = dict(current, metadata=dict(
+                        md, annotations={**(md.get("annotations") or {}), **stamp}))
+                    if isinstance(current.get("status"), dict):
+                        changed["status"] = dict(current["status"], message=f"change {i}")
+                    store.replace(rtype, namespace, name, changed)
 
         threading.Thread(target=run, name="apiserver-load", daemon=True).start()
 
@@ -352,7 +379,11 @@ class EmbeddedApiServer:
         return len(self.store.watchers())
 
 
-def _load_object(kind: str, i: int) -> dict[str, Any]:
+def sample_object(kind: str, i: int) -> dict[str, Any]:
+    """The ``i``-th object the load generator writes: for ``pods`` about 3 KB of JSON
+    shaped like a real pod (labels, annotations, an owner reference, managedFields,
+    twelve environment variables, status with conditions), on node ``node-{i % 50}``;
+    otherwise a small configmap. It has ``generateName`` and no namespace."""
     if kind != "pods":
         return {"metadata": {"generateName": "load-", "labels": {"load": "true"}},
                 "data": {"index": str(i)}}
@@ -759,7 +790,8 @@ class _Handler(BaseHTTPRequestHandler):
             "load": lambda: owner.start_load(int(query.get("count", "1000")),
                                              query.get("namespace", "bench"),
                                              query.get("kind", "configmaps"),
-                                             float(query.get("rate", "0"))),
+                                             float(query.get("rate", "0")),
+                                             query.get("mix", "create")),
             "state": lambda: None,
         }
         name = parts[0] if parts else ""
@@ -767,7 +799,10 @@ class _Handler(BaseHTTPRequestHandler):
         if action is None or method not in ("POST", "GET"):
             raise ApiStatusError(404, "NotFound", f"unknown control {name!r}")
         self._body()
-        result = action()
+        try:
+            result = action()
+        except ValueError as err:
+            raise ApiStatusError(400, "BadRequest", f"control {name}: {err}") from err
         self._send_obj(200, {"ok": True, "result": result,
                              "resourceVersion": owner.store.resource_version,
                              "watches": owner.open_watch_count()})

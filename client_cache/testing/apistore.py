@@ -374,6 +374,16 @@ class ApiStore:
             self._record_locked(rtype, "ADDED", key, obj, None)
             return obj
 
+    def names(self, rtype: ResourceType, namespace: str) -> list[str]:
+        """The names of the objects of ``rtype`` in ``namespace``, oldest first."""
+        with self._lock:
+            return [name for (ns, name) in self._objects[rtype.key] if ns == namespace]
+
+    def peek(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        """:meth:`get` without the copy (never modify the result)."""
+        with self._lock:
+            return self._existing_locked(rtype, namespace, name)[1]
+
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         with self._lock:
             obj = self._objects[rtype.key].get(self._key(rtype, namespace, name))
@@ -392,7 +402,7 @@ class ApiStore:
             if md.get("name") not in (None, name):
                 raise new_bad_request("the name of the object does not match the URL")
             _check_version(rtype, name, current, md.get("resourceVersion"))
-            return self._replace_locked(rtype, key, current, obj)
+            return copy.deepcopy(self._replace_locked(rtype, key, current, obj))
 
     def _existing_locked(
         self, rtype: ResourceType, namespace: str, name: str
@@ -425,7 +435,7 @@ class ApiStore:
         md["resourceVersion"] = str(self._rv)
         self._objects[rtype.key][key] = obj
         self._record_locked(rtype, "MODIFIED", key, obj, current)
-        return copy.deepcopy(obj)
+        return obj
 
     def patch(
         self, rtype: ResourceType, namespace: str, name: str, patch: Mapping[str, Any]
@@ -436,19 +446,36 @@ class ApiStore:
             _check_version(rtype, name, current, (patch.get("metadata") or {}).get(
                 "resourceVersion"))
             merged = _merge_patch(copy.deepcopy(current), patch)
-            return self._replace_locked(rtype, key, current, merged)
+            return copy.deepcopy(self._replace_locked(rtype, key, current, merged))
 
     def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.remove(rtype, namespace, name))
+
+    def remove(self, rtype: ResourceType, namespace: str, name: str,
+               annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`delete` without the copy of the result (never modify it); the load
+        generator passes ``annotations`` to stamp on the final state it sends."""
         with self._lock:
             key = self._key(rtype, namespace, name)
             current = self._objects[rtype.key].pop(key, None)
             if current is None:
                 raise new_not_found(rtype.group, rtype.plural, name)
             self._rv += 1
-            final = copy.deepcopy(current)
-            final["metadata"]["resourceVersion"] = str(self._rv)
+            md = dict(current["metadata"], resourceVersion=str(self._rv))
+            if annotations:
+                md["annotations"] = {**(md.get("annotations") or {}), **annotations}
+            final = dict(current, metadata=md)
             self._record_locked(rtype, "DELETED", key, final, current)
-            return copy.deepcopy(final)
+            return final
+
+    def replace(self, rtype: ResourceType, namespace: str, name: str,
+                obj: dict[str, Any]) -> dict[str, Any]:
+        """An unconditional update that takes ``obj`` itself, for load generators (never
+        modify ``obj`` afterwards); returns the stored object."""
+        with self._lock:
+            key, current = self._existing_locked(rtype, namespace, name)
+            self._replace_locked(rtype, key, current, obj)
+            return obj
 
     def delete_collection(
         self, rtype: ResourceType, namespace: str, label_selector: labelsel.Selector

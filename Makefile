@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test lint bench bench-compare demo clean
+.PHONY: venv envtest test lint bench bench-micro demo clean
 
 venv: $(STAMP)
 
@@ -34,16 +34,23 @@ lint: $(STAMP)
 	$(PY) -m ruff check client_cache tests examples bench docs
 	$(PY) -m mypy --strict client_cache
 
-bench: $(STAMP)
+# The side-by-side benchmark (issue 10): client_cache vs the kubernetes package's informer
+# and Watch loops vs client-go (needs Go; about 20 minutes). Writes bench/results/latest.*
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) -m bench.bench_compare
+
+# Micro-benchmarks of client_cache alone: queues, workqueue, wire decoding, reflector, informer.
+bench-micro: $(STAMP)
 	$(PY) -m bench.bench_queues
 	$(PY) -m bench.bench_workqueue
 	$(PY) -m bench.bench_wire
 	$(PY) -m bench.bench_reflector
 	$(PY) -m bench.bench_informer
-
-# client_cache vs the kubernetes package's informer and Watch loops vs client-go (needs Go)
-bench-compare: $(STAMP)
-	$(PY) -m bench.bench_compare
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -85,7 +85,14 @@ from client_cache.store import (
     new_indexer,
     new_store,
 )
-from client_cache.util.chan import CLOSED, STOPPED, Chan, DoneChan, select_or_stop
+from client_cache.util.chan import (
+    CLOSED,
+    STOPPED,
+    TIMED_OUT,
+    Chan,
+    DoneChan,
+    select_or_stop,
+)
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.runtime import handle_error
 from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
@@ -118,6 +125,11 @@ DEFAULT_MIN_WATCH_TIMEOUT = 300.0
 DEFAULT_EXPECTED_TYPE_NAME = "<unspecified>"
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+# How long the watch loop waits on the result channel alone before it blocks in a select
+# over every channel (see _handle_watch); short enough that a stop or an error is never
+# noticed later than this while events flow.
+_BUSY_STREAM_WAIT = 0.002
 
 
 class _StopRequested(ClientCacheError):
@@ -553,9 +565,18 @@ class Reflector:
         ticker = InitialEventsEndBookmarkTicker(self.name, self.clock, start, 10.0,
                                                 exit_on_initial_events_end)
         try:
-            chans: list[Chan[Any]] = [watch.result_chan(), errors, idle_timer.c(), ticker.c()]
+            result = watch.result_chan()
+            chans: list[Chan[Any]] = [result, errors, idle_timer.c(), ticker.c()]
             while True:
-                index, value = select_or_stop(stop, chans)
+                index, value = select_or_stop(stop, chans, 0)
+                if index == TIMED_OUT:
+                    # Nothing ready. A busy stream has its next event within a moment: wait
+                    # for it on the result channel alone, which is much cheaper than
+                    # registering with every channel; then block in a full select.
+                    value, ok = result.recv(_BUSY_STREAM_WAIT)
+                    index = 0 if ok or value is CLOSED else TIMED_OUT
+                if index == TIMED_OUT:
+                    index, value = select_or_stop(stop, chans)
                 if index == STOPPED:
                     raise ERROR_STOP_REQUESTED
                 if index == 1:

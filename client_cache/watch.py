@@ -348,6 +348,9 @@ class _DecodeError(Exception):
     pass
 
 
+_EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
+
+
 class StreamWatcher:
     """A :class:`Watch` over a streaming HTTP response (Go ``watch.StreamWatcher``).
 
@@ -399,6 +402,10 @@ class StreamWatcher:
         return not self._thread.is_alive()
 
     def _deliver(self, event: Event) -> bool:
+        if self._done.closed():
+            return False
+        if self._result.try_send(event):  # room in the buffer: the common case, no select
+            return True
         index, _ = select([self._done, _Sendable(self._result)])
         if index == 0:
             return False
@@ -432,7 +439,7 @@ class StreamWatcher:
     def _parse(self, line: bytes) -> Event:
         try:
             raw = self._loads(line)
-            event_type = EventType(raw["type"])
+            event_type = _EVENT_TYPES[raw["type"]]
             obj = raw["object"]
         except (ValueError, KeyError, TypeError) as err:
             raise _DecodeError(f"unable to decode an event from the watch stream: {err}") from err

@@ -171,6 +171,10 @@ class Config:
     watch_error_handler: WatchErrorHandler | None = None
     watch_list_page_size: int = 0
     clock: WithTicker = field(default_factory=lambda: REAL_CLOCK)
+    #: Port addition: seconds without any watch event or bookmark after which the
+    #: reflector abandons the watch and watches again from its resourceVersion (None: the
+    #: reflector's default, the watch's server timeout plus one minute).
+    watch_idle_timeout: float | None = None
 
 
 @runtime_checkable
@@ -200,6 +204,7 @@ class _Controller:
                 resync_period=cfg.full_resync_period,
                 min_watch_timeout=cfg.min_watch_timeout,
                 clock=self.clock,
+                idle_timeout=cfg.watch_idle_timeout,
             ),
         )
         reflector.should_resync = cfg.should_resync

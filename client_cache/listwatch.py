@@ -17,6 +17,8 @@ errors propagate as urllib3 raises them.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
@@ -33,6 +35,10 @@ from client_cache.schema import GroupVersionResource
 from client_cache.watch import StreamWatcher, Watch
 
 __all__ = [
+    "KEEPALIVE_IDLE",
+    "KEEPALIVE_INTERVAL",
+    "KEEPALIVE_PROBES",
+    "WATCH_HEADER_TIMEOUT",
     "ClientListerWatcher",
     "ListFunc",
     "ListWatch",
@@ -40,6 +46,7 @@ __all__ = [
     "ListerWatcher",
     "WatchFunc",
     "Watcher",
+    "keep_alive",
     "model_decoder",
     "new_filtered_list_watch_from_client",
     "new_list_watch_from_client",
@@ -115,7 +122,9 @@ class ClientListerWatcher:
 
     ``idle_timeout`` is the client-side idle timeout of watches (seconds without any
     data, not even a bookmark, after which the watch ends); ``request_timeout`` bounds a
-    LIST request. ``loads`` decodes JSON (orjson when installed, else stdlib ``json``).
+    LIST request and a WATCH's wait for its response headers (for a WATCH without it:
+    :data:`WATCH_HEADER_TIMEOUT`). Connections get TCP keepalive (:func:`keep_alive`).
+    ``loads`` decodes JSON (orjson when installed, else stdlib ``json``).
     """
 
     def __init__(
@@ -156,6 +165,13 @@ class ClientListerWatcher:
         host = str(self.api_client.configuration.host).rstrip("/")
         query = urlencode(options.to_query())
         return f"{host}{self._path}?{query}" if query else f"{host}{self._path}"
+
+    def reset_connections(self) -> None:
+        """Close the idle pooled connections of the client (the reflector calls this when
+        a watch went silent: the network path may be dead, and a request sent on another
+        connection of that path would hang instead of failing). Connections in use are not
+        touched; new requests dial again."""
+        self.api_client.rest_client.pool_manager.clear()
 
     def _request(self, options: ListOptions, timeout: urllib3.Timeout) -> Any:
         pool = self.api_client.rest_client.pool_manager
@@ -200,6 +216,7 @@ class ClientListerWatcher:
             self._options(options, False),
             urllib3.Timeout(connect=30, read=self.request_timeout),
         )
+        keep_alive(response, self.api_client)
         self._raise_for_status(response)
         try:
             body = response.read()
@@ -217,11 +234,59 @@ class ClientListerWatcher:
     def watch(self, options: ListOptions) -> Watch:
         """Start a WATCH; the :class:`~client_cache.watch.StreamWatcher` delivers events."""
         options = self._options(options, True)
-        response = self._request(options, urllib3.Timeout(connect=30, read=self.idle_timeout))
+        # The response headers come at once (the events follow); a connection that gives
+        # nothing within the header timeout is dead. Then the idle timeout takes over.
+        header_timeout = self.request_timeout or WATCH_HEADER_TIMEOUT
+        response = self._request(options, urllib3.Timeout(connect=30, read=header_timeout))
+        keep_alive(response, self.api_client)
         self._raise_for_status(response)
+        sock = getattr(getattr(response, "connection", None), "sock", None)
+        if sock is not None:
+            sock.settimeout(self.idle_timeout)
         return StreamWatcher(
             response, self._decode, name=self.gvr.resource, loads=self._loads
         )
+
+
+#: How long a WATCH request waits for the response headers when the lister-watcher has no
+#: ``request_timeout`` (the server sends them at once).
+WATCH_HEADER_TIMEOUT = 60.0
+
+#: TCP keepalive of the client's connections, as client-go dials them: the first probe
+#: after :data:`KEEPALIVE_IDLE` idle seconds, then one every :data:`KEEPALIVE_INTERVAL`
+#: seconds, the connection dropped after :data:`KEEPALIVE_PROBES` unanswered probes.
+KEEPALIVE_IDLE = 30
+KEEPALIVE_INTERVAL = 15
+KEEPALIVE_PROBES = 9
+
+
+def keep_alive(response: Any, api_client: Any = None) -> None:
+    """Turn on TCP keepalive for the connection of ``response`` (it stays on when the
+    connection goes back to the pool), unless the client's configuration chose its own
+    socket options or its own keepalive.
+
+    A watch can be silent for minutes, and a peer that vanished without a FIN or RST (a
+    rebooted node, a dropped NAT entry) would otherwise go unnoticed until the watch's
+    timeout, or for ever for a request waiting on a pooled connection. Go's client dials
+    with a 30 s keepalive (and pings HTTP/2 connections); these are the timings it asks the
+    kernel for. Platforms without the TCP_KEEP* options get plain SO_KEEPALIVE; a response
+    without a reachable socket is left alone.
+    """
+    config = getattr(api_client, "configuration", None)
+    if getattr(config, "socket_options", None) is not None or getattr(config, "keep_alive",
+                                                                       False):
+        return
+    sock = getattr(getattr(response, "connection", None), "sock", None)
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE),
+                            ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+                            ("TCP_KEEPCNT", KEEPALIVE_PROBES)):
+            option = getattr(socket, name, None)
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 def new_filtered_list_watch_from_client(

@@ -520,6 +520,10 @@ class Reflector:
                 if error is not None:
                     _log.info("%s: watch of %s stalled, re-establishing it", self.name,
                               self.type_description)
+                    # the path to the server may be dead: do not reuse idle connections
+                    reset = getattr(self.lister_watcher, "reset_connections", None)
+                    if callable(reset):
+                        reset()
                 continue
             if error is ERROR_STOP_REQUESTED:
                 return
@@ -603,7 +607,8 @@ class Reflector:
                 try:
                     rv = meta.get_resource_version(event.object)
                 except MetaAccessError:
-                    handle_error(f"{self.name}: unable to understand watch event {event!r}")
+                    handle_error(f"{self.name}: unable to understand watch event of "
+                                 f"{self.type_description}: {event!r}")
                     continue
                 bookmark_end = False
                 if event.type is EventType.ADDED:
@@ -647,8 +652,8 @@ class Reflector:
         if self.expected_gvk is not None:
             got = meta.type_meta(obj)
             if got != self.expected_gvk:
-                handle_error(f"{self.name}: expected gvk {self.expected_gvk}, but watch event "
-                             f"object had gvk {got}")
+                handle_error(f"{self.name}: expected gvk {self.expected_gvk} "
+                             f"({self.type_description}), but watch event object had gvk {got}")
                 return False
         return True
 

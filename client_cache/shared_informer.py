@@ -330,14 +330,16 @@ class SharedIndexInformerProtocol(SharedInformer, Protocol):
 
 @dataclass
 class SharedIndexInformerOptions:
-    """Go ``SharedIndexInformerOptions``; ``clock`` and ``use_real_fifo`` are port
-    additions (a fake clock for tests; client-go's in-order informers)."""
+    """Go ``SharedIndexInformerOptions``; ``clock``, ``use_real_fifo`` and
+    ``watch_idle_timeout`` are port additions (a fake clock for tests; client-go's in-order
+    informers; how long a silent watch is trusted, see :class:`~client_cache.controller.Config`)."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
     object_description: str = ""
     clock: WithTicker | None = None
     use_real_fifo: bool = False
+    watch_idle_timeout: float | None = None
 
 
 class _InformerController:
@@ -374,6 +376,7 @@ class SharedIndexInformer:
         self.resync_check_period = options.resync_period
         self.default_event_handler_resync_period = options.resync_period
         self.use_real_fifo = options.use_real_fifo
+        self.watch_idle_timeout = options.watch_idle_timeout
         self.cache_mutation_detector = new_cache_mutation_detector(description)
         self._started = False
         self._stopped = False
@@ -431,6 +434,7 @@ class SharedIndexInformer:
                 should_resync=self.processor.should_resync,
                 watch_error_handler=self._watch_error_handler,
                 clock=self.clock,
+                watch_idle_timeout=self.watch_idle_timeout,
             )
             self._controller = _Controller(config)
             self._started = True

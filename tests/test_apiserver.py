@@ -497,3 +497,17 @@ def test_load_generator_mixed_changes_keep_the_count(server: EmbeddedApiServer) 
     after = server.store.names(pods, "mx")
     assert len(after) == 10 and set(before[2:]) <= set(after)
     assert http.request("POST", f"{server.url}/__control/load?count=1&mix=odd").status >= 400
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "", "::", "192.0.2.1", "example.com"])
+def test_refuses_to_bind_anything_but_loopback(host: str) -> None:
+    with pytest.raises(ValueError, match="only to loopback"):
+        EmbeddedApiServer(host=host)
+    proc = subprocess.run([sys.executable, "-m", "client_cache.testing.apiserver", "--host",
+                           host], check=False, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "only to loopback" in proc.stderr
+
+
+def test_localhost_is_loopback() -> None:
+    with EmbeddedApiServer(host="localhost") as server:
+        assert server.host == "127.0.0.1"

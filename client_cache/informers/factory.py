@@ -20,6 +20,7 @@ periods and a transform applied by every informer. Every informer gets a namespa
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,12 +57,16 @@ NewInformerFunc = Callable[[Any, float], SharedIndexInformer]
 
 @dataclass
 class SharedInformerFactoryOptions:
-    """Go's ``SharedInformerOption``\\ s as one dataclass."""
+    """Go's ``SharedInformerOption``\\ s as one dataclass, plus ``watch_idle_timeout`` (a
+    port addition): seconds of silence (no event, no bookmark) after which an informer's
+    watch is abandoned and re-established from its resourceVersion, without a relist
+    (None: the watch's server timeout plus one minute)."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
     custom_resync: dict[GroupVersionResource, float] = field(default_factory=dict)
     transform: TransformFunc | None = None
+    watch_idle_timeout: float | None = None
 
 
 class GenericInformer:
@@ -92,36 +97,44 @@ class SharedInformerFactory:
         self.tweak_list_options = options.tweak_list_options
         self.custom_resync = dict(options.custom_resync)
         self.transform = options.transform
+        self.watch_idle_timeout = options.watch_idle_timeout
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
         self._started: set[GroupVersionResource] = set()
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
 
-    def _default_informer(self, gvr: GroupVersionResource, object_type: Any) -> NewInformerFunc:
+    def _default_informer(self, gvr: GroupVersionResource, object_type: Any,
+                          expected_type: Any) -> NewInformerFunc:
         def build(api_client: Any, resync: float) -> SharedIndexInformer:
             lw: ListerWatcher = new_filtered_list_watch_from_client(
                 api_client, gvr, self.namespace, self.tweak_list_options,
                 object_type=object_type)
             return new_shared_index_informer_with_options(
-                lw, object_type, SharedIndexInformerOptions(
+                lw, expected_type, SharedIndexInformerOptions(
                     resync_period=resync,
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
-                    object_description=str(gvr)))
+                    object_description=str(gvr),
+                    watch_idle_timeout=self.watch_idle_timeout))
         return build
 
     def informer_for(
         self, gvr: GroupVersionResource, new_func: NewInformerFunc | None = None,
-        object_type: Any = None,
+        object_type: Any = None, expected_type: Any = None,
     ) -> SharedIndexInformer:
         """The informer for ``gvr``, created on first request (Go ``InformerFor``); a later
-        request gets the same informer whatever ``new_func`` or ``object_type`` it gives."""
+        request gets the same informer whatever ``new_func`` or ``object_type`` it gives.
+
+        ``object_type`` is the model class objects are built as (None: wire dicts);
+        ``expected_type`` is what its reflector checks watch objects against (a class, or
+        an example dict carrying ``apiVersion`` and ``kind``; default ``object_type``)."""
         with self._lock:
             informer = self._informers.get(gvr)
             if informer is not None:
                 return informer
             resync = self.custom_resync.get(gvr, self.default_resync)
-            build = new_func or self._default_informer(gvr, object_type)
+            build = new_func or self._default_informer(
+                gvr, object_type, object_type if expected_type is None else expected_type)
             informer = build(self.api_client, resync)
             informer.set_transform(self.transform)
             self._informers[gvr] = informer
@@ -176,6 +189,9 @@ class SharedInformerFactory:
 
 
 # Known resources of the typed accessors: (group, version) -> {plural: (singular, model)}.
+# The kind of a kubernetes.client model name: V1Pod -> Pod, CoreV1Event -> Event.
+_KIND_OF_MODEL = re.compile(r"^(?:Core)?V\d+(?:(?:alpha|beta)\d+)?")
+
 _KNOWN: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
     ("", "v1"): {
         "pods": ("pod", "V1Pod"),
@@ -229,7 +245,13 @@ class _Version:
 
             object_type = getattr(models_module, model_name)
         gvr = GroupVersionResource(self._group, self._version, plural)
-        informer = self._factory.informer_for(gvr, object_type=object_type)
+        # Like Go's typed informers, whose reflector rejects watch objects of another type:
+        # with wire dicts, the reflector checks apiVersion and kind.
+        api_version = f"{self._group}/{self._version}" if self._group else self._version
+        expected = object_type if object_type is not None else {
+            "apiVersion": api_version, "kind": _KIND_OF_MODEL.sub("", model_name)}
+        informer = self._factory.informer_for(gvr, object_type=object_type,
+                                              expected_type=expected)
         return GenericInformer(informer, gvr, GroupResource(self._group, singular))
 
     def __getattr__(self, plural: str) -> Callable[..., GenericInformer]:

@@ -80,7 +80,9 @@ __all__ = ["WRITTEN_AT_ANNOTATION", "EmbeddedApiServer", "EmbeddedApiServerProce
 WRITTEN_AT_ANNOTATION = "bench.client-cache.io/written-at"
 
 _LOOPBACK = "127.0.0.1"
+_LOOPBACK_NAMES = (_LOOPBACK, "localhost")  # it has no authentication: never anything else
 _GARBLE = "garble"
+_BAD_LISTS = ("html", "truncated", "cut")
 _ABORT = "abort"
 
 
@@ -104,13 +106,13 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, owner: EmbeddedApiServer, port: int) -> None:
+    def __init__(self, owner: EmbeddedApiServer, host: str, port: int) -> None:
         self.owner = owner
         self._conn_ids = itertools.count(1)
         self.connections: set[socket.socket] = set()
         self.threads: set[threading.Thread] = set()
         self.conn_lock = threading.Lock()
-        super().__init__((_LOOPBACK, port), _Handler)
+        super().__init__((host, port), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # The handler writes headers and body separately; with Nagle's algorithm on, the
@@ -159,20 +161,28 @@ class EmbeddedApiServer:
         history: int = 100_000,
         store: ApiStore | None = None,
         uncached_resources: tuple[str, ...] = (),
+        host: str = _LOOPBACK,
     ) -> None:
+        if host not in _LOOPBACK_NAMES:
+            raise ValueError(f"the embedded API server binds only to loopback "
+                             f"({', '.join(_LOOPBACK_NAMES)}), not {host!r}")
         self.store = store or ApiStore(history, uncached_resources)
         self.bookmark_interval = bookmark_interval
         self.latency = 0.0
         self._faults: list[_Fault] = []
+        self._bad_lists: list[str] = []
         self._fault_lock = threading.Lock()
         self._stalled = False
         self._stall_changed = threading.Condition()
-        self._httpd = _Server(self, port)
+        self._httpd = _Server(self, _LOOPBACK, port)
         address = self._httpd.server_address
         self.host: str = str(address[0])
         self.port: int = int(address[1])
         self._thread: threading.Thread | None = None
         self.requests = 0
+        #: LIST (including each page) and WATCH requests served so far.
+        self.list_requests = 0
+        self.watch_requests = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -297,6 +307,27 @@ class EmbeddedApiServer:
         """Write a line that is not JSON to every open watch."""
         for watcher in self.store.watchers():
             watcher.queue.put(_GARBLE)
+
+    def send_raw_line(self, line: bytes | str) -> None:
+        """Write ``line`` (a newline is added) to every open watch, as it is: for tests of
+        what a client does with a well-formed stream carrying a bad event."""
+        data = (line.encode() if isinstance(line, str) else line).rstrip(b"\n") + b"\n"
+        for watcher in self.store.watchers():
+            watcher.queue.put(data)
+
+    def corrupt_next_lists(self, mode: str, count: int = 1) -> None:
+        """Answer the next ``count`` LIST requests with a broken body: ``html`` (200 with an
+        HTML page, as a misconfigured proxy would), ``truncated`` (200 with the JSON cut in
+        half and a matching Content-Length) or ``cut`` (the full Content-Length announced,
+        half the body sent, then the connection closed)."""
+        if mode not in _BAD_LISTS:
+            raise ValueError(f"mode must be one of {sorted(_BAD_LISTS)}, not {mode!r}")
+        with self._fault_lock:
+            self._bad_lists.extend([mode] * count)
+
+    def _take_bad_list(self) -> str | None:
+        with self._fault_lock:
+            return self._bad_lists.pop(0) if self._bad_lists else None
 
     def compact(self) -> int:
         """Drop the change history: older resourceVersions and continue tokens expire."""
@@ -638,6 +669,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _list(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
         store = self.owner.store
+        self.owner.list_requests += 1
         label_sel, field_sel = self._selectors(query)
         probe = Watcher(rtype, namespace, label_sel, field_sel)
         rv_param = query.get("resourceVersion", "")
@@ -682,12 +714,38 @@ class _Handler(BaseHTTPRequestHandler):
             md["continue"] = _encode_continue(served, _object_key(page[-1]))
             md["remainingItemCount"] = len(selected) - limit
             selected = page
-        self._send_obj(200, {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
-                             "metadata": md, "items": selected})
+        body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
+                "metadata": md, "items": selected}
+        bad = self.owner._take_bad_list()
+        if bad is None:
+            self._send_obj(200, body)
+        else:
+            self._send_bad_list(bad, json.dumps(body, separators=(",", ":")).encode())
+
+    def _send_bad_list(self, mode: str, body: bytes) -> None:
+        self.send_response(200)
+        if mode == "html":
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
+        half = body[: len(body) // 2]
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(half) if mode == "truncated" else len(body)))
+        self.end_headers()
+        self.wfile.write(half)
+        if mode == "cut":
+            self.wfile.flush()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
 
     # -- WATCH -------------------------------------------------------------------------------------
     def _watch(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
         owner = self.owner
+        owner.watch_requests += 1
         store = owner.store
         label_sel, field_sel = self._selectors(query)
         watcher = Watcher(rtype, namespace, label_sel, field_sel)
@@ -779,6 +837,9 @@ class _Handler(BaseHTTPRequestHandler):
             "close-watches": owner.close_watches,
             "abort-watches": owner.abort_watches,
             "garble": owner.send_garbled_line,
+            "raw-line": lambda: owner.send_raw_line(query.get("line", "")),
+            "bad-list": lambda: owner.corrupt_next_lists(query.get("mode", ""),
+                                                         int(query.get("count", "1"))),
             "stall": lambda: owner.stall_watches(query.get("on", "true") == "true"),
             "watch-error": lambda: owner.send_watch_error(int(query.get("code", "410"))),
             "fail": lambda: owner.fail_next(
@@ -874,8 +935,8 @@ class EmbeddedApiServerProcess:
 
     def control(self, action: str, **params: Any) -> dict[str, Any]:
         """Call ``/__control/<action>`` (compact, close-watches, abort-watches, garble,
-        stall, watch-error, fail, latency, drop-connections, load, state) and return its
-        JSON answer."""
+        raw-line, bad-list, stall, watch-error, fail, latency, drop-connections, load,
+        state) and return its JSON answer."""
         query = urlencode({k: str(v).lower() if isinstance(v, bool) else str(v)
                            for k, v in params.items()})
         url = f"{self.url}/__control/{action}" + (f"?{query}" if query else "")
@@ -894,15 +955,20 @@ def main(argv: list[str] | None = None) -> int:
     until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(description="client_cache embedded API server")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host", default=_LOOPBACK,
+                        help="127.0.0.1 or localhost: the server never binds anything else")
     parser.add_argument("--kubeconfig", default="")
     parser.add_argument("--bookmark-interval", type=float, default=1.0)
     parser.add_argument("--history", type=int, default=100_000)
     parser.add_argument("--uncached", action="append", default=[],
                         help="a resource (plural) served as if it had no watch cache")
     args = parser.parse_args(argv)
-    server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
-                               history=args.history,
-                               uncached_resources=tuple(args.uncached))
+    try:
+        server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
+                                   history=args.history, host=args.host,
+                                   uncached_resources=tuple(args.uncached))
+    except ValueError as err:
+        parser.error(str(err))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

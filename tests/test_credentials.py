@@ -1,0 +1,220 @@
+"""Credentials never leak: with every logger at DEBUG and an ApiClient carrying a bearer token
+and client certificate files, the informer is driven through every error path the embedded
+server can produce; no log record, formatted traceback or exception text may contain the
+token, the key material, the key file's path or an Authorization header.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient, Configuration, CoreV1Api
+
+from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.informers import (
+    SharedInformerFactoryOptions,
+    new_shared_informer_factory_with_options,
+)
+from client_cache.testing.apiserver import EmbeddedApiServer
+
+TOKEN = "s3cr3t-t0ken-9f2c41d7e"
+KEY_MATERIAL = "UHJpdmF0ZUtleU1hdGVyaWFsLTdkMWU"
+NAMESPACE = "creds"
+
+
+class Secrets:
+    """What must never appear, and the check over collected texts."""
+
+    def __init__(self, key_file: Path) -> None:
+        self.needles = [TOKEN, KEY_MATERIAL, str(key_file), "Authorization", "authorization:",
+                        "Bearer "]
+
+    def leaks(self, texts: list[str]) -> list[tuple[str, str]]:
+        return [(needle, text[:300]) for text in texts for needle in self.needles
+                if needle in text]
+
+
+def record_texts(records: list[logging.LogRecord]) -> list[str]:
+    """Everything a handler could write for these records: message, arguments, traceback."""
+    texts = []
+    for record in records:
+        texts.append(record.getMessage())
+        texts.append(repr(record.args))
+        if record.exc_info and record.exc_info[1] is not None:
+            texts.append("".join(traceback.format_exception(*record.exc_info)))
+        if record.exc_text:
+            texts.append(record.exc_text)
+    return texts
+
+
+@pytest.fixture
+def secret_client(
+        tmp_path: Path) -> Iterator[tuple[EmbeddedApiServer, Secrets, Callable[[], ApiClient]]]:
+    key_file = tmp_path / "client.key"
+    key_file.write_text(f"-----BEGIN PRIVATE KEY-----\n{KEY_MATERIAL}\n"
+                        "-----END PRIVATE KEY-----\n")
+    cert_file = tmp_path / "client.crt"
+    cert_file.write_text("-----BEGIN CERTIFICATE-----\nY2VydA==\n-----END CERTIFICATE-----\n")
+    server = EmbeddedApiServer(bookmark_interval=0.2).start()
+
+    def client() -> ApiClient:
+        config = Configuration()
+        config.host = server.url
+        config.api_key = {"authorization": TOKEN}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        config.cert_file = str(cert_file)
+        config.key_file = str(key_file)
+        return ApiClient(config)
+
+    try:
+        yield server, Secrets(key_file), client
+    finally:
+        server.stop()
+
+
+def wait_for_log(caplog: pytest.LogCaptureFixture, fragment: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(fragment in text.lower() for text in record_texts(caplog.records)):
+        assert time.monotonic() < deadline, f"no log record with {fragment!r}"
+        time.sleep(0.05)
+
+
+def test_the_leak_check_catches_a_logged_token(
+        secret_client: tuple[EmbeddedApiServer, Secrets, Callable[[], ApiClient]],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The check itself: a regression that logged the header would be caught."""
+    _, secrets, client = secret_client
+    caplog.set_level(logging.DEBUG)
+    api = client()
+    setting = api.configuration.auth_settings()["BearerToken"]  # what the client sends
+    headers = {"Authorization": setting["value"]}
+    logging.getLogger("client_cache.reflector").debug("request headers: %s", headers)
+    assert {needle for needle, _ in secrets.leaks(record_texts(caplog.records))} >= {
+        TOKEN, "Bearer "}
+
+
+class Informer:
+    """A pods informer on ``client`` with a recording add handler and watch error handler."""
+
+    def __init__(self, api: ApiClient, errors: list[str]) -> None:
+        self.stop = threading.Event()
+        self.factory = new_shared_informer_factory_with_options(
+            api, 0, SharedInformerFactoryOptions(namespace=NAMESPACE))
+        informer = self.factory.core().v1().pods().informer()
+
+        def on_watch_error(reflector: Any, err: BaseException) -> None:
+            errors.append(str(err))
+            errors.append(repr(err))
+            errors.append("".join(traceback.format_exception(type(err), err, err.__traceback__)))
+
+        informer.set_watch_error_handler(on_watch_error)
+        self.seen: set[str] = set()
+        self.changed = threading.Condition()
+        informer.add_event_handler(ResourceEventHandlerFuncs(add_func=self.on_add))
+        self.factory.start(self.stop)
+        assert all(self.factory.wait_for_cache_sync(self.stop).values())
+
+    def on_add(self, obj: Any) -> None:
+        with self.changed:
+            self.seen.add(obj["metadata"]["name"])
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.factory.shutdown()
+
+
+def test_no_secret_in_logs_or_errors_on_any_error_path(
+        secret_client: tuple[EmbeddedApiServer, Secrets, Callable[[], ApiClient]],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Each fault gets a fresh informer (the reflector's backoff grows with every failure,
+    up to 30 s, as in client-go, and would make a shared one slow)."""
+    server, secrets, client = secret_client
+    caplog.set_level(logging.DEBUG)  # every logger: ours, urllib3's, the kubernetes client's
+    errors: list[str] = []
+    core = CoreV1Api(client())
+    made = [0]
+
+    def still_works(informer: Informer) -> None:
+        """After a fault, a new pod reaches the handler."""
+        made[0] += 1
+        name = f"p{made[0]}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                core.create_namespaced_pod(NAMESPACE, {"metadata": {"name": name}, "spec": {
+                    "containers": [{"name": "c", "image": "busybox"}]}})
+                break
+            except Exception as err:  # the fault may hit our own request: collect, retry
+                errors.append(str(err))
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        with informer.changed:
+            assert informer.changed.wait_for(lambda: name in informer.seen, 20), \
+                f"{name} never arrived"
+
+    def wait_watching() -> None:
+        deadline = time.monotonic() + 10
+        while server.open_watch_count() < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    def watch_fails(code: int, **kw: Any) -> Callable[[], None]:
+        def inject() -> None:
+            server.fail_next(1, code, watch_only=True, **kw)
+            server.close_watches()
+        return inject
+
+    def relist_fails(code: int) -> Callable[[], None]:
+        def inject() -> None:
+            server.fail_next(1, code)
+            server.send_watch_error(410)
+        return inject
+
+    def list_broken(mode: str) -> Callable[[], None]:
+        def inject() -> None:
+            server.corrupt_next_lists(mode)
+            server.send_watch_error(410)
+        return inject
+
+    faults: list[Callable[[], None]] = [
+        watch_fails(401), watch_fails(403), watch_fails(429, retry_after=1), watch_fails(504),
+        lambda: server.send_watch_error(500), relist_fails(401), relist_fails(403),
+        relist_fails(500), server.send_garbled_line, list_broken("html"), list_broken("cut"),
+        list_broken("truncated"), server.abort_watches, server.drop_all_connections,
+    ]
+    for inject in faults:
+        informer = Informer(client(), errors)
+        try:
+            wait_watching()
+            inject()
+            still_works(informer)
+        finally:
+            informer.close()
+    # the server goes away (connection refused) and comes back on the same port
+    informer = Informer(client(), errors)
+    try:
+        wait_watching()
+        server.stop()
+        wait_for_log(caplog, "refused")
+        revived = EmbeddedApiServer(server.port, bookmark_interval=0.2, store=server.store)
+        revived.start()
+        try:
+            still_works(informer)
+        finally:
+            informer.close()
+            revived.stop()
+    finally:
+        informer.close()
+    texts = record_texts(caplog.records) + errors
+    assert len(caplog.records) > 50 and errors  # the paths were really taken
+    assert any("401" in t or "Unauthorized" in t for t in texts)
+    assert any("refused" in t.lower() for t in texts)
+    assert secrets.leaks(texts) == []

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test lint bench bench-micro demo clean
+.PHONY: venv envtest test lint bench bench-micro soak demo clean
 
 venv: $(STAMP)
 
@@ -21,6 +21,11 @@ envtest: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The long chaos soak: 50k mutations, at least 100 faults of every kind (about 10 minutes);
+# make test runs a bounded one (tests/test_soak.py).
+soak: $(STAMP)
+	$(PY) -m tests.soak --mutations 50000 --objects 2000 --min-faults 100
 
 # The workqueue controller on the embedded API server with a live view; with
 # `make demo KUBECONFIG=path` it watches that cluster instead (read-only, no workload).

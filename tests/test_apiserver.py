@@ -46,7 +46,11 @@ from client_cache.listwatch import (
 )
 from client_cache.pager import ListPager, new_list_pager
 from client_cache.schema import GroupVersionResource
-from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
+from client_cache.testing.apiserver import (
+    WRITTEN_AT_ANNOTATION,
+    EmbeddedApiServer,
+    EmbeddedApiServerProcess,
+)
 from client_cache.testing.apistore import ResourceType
 from client_cache.util.chan import CLOSED
 from client_cache.watch import Event, EventType, Watch
@@ -511,3 +515,32 @@ def test_refuses_to_bind_anything_but_loopback(host: str) -> None:
 def test_localhost_is_loopback() -> None:
     with EmbeddedApiServer(host="localhost") as server:
         assert server.host == "127.0.0.1"
+
+
+def test_process_killed_and_restarted_keeps_its_state(tmp_path: Any) -> None:
+    """kill_and_restart: SIGKILL after a frozen dump, a new process on the same port with
+    the same objects and resourceVersions; the watch history starts over (older
+    resourceVersions are too old to watch from), new writes continue the revisions."""
+    with EmbeddedApiServerProcess(bookmark_interval=60) as proc:
+        core = CoreV1Api(proc.api_client())
+        for i in range(3):
+            core.create_namespaced_config_map("kr", {"metadata": {"name": f"c{i}"}})
+        first_rv = core.list_namespaced_config_map("kr").metadata.resource_version
+        before = {c.metadata.name: c.metadata.resource_version
+                  for c in core.list_namespaced_config_map("kr").items}
+        old_pid, port = proc.pid, proc.port
+        revision = proc.kill_and_restart(str(tmp_path / "state.json"))
+        assert proc.pid != old_pid and proc.port == port and revision == int(first_rv)
+        with pytest.raises(OSError):
+            os.kill(old_pid, 0)  # the old process is gone
+        core = CoreV1Api(proc.api_client())
+        listed = core.list_namespaced_config_map("kr")
+        assert {c.metadata.name: c.metadata.resource_version for c in listed.items} == before
+        assert listed.metadata.resource_version == first_rv
+        w = new_list_watch_from_client(proc.api_client(), GroupVersionResource(
+            "", "v1", "configmaps"), "kr").watch(ListOptions(resource_version="2"))
+        event = next_event(w)
+        assert event.type == EventType.ERROR and event.object["code"] == 410
+        w.stop()
+        created = core.create_namespaced_config_map("kr", {"metadata": {"name": "c9"}})
+        assert int(created.metadata.resource_version) == int(first_rv) + 1

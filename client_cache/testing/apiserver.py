@@ -853,7 +853,9 @@ class _Handler(BaseHTTPRequestHandler):
                                              query.get("kind", "configmaps"),
                                              float(query.get("rate", "0")),
                                              query.get("mix", "create")),
-            "state": lambda: None,
+            "state": lambda: {"lists": owner.list_requests, "watches": owner.watch_requests,
+                              "requests": owner.requests},
+            "dump": lambda: owner.store.dump(query["path"], query.get("freeze") == "true"),
         }
         name = parts[0] if parts else ""
         action = actions.get(name)
@@ -876,19 +878,24 @@ class EmbeddedApiServerProcess:
     :meth:`control`; :meth:`stop` ends the process (SIGTERM, then SIGKILL after 5 s)."""
 
     def __init__(self, *, bookmark_interval: float = 1.0, history: int = 100_000,
-                 uncached_resources: tuple[str, ...] = ()) -> None:
+                 uncached_resources: tuple[str, ...] = (), port: int = 0) -> None:
         self.bookmark_interval = bookmark_interval
         self.history = history
         self.uncached_resources = uncached_resources
+        self.port = port
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
 
-    def start(self) -> EmbeddedApiServerProcess:
+    def start(self, state: str = "") -> EmbeddedApiServerProcess:
+        """Start the process (on :attr:`port`; 0 picks a free one, kept for restarts),
+        from the dump ``state`` when given."""
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "client_cache.testing.apiserver",
+             "--port", str(self.port),
              "--bookmark-interval", str(self.bookmark_interval),
              "--history", str(self.history),
-             *(f"--uncached={plural}" for plural in self.uncached_resources)],
+             *(f"--uncached={plural}" for plural in self.uncached_resources),
+             *(["--state", state] if state else [])],
             stdout=subprocess.PIPE, text=True, start_new_session=True,
         )
         assert self._proc.stdout is not None
@@ -896,7 +903,30 @@ class EmbeddedApiServerProcess:
         if not self.url.startswith("http://"):
             self.stop()
             raise ClientCacheError("the embedded API server process did not start")
+        self.port = int(self.url.rsplit(":", 1)[1])
         return self
+
+    def kill_and_restart(self, state_path: str) -> int:
+        """Crash and recover: dump the store to ``state_path`` and freeze it (no write
+        after the dump succeeds), SIGKILL the process, then start a new one on the same
+        port from the dump. Its watch history starts over, as a restarted API server's
+        watch cache does. Returns the restored resourceVersion."""
+        revision = int(self.control("dump", path=state_path, freeze=True)["result"])
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait(5)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        deadline = time.monotonic() + 10
+        while True:  # the port may linger for a moment
+            try:
+                self.start(state_path)
+                return revision
+            except ClientCacheError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     @property
     def pid(self) -> int | None:
@@ -962,6 +992,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=100_000)
     parser.add_argument("--uncached", action="append", default=[],
                         help="a resource (plural) served as if it had no watch cache")
+    parser.add_argument("--state", default="",
+                        help="start from this dump (POST /__control/dump?path=...)")
     args = parser.parse_args(argv)
     try:
         server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
@@ -969,6 +1001,8 @@ def main(argv: list[str] | None = None) -> int:
                                    uncached_resources=tuple(args.uncached))
     except ValueError as err:
         parser.error(str(err))
+    if args.state:
+        server.store.restore(args.state)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

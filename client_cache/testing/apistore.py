@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import os
 import queue
 import threading
 import uuid
@@ -490,6 +491,45 @@ class ApiStore:
             for name in doomed:
                 self.delete(rtype, namespace, name)
             return len(doomed)
+
+    def dump(self, path: str, freeze: bool = False) -> int:
+        """Write every object of every resource and the current revision to ``path``
+        (JSON) and return the revision. With ``freeze`` the store stays locked afterwards,
+        so no write can follow the dump: for a process about to be killed and restarted
+        from it (:meth:`restore`)."""
+        self._lock.acquire()
+        try:
+            state = {"resourceVersion": self._rv, "objects": [
+                {"group": group, "plural": plural, "items": list(objs.values())}
+                for (group, plural), objs in self._objects.items() if objs]}
+            tmp = f"{path}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(state, fh)
+            os.replace(tmp, path)
+            return self._rv
+        finally:
+            if not freeze:
+                self._lock.release()
+
+    def restore(self, path: str) -> int:
+        """Load a :meth:`dump`: the objects and the revision come back, the history does
+        not (like a restarted API server's watch cache, every older resourceVersion is
+        then too old to watch from). Returns the revision."""
+        with open(path, encoding="utf-8") as fh:
+            state = json.load(fh)
+        with self._lock:
+            for entry in state["objects"]:
+                key = (entry["group"], entry["plural"])
+                if key not in self._types:
+                    continue
+                rtype = self._types[key]
+                self._objects[key] = {
+                    self._key(rtype, obj["metadata"].get("namespace", ""),
+                              obj["metadata"]["name"]): obj for obj in entry["items"]}
+            self._rv = int(state["resourceVersion"])
+            self._history.clear()
+            self._compacted = self._rv
+            return self._rv
 
     def compact(self) -> int:
         """Forget the whole history (etcd compaction); returns the compacted revision."""

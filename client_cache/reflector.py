@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache import meta
+from client_cache import _json, meta
 from client_cache.apis import (
     INITIAL_EVENTS_ANNOTATION_KEY,
     RESOURCE_VERSION_MATCH_EXACT,
@@ -404,6 +404,11 @@ class Reflector:
         elif options.resource_version not in ("", "0"):
             pager.page_size = 0  # served from the watch cache: no paging
         started = time.monotonic()
+        with _json.gc_paused():  # the whole sync allocates; see gc_paused
+            return self._list_and_replace(pager, options, stop, started)
+
+    def _list_and_replace(self, pager: ListPager, options: ListOptions,
+                          stop: threading.Event, started: float) -> bool:
         try:
             try:
                 result, paginated = pager.list(options, stop)

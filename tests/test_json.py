@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gc
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from client_cache import _json
+from client_cache import FakeCustomStore, _json
+from client_cache.listwatch import ListWatch
+from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 
 
 @pytest.fixture
@@ -63,3 +66,34 @@ def test_errors_still_reenable_the_collector() -> None:
     with pytest.raises(ValueError):
         _json.loads(b"[" * _json.GC_PAUSE_THRESHOLD)
     assert gc.isenabled()
+
+
+def test_gc_paused_nests_and_restores_the_collector_state() -> None:
+    assert gc.isenabled()
+    with _json.gc_paused():
+        assert not gc.isenabled()
+        with _json.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer block still holds the pause
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _json.gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector the caller turned off stays off
+    finally:
+        gc.enable()
+
+
+def test_the_reflector_lists_and_replaces_with_the_collector_paused() -> None:
+    seen: list[bool] = []
+
+    def listed(options: Any) -> Any:
+        seen.append(gc.isenabled())
+        return {"metadata": {"resourceVersion": "5"}, "items": []}
+
+    store = FakeCustomStore(replace_func=lambda items, rv: seen.append(gc.isenabled()))
+    r = new_reflector_with_options(ListWatch(listed, lambda o: None), None, store,
+                                   ReflectorOptions(name="gc"))
+    assert r._list(threading.Event())
+    assert seen == [False, False] and gc.isenabled()

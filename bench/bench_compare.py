@@ -170,14 +170,16 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--events", type=multiple_of_four, default=100_000)
-    parser.add_argument("--model-events", type=multiple_of_four, default=20_000,
+    parser.add_argument("--model-events", type=multiple_of_four, default=12_000,
                         help="S2 changes for the contenders that build models")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rate", type=float, default=1000.0, help="S2 latency: writes/s")
-    parser.add_argument("--latency-events", type=multiple_of_four, default=5000)
+    parser.add_argument("--latency-events", type=multiple_of_four, default=3000)
     parser.add_argument("--handlers", type=int, default=10, help="S3: handlers")
-    parser.add_argument("--fanout-events", type=multiple_of_four, default=10_000)
+    parser.add_argument("--fanout-events", type=multiple_of_four, default=8_000)
     parser.add_argument("--objects", type=int, default=100_000, help="S4: cached pods")
+    parser.add_argument("--lookup-seconds", type=float, default=0.5,
+                        help="S4: seconds each kind of lookup is timed")
     parser.add_argument("--keys", type=int, default=100_000, help="S5: workqueue keys")
     parser.add_argument("--only", nargs="*", help="contenders to run (default: all)")
     parser.add_argument("--chart", default=str(RESULTS / "latest.png"),
@@ -196,9 +198,10 @@ def main() -> int:
         print(f"S1: {args.pods:,} pods loaded", flush=True)
         for repeat in range(args.repeats):
             for name in names:
+                began = time.monotonic()
                 runs[name] = run_all(name, repeat, runs[name], server, core, go_binary, args)
-                print(f"  run {repeat + 1} {LABELS[name]:<42} " + brief(runs[name], args.pods),
-                      flush=True)
+                print(f"  run {repeat + 1} {LABELS[name]:<42} {time.monotonic() - began:4.0f} s "
+                      + brief(runs[name], args.pods), flush=True)
     report = build_report(runs, args)
     report["wall_seconds"] = time.monotonic() - started
     RESULTS.mkdir(exist_ok=True)
@@ -234,7 +237,8 @@ def run_all(name: str, repeat: int, runs: dict[str, list[dict[str, Any]]],
     runs["s3"].append(fanout["throughput"])
     if name in S4_CONTENDERS:
         runs["s4"].append(run_contender(command(
-            name, go_binary, "", "", 0, "--mode", "s4", "--objects", str(args.objects)))["s4"])
+            name, go_binary, "", "", 0, "--mode", "s4", "--objects", str(args.objects),
+            "--seconds", str(args.lookup_seconds)))["s4"])
     if name in S5_CONTENDERS:
         runs["s5"].append(run_contender(command(
             name, go_binary, "", "", 0, "--mode", "s5", "--keys", str(args.keys)))["s5"])

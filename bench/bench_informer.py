@@ -1,4 +1,4 @@
-"""SharedIndexInformer throughput (run with ``make bench``).
+"""SharedIndexInformer throughput (run with ``make bench-micro``).
 
 The embedded API server runs in its own process and creates N configmaps as fast as it
 can (``/__control/load``); one informer in this process watches them with 1 or 10

@@ -1,4 +1,4 @@
-"""Micro-benchmarks of the storage and queue layer (run with ``make bench``).
+"""Micro-benchmarks of the storage and queue layer (run with ``make bench-micro``).
 
 Each case runs a fixed amount of work several times and reports the median rate and the
 min-max spread. Objects are small wire-form pod dicts keyed by ``meta_namespace_key_func``.

@@ -1,4 +1,4 @@
-"""Reflector benchmarks (run with ``make bench``).
+"""Reflector benchmarks (run with ``make bench-micro``).
 
 The embedded API server runs in its own process and generates pod-sized objects (about
 3 KB of JSON each). Measured in this process, with a plain Store as target:

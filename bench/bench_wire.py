@@ -1,4 +1,4 @@
-"""Wire-layer benchmarks (run with ``make bench``).
+"""Wire-layer benchmarks (run with ``make bench-micro``).
 
 1. Decode cost of one pod-sized watch event line (about 4 KB of JSON with labels,
    annotations, owner references, managedFields and status) for each JSON decoder that is

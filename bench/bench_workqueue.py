@@ -1,4 +1,4 @@
-"""Workqueue benchmarks (run with ``make bench``).
+"""Workqueue benchmarks (run with ``make bench-micro``).
 
 * throughput: N keys go through add -> get -> done with 1 and with 8 worker threads, on the
   plain queue and on the rate-limiting queue (the controller setup); median of several runs;

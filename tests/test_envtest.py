@@ -3,15 +3,20 @@ and a control plane's lifecycle (temporary files, TLS, token, restart, compactio
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import stat
 from pathlib import Path
 
 import pytest
+import urllib3
 from kubernetes import config as kconfig
 from kubernetes.client import ApiException, CoreV1Api
 
+from client_cache.apis import ListOptions
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.schema import GroupVersionResource
 from client_cache.testing import envtest
 from client_cache.testing.envtest import (
     KUBERNETES_VERSION,
@@ -80,6 +85,21 @@ def test_control_plane_lifecycle(binaries: envtest.Binaries, tmp_path: Path) -> 
         with pytest.raises(ApiException) as info:
             CoreV1Api(envtest.ApiClient(anonymous)).list_namespace()
         assert info.value.status in (401, 403)
+        # our list-watch verifies TLS as the kubeconfig says: without the CA it fails, it
+        # never falls back to an unverified connection
+        pods = GroupVersionResource("", "v1", "pods")
+        assert "items" in ClientListerWatcher(client, pods, "default").list(ListOptions())
+        untrusted = copy.deepcopy(loaded)
+        for cluster in untrusted["clusters"]:
+            cluster["cluster"].pop("certificate-authority-data", None)
+            cluster["cluster"].pop("certificate-authority", None)
+        stranger = kconfig.new_client_from_config_dict(untrusted)
+        assert stranger.configuration.verify_ssl
+        with pytest.raises(urllib3.exceptions.SSLError):
+            ClientListerWatcher(stranger, pods, "default").list(ListOptions())
+        with pytest.raises(urllib3.exceptions.SSLError):
+            ClientListerWatcher(stranger, pods, "default").watch(ListOptions())
+        stranger.close()
         # compaction and restart keep the data
         created = core.create_namespaced_config_map(
             "default", {"metadata": {"name": "survivor"}, "data": {"a": "1"}})

@@ -154,25 +154,25 @@ def test_dead_path_is_left_by_the_idle_timeout_without_a_relist(
     try:
         with changed:
             assert changed.wait_for(lambda: len(seen) == 3, 10)
-        deadline = time.monotonic() + 10
-        while server.open_watch_count() < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        # an event through the watch: its stream flows through the proxy
+        direct.create_namespaced_pod(NAMESPACE, {"metadata": {"name": "p3"}})
+        with changed:
+            assert changed.wait_for(lambda: len(seen) == 4, 10)
         lists, watches = server.list_requests, server.watch_requests
         proxy.blackhole()
         # made while the path is dead: the frozen watch swallows them
-        for i in range(3, 6):
+        for i in range(4, 7):
             direct.create_namespaced_pod(NAMESPACE, {"metadata": {"name": f"p{i}"}})
         started = time.monotonic()
         with changed:
-            assert changed.wait_for(lambda: len(seen) == 6, 15), seen
+            assert changed.wait_for(lambda: len(seen) == 7, 15), seen
         recovered = time.monotonic() - started
-        assert sorted(seen) == [f"p{i}" for i in range(6)]  # each exactly once
+        assert sorted(seen) == [f"p{i}" for i in range(7)]  # each exactly once
         assert server.list_requests == lists  # no relist: the resourceVersion was valid
         assert server.watch_requests > watches
         assert 1.4 <= recovered < 10  # the idle timeout, not a lucky event
         keys = sorted(informer.get_store().list_keys())
-        assert keys == [f"{NAMESPACE}/p{i}" for i in range(6)]
+        assert keys == [f"{NAMESPACE}/p{i}" for i in range(7)]
     finally:
         stop.set()
         runner.join(5)

@@ -150,7 +150,8 @@ def test_undecodable_watch_lines_end_the_watch_and_the_informer_recovers(
     watches = harness.server.watch_requests
     harness.server.send_raw_line(line)
     harness.assert_recovers()
-    assert harness.server.watch_requests > watches  # the broken stream was replaced
+    # the broken stream is replaced (after a relist, which may bring the changes first)
+    wait_for(lambda: harness.server.watch_requests > watches)
     assert "bad/intruder" not in harness.cache_state()
     messages = errors_naming_pods(caplog)
     assert any("unable to decode an event from the watch stream" in m for m in messages), \

@@ -409,13 +409,8 @@ def markdown(report: dict[str, Any]) -> str:
             "| selector lists/s | lookups vs client-go | selector lists vs client-go |",
             "|---|---|---|---|---|---|---|---|",
         ]
-        ref4 = reference["s4"] if reference else None
-        for c in with_s4:
-            s4 = c["s4"]
-            lines.append(
-                f"| {c['label']} | " + " | ".join(cell(s4[m], ",.0f") for m in S4_METRICS)
-                + f" | {ratio(s4['namespace_lookups_per_second']['median'], ref4 and ref4['namespace_lookups_per_second']['median'], False)}"  # noqa: E501
-                + f" | {ratio(s4['selector_lists_per_second']['median'], ref4 and ref4['selector_lists_per_second']['median'], False)} |")  # noqa: E501
+        lines += metric_rows(with_s4, "s4", S4_METRICS, ("namespace_lookups_per_second",
+                                                         "selector_lists_per_second"), reference)
     with_s5 = [c for c in contenders.values() if c["s5"]]
     if with_s5:
         lines += [
@@ -426,17 +421,25 @@ def markdown(report: dict[str, Any]) -> str:
             "| Contender | 1 worker | 8 workers | 1 worker vs client-go |",
             "|---|---|---|---|",
         ]
-        ref5 = reference["s5"] if reference else None
-        for c in with_s5:
-            s5 = c["s5"]
-            lines.append(
-                f"| {c['label']} | {cell(s5['workers_1_per_second'], ',.0f')} "
-                f"| {cell(s5['workers_8_per_second'], ',.0f')} "
-                f"| {ratio(s5['workers_1_per_second']['median'], ref5 and ref5['workers_1_per_second']['median'], False)} |")  # noqa: E501
+        lines += metric_rows(with_s5, "s5", S5_METRICS, ("workers_1_per_second",), reference)
     goals = targets(report)
     if goals:
         lines += ["", "Targets (issue 10):", "", *goals]
     return "\n".join(lines) + "\n"
+
+
+def metric_rows(contenders: list[dict[str, Any]], key: str, metrics: tuple[str, ...],
+                compared: tuple[str, ...], reference: dict[str, Any] | None) -> list[str]:
+    """Table rows of scenario ``key``: each metric's cell, then the ratio to client-go of
+    each ``compared`` metric (higher is better)."""
+    ref = reference[key] if reference else None
+    rows = []
+    for c in contenders:
+        data = c[key]
+        cells = [cell(data[m], ",.0f") for m in metrics]
+        cells += [ratio(data[m]["median"], ref and ref[m]["median"], False) for m in compared]
+        rows.append(f"| {c['label']} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def chart(report: dict[str, Any], path: Path) -> None:

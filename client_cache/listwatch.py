@@ -240,7 +240,7 @@ class ClientListerWatcher:
         response = self._request(options, urllib3.Timeout(connect=30, read=header_timeout))
         keep_alive(response, self.api_client)
         self._raise_for_status(response)
-        sock = getattr(getattr(response, "connection", None), "sock", None)
+        sock = _socket_of(response)
         if sock is not None:
             sock.settimeout(self.idle_timeout)
         return StreamWatcher(
@@ -260,6 +260,11 @@ KEEPALIVE_INTERVAL = 15
 KEEPALIVE_PROBES = 9
 
 
+def _socket_of(response: Any) -> Any:
+    """The socket under a urllib3 response, or None when it cannot be reached."""
+    return getattr(getattr(response, "connection", None), "sock", None)
+
+
 def keep_alive(response: Any, api_client: Any = None) -> None:
     """Turn on TCP keepalive for the connection of ``response`` (it stays on when the
     connection goes back to the pool), unless the client's configuration chose its own
@@ -276,7 +281,7 @@ def keep_alive(response: Any, api_client: Any = None) -> None:
     if getattr(config, "socket_options", None) is not None or getattr(config, "keep_alive",
                                                                        False):
         return
-    sock = getattr(getattr(response, "connection", None), "sock", None)
+    sock = _socket_of(response)
     if sock is None:
         return
     with contextlib.suppress(OSError, AttributeError, ValueError):

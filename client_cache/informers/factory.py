@@ -188,10 +188,10 @@ class SharedInformerFactory:
         return _Group(self, "coordination.k8s.io")
 
 
-# Known resources of the typed accessors: (group, version) -> {plural: (singular, model)}.
 # The kind of a kubernetes.client model name: V1Pod -> Pod, CoreV1Event -> Event.
 _KIND_OF_MODEL = re.compile(r"^(?:Core)?V\d+(?:(?:alpha|beta)\d+)?")
 
+# Known resources of the typed accessors: (group, version) -> {plural: (singular, model)}.
 _KNOWN: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
     ("", "v1"): {
         "pods": ("pod", "V1Pod"),

@@ -106,13 +106,13 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, owner: EmbeddedApiServer, host: str, port: int) -> None:
+    def __init__(self, owner: EmbeddedApiServer, port: int) -> None:
         self.owner = owner
         self._conn_ids = itertools.count(1)
         self.connections: set[socket.socket] = set()
         self.threads: set[threading.Thread] = set()
         self.conn_lock = threading.Lock()
-        super().__init__((host, port), _Handler)
+        super().__init__((_LOOPBACK, port), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # The handler writes headers and body separately; with Nagle's algorithm on, the
@@ -174,15 +174,16 @@ class EmbeddedApiServer:
         self._fault_lock = threading.Lock()
         self._stalled = False
         self._stall_changed = threading.Condition()
-        self._httpd = _Server(self, _LOOPBACK, port)
+        self._httpd = _Server(self, port)
         address = self._httpd.server_address
         self.host: str = str(address[0])
         self.port: int = int(address[1])
         self._thread: threading.Thread | None = None
+        #: Requests served so far: all, LIST (each page counts) and WATCH.
         self.requests = 0
-        #: LIST (including each page) and WATCH requests served so far.
         self.list_requests = 0
         self.watch_requests = 0
+        self._count_lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -248,6 +249,11 @@ class EmbeddedApiServer:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(self.kubeconfig(), fh, indent=2)
         return path
+
+    def _count(self, counter: str) -> None:
+        """Add one to a request counter (handler threads run concurrently)."""
+        with self._count_lock:
+            setattr(self, counter, getattr(self, counter) + 1)
 
     # -- faults ------------------------------------------------------------------------------------
     def fail_next(
@@ -538,7 +544,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         owner = self.owner
-        owner.requests += 1
+        owner._count("requests")
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]
@@ -669,7 +675,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _list(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
         store = self.owner.store
-        self.owner.list_requests += 1
+        self.owner._count("list_requests")
         label_sel, field_sel = self._selectors(query)
         probe = Watcher(rtype, namespace, label_sel, field_sel)
         rv_param = query.get("resourceVersion", "")
@@ -745,7 +751,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- WATCH -------------------------------------------------------------------------------------
     def _watch(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
         owner = self.owner
-        owner.watch_requests += 1
+        owner._count("watch_requests")
         store = owner.store
         label_sel, field_sel = self._selectors(query)
         watcher = Watcher(rtype, namespace, label_sel, field_sel)

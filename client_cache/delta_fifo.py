@@ -41,6 +41,7 @@ from typing import Any
 
 from client_cache.errors import KeyFuncError, ZeroLengthDeltasError
 from client_cache.fifo import PopProcessFunc, _QueueBase
+from client_cache.meta import describe
 from client_cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
@@ -86,13 +87,17 @@ class DeltaType(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Delta:
     """One change: its type and the object after it (for ``Deleted``, the object's last
-    known state, possibly a :class:`DeletedFinalStateUnknown`)."""
+    known state, possibly a :class:`DeletedFinalStateUnknown`). Its ``repr`` names the
+    object, never its contents."""
 
     type: DeltaType
     object: Any
+
+    def __repr__(self) -> str:
+        return f"Delta({self.type.value}, {describe(self.object)})"
 
 
 class Deltas(list[Delta]):
@@ -246,7 +251,7 @@ class DeltaFIFO(_QueueBase):
             if isinstance(obj, list) and all(isinstance(d, Delta) for d in obj):
                 obj = Deltas(obj)
             else:
-                raise TypeError(f"object must be of type Deltas, but got: {obj!r}")
+                raise TypeError(f"object must be of type Deltas, but got: {describe(obj)}")
         key = self.key_of(obj)
         with self._lock:
             self._add_if_not_present_locked(key, obj)

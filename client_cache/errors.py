@@ -93,7 +93,9 @@ class KeyFuncError(ClientCacheError):
     def __init__(self, obj: Any, err: BaseException) -> None:
         self.obj = obj
         self.err = err
-        super().__init__(f"couldn't create key for object {_short_repr(obj)}: {err}")
+        from client_cache.meta import describe  # noqa: PLC0415 - meta imports this module
+
+        super().__init__(f"couldn't create key for object {describe(obj)}: {err}")
         self.__cause__ = err
 
     def unwrap(self) -> BaseException:
@@ -343,14 +345,32 @@ def from_api_exception(exc: BaseException) -> ApiStatusError:
     return err
 
 
+def _is_client_api_exception(err: BaseException) -> bool:
+    """Whether ``err`` is the ``kubernetes`` client's ``ApiException`` (either client
+    generation; recognised by class name and an integer ``status``, so that this module
+    does not import the client)."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    return ("ApiException" in names or "OpenApiException" in names) and isinstance(
+        getattr(err, "status", None), int)
+
+
 def _status_of(err: BaseException | None) -> ApiStatusError | None:
-    """The first :class:`ApiStatusError` in ``err``'s ``__cause__`` chain (Go
-    ``errors.As``), or None."""
+    """The first :class:`ApiStatusError` in ``err``'s chain (Go ``errors.As``), or None.
+
+    The chain is ``__cause__``, then ``__context__`` (an exception raised while handling
+    another), so the predicates see through ``raise ... from err`` and through an error
+    raised in an ``except`` block. A ``kubernetes`` client ``ApiException`` met on the way
+    counts as the :class:`ApiStatusError` :func:`from_api_exception` makes of it, so
+    ``is_not_found(e)`` works on what ``CoreV1Api`` raises without converting first.
+    urllib3's exceptions carry no status and answer False (see
+    :func:`is_connection_refused` for those)."""
     seen = 0
     while err is not None and seen < 20:
         if isinstance(err, ApiStatusError):
             return err
-        err = err.__cause__
+        if _is_client_api_exception(err):
+            return from_api_exception(err)
+        err = err.__cause__ or err.__context__
         seen += 1
     return None
 
@@ -568,7 +588,3 @@ def is_not_found(err: BaseException | None) -> bool:
     """Reason ``NotFound``, or an unknown reason with code 404."""
     return _reason_or_code(err, REASON_NOT_FOUND, 404)
 
-
-def _short_repr(obj: Any, limit: int = 200) -> str:
-    text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -33,6 +33,7 @@ __all__ = [
     "ObjectMetaAccessor",
     "OwnerReference",
     "accessor",
+    "describe",
     "get_annotations",
     "get_labels",
     "get_name",
@@ -274,3 +275,28 @@ def accessor(obj: Any) -> ObjectMetaAccessor:
     Raises :class:`~client_cache.errors.MetaAccessError` when ``obj`` has no usable metadata.
     """
     return ObjectMetaAccessor(obj)
+
+
+def describe(obj: Any) -> str:
+    """A short name for ``obj`` that is safe to log: its kind, ``namespace/name`` and
+    resourceVersion (``Secret default/db (resourceVersion 12)``), never its contents. An
+    object without readable metadata is described by its type alone (a number by its
+    value). Every log line,
+    exception message and ``repr`` of the library names objects this way (Go's klog
+    ``KObj``)."""
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return str(obj)  # not an object: nothing to hide (Go prints it with %v)
+    _, kind = type_meta(obj)
+    kind = kind or type(obj).__name__
+    try:
+        md, is_map = _metadata(obj)
+        namespace = _field(md, is_map, "namespace", "namespace")
+        name = _field(md, is_map, "name", "name")
+        rv = _field(md, is_map, "resource_version", "resourceVersion")
+    except MetaAccessError:
+        return f"<{kind} without metadata>"
+    parts = [p for p in (namespace, name) if isinstance(p, str) and p]
+    text = f"{kind} {'/'.join(parts) or '<unnamed>'}"
+    if isinstance(rv, str) and rv:
+        text += f" (resourceVersion {rv})"
+    return text

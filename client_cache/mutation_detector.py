@@ -8,7 +8,8 @@ import time (``1``, ``t``, ``true``... as Go's ``ParseBool``),
 the informer adds and compares every second; otherwise a no-op detector. It leaks memory by
 design (copies are retained for two minutes), so use it in tests only.
 
-On a mutation it logs ``CACHE <name>[<i>] ALTERED!`` with both versions and calls the
+On a mutation it logs ``CACHE <name>[<i>] ALTERED!`` with the object's name and the
+top-level fields that changed (never their values: the object may be a Secret) and calls the
 ``failure_func``; without one it raises :class:`CacheMutationError` from ``run`` (Go
 panics). Works for wire dicts, models and dynamic objects alike (compared with ``==``).
 """
@@ -144,11 +145,11 @@ class DefaultCacheMutationDetector:
                     if entry.cached != entry.copied:
                         altered = True
                         _log.error(
-                            "CACHE %s[%d] ALTERED!\nbefore: %r\nnow: %r",
+                            "CACHE %s[%d] ALTERED! %s, changed fields: %s",
                             self.name,
                             i,
-                            entry.copied,
-                            entry.cached,
+                            meta.describe(entry.copied),
+                            _changed_fields(entry.copied, entry.cached),
                         )
             if altered:
                 message = f"cache {self.name} modified"
@@ -165,3 +166,16 @@ def new_cache_mutation_detector(name: str, enabled: bool | None = None) -> Mutat
         return _DummyMutationDetector()
     _log.warning("Mutation detector is enabled, this will result in memory leakage.")
     return DefaultCacheMutationDetector(name)
+
+
+def _changed_fields(before: Any, now: Any) -> str:
+    """The names of the top-level fields that differ (``"?"`` for objects that are not
+    mappings or models)."""
+    def fields(obj: Any) -> dict[str, Any]:
+        if isinstance(obj, dict):
+            return obj
+        return dict(getattr(obj, "__dict__", {}))
+
+    old, new = fields(before), fields(now)
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return ", ".join(changed) or "?"

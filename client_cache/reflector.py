@@ -666,8 +666,8 @@ class Reflector:
         try:
             op(obj)
         except Exception as err:
-            handle_error(f"{self.name}: unable to {verb} watch event object ({obj!r}) {prep} "
-                         f"store: {err}")
+            handle_error(f"{self.name}: unable to {verb} watch event object "
+                         f"({meta.describe(obj)}) {prep} store: {err}")
 
     # -- watch-list ------------------------------------------------------------------------------
     def _watch_list(self, stop: threading.Event) -> Watch | None:

@@ -98,7 +98,7 @@ class ExplicitKey(str):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class DeletedFinalStateUnknown:
     """A tombstone: the object was deleted while the watch was down, so its final state is
     unknown (Go ``DeletedFinalStateUnknown``).
@@ -110,6 +110,9 @@ class DeletedFinalStateUnknown:
 
     key: str
     obj: Any
+
+    def __repr__(self) -> str:
+        return f"DeletedFinalStateUnknown({self.key!r}, {meta.describe(self.obj)})"
 
 
 def meta_namespace_key_func(obj: Any) -> str:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from client_cache import _json
+from client_cache.meta import describe
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, UnbufferedChan, select
 
 __all__ = [
@@ -75,13 +76,17 @@ class EventType(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Event:
     """One watch event. For ``ERROR`` the object is a ``Status``; for ``BOOKMARK`` an object
-    of the watched kind carrying only ``metadata.resourceVersion`` (and annotations)."""
+    of the watched kind carrying only ``metadata.resourceVersion`` (and annotations). Its
+    ``repr`` names the object (:func:`~client_cache.meta.describe`), never its contents."""
 
     type: EventType
     object: Any
+
+    def __repr__(self) -> str:
+        return f"Event({self.type.value}, {describe(self.object)})"
 
 
 @runtime_checkable

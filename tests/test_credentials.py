@@ -17,12 +17,19 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, CoreV1Api
 
+from client_cache import mutation_detector
 from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.delta_fifo import Delta, Deltas, DeltaType
+from client_cache.errors import KeyFuncError
 from client_cache.informers import (
     SharedInformerFactoryOptions,
     new_shared_informer_factory_with_options,
 )
+from client_cache.listwatch import ListWatch
+from client_cache.reflector import Reflector, ReflectorOptions
+from client_cache.store import DeletedFinalStateUnknown, new_store
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.watch import Event, EventType, FakeWatcher
 
 TOKEN = "s3cr3t-t0ken-9f2c41d7e"
 KEY_MATERIAL = "UHJpdmF0ZUtleU1hdGVyaWFsLTdkMWU"
@@ -218,3 +225,95 @@ def test_no_secret_in_logs_or_errors_on_any_error_path(
     assert any("401" in t or "Unauthorized" in t for t in texts)
     assert any("refused" in t.lower() for t in texts)
     assert secrets.leaks(texts) == []
+
+
+SECRET_VALUES = ("c3VwZXItc2VjcmV0LXZhbHVlLTQyMQ==", "plain-string-data-77e1")
+
+
+def secret(name: str, rv: str, **extra: Any) -> dict[str, Any]:
+    """A Secret whose ``data`` and ``stringData`` values must never be shown."""
+    obj: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE, "resourceVersion": rv},
+        "data": {"password": SECRET_VALUES[0]}, "stringData": {"token": SECRET_VALUES[1]},
+    }
+    obj.update(extra)
+    return obj
+
+
+def test_no_secret_contents_in_logs_errors_or_reprs(caplog: pytest.LogCaptureFixture,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every path that names an object in a log record, an exception or a repr: a store
+    that rejects adds, updates and deletes; watch objects without usable metadata and of the
+    wrong kind; a key function that fails; a mutated cached object (mutation detector);
+    the reprs of events, deltas and tombstones. Only names may appear, never values."""
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+
+    class RejectingStore:
+        """A store whose writes fail with the object in the message (as a careless user
+        store would); the reflector must not echo the object itself."""
+
+        def __init__(self) -> None:
+            self.inner = new_store(lambda o: o["metadata"]["name"])
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def add(self, obj: Any) -> None:
+            raise ValueError("store full")
+
+        update = delete = add
+
+    watcher = FakeWatcher(16)
+    listed = {"metadata": {"resourceVersion": "1"}, "items": [secret("s0", "1")]}
+    lw = ListWatch(lambda options: listed, lambda options: watcher)
+    store = RejectingStore()
+    reflector = Reflector(lw, {"apiVersion": "v1", "kind": "Secret"}, store,  # type: ignore[arg-type]
+                          ReflectorOptions(name="secrets"))
+    stop = threading.Event()
+    thread = threading.Thread(target=reflector.run, args=(stop,), name="reflector-secrets")
+    thread.start()
+    try:
+        watcher.add(secret("s1", "2"))
+        watcher.modify(secret("s1", "3"))
+        watcher.delete(secret("s1", "4"))
+        watcher.add(secret("s2", "5", metadata="not-a-mapping"))
+        watcher.add({**secret("s3", "6"), "kind": "ConfigMap"})
+        watcher.add({**secret("s4", "7"), "apiVersion": "v2"})
+        watcher.add(secret("s5", "8"))  # the last event: once it failed, all were handled
+        deadline = time.monotonic() + 10
+        while not any("s5" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "the reflector never reached the last event"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()
+
+    # a failing key function, and the reprs of what carries objects
+    try:
+        new_store(lambda o: o["metadata"]["missing"]).add(secret("s6", "9"))
+    except KeyFuncError as err:
+        texts += [str(err), repr(err)]
+    else:
+        raise AssertionError("the key function should have failed")
+    texts += [repr(Event(EventType.ADDED, secret("s7", "10"))),
+              repr(Delta(DeltaType.ADDED, secret("s8", "11"))),
+              repr(Deltas([Delta(DeltaType.UPDATED, secret("s9", "12"))])),
+              repr(DeletedFinalStateUnknown(f"{NAMESPACE}/s10", secret("s10", "13")))]
+
+    # the mutation detector's report of a mutated Secret
+    detector = mutation_detector.DefaultCacheMutationDetector(
+        "secrets", 60.0, failure_func=texts.append)
+    cached = secret("s11", "14")
+    detector.add_object(cached)
+    cached["data"]["password"] = "bXV0YXRlZA=="
+    detector.compare_objects()
+
+    texts += record_texts(caplog.records)
+    assert any("store full" in t for t in texts)  # the rejecting store's paths were taken
+    assert any("ALTERED" in t for t in texts)
+    assert any("Secret creds/s1" in t for t in texts)  # objects are named...
+    leaked = [(v, t[:200]) for t in texts for v in (*SECRET_VALUES, "bXV0YXRlZA==") if v in t]
+    assert leaked == []  # ...never shown

@@ -124,3 +124,54 @@ def test_connection_refused_detection() -> None:
     assert is_connection_refused(ConnectionRefusedError())
     assert not is_connection_refused(RuntimeError("other"))
     assert not is_connection_refused(None)
+
+
+def _client_exception(code: int, reason: str, message: str) -> ApiException:
+    body = (f'{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"{message}",'
+            f'"reason":"{reason}","code":{code}}}')
+    exc = ApiException(status=code, reason=reason)
+    exc.body = body
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "predicate"),
+    [
+        (404, "NotFound", is_not_found),
+        (409, "Conflict", is_conflict),
+        (409, "AlreadyExists", is_already_exists),
+        (410, "Gone", is_gone),
+        (410, "Expired", is_expired),
+        (429, "TooManyRequests", is_too_many_requests),
+        (500, "InternalError", is_internal_error),
+        (504, "Timeout", is_timeout),
+    ],
+)
+def test_predicates_accept_the_clients_api_exception(code: int, reason: str,
+                                                     predicate: object) -> None:
+    exc = _client_exception(code, reason, "m")
+    assert predicate(exc)  # type: ignore[operator]
+    # without a Status body, the HTTP code decides (an unknown reason)
+    bare = ApiException(status=code, reason=reason)
+    assert predicate(bare) or predicate in (is_already_exists, is_expired)  # type: ignore[operator]
+    # raised while handling it, or raised from it
+    try:
+        try:
+            raise exc
+        except ApiException as inner:
+            raise RuntimeError("wrapped") from inner
+    except RuntimeError as outer:
+        assert predicate(outer)  # type: ignore[operator]
+    assert not is_not_found(_client_exception(403, "Forbidden", "no")) or code == 404
+
+
+def test_predicates_answer_false_for_urllib3_errors() -> None:
+    refused = urllib3.exceptions.MaxRetryError(
+        None, "/api", ConnectionRefusedError(111, "Connection refused"))  # type: ignore[arg-type]
+    timeout = urllib3.exceptions.ReadTimeoutError(None, "/api", "read timed out")  # type: ignore[arg-type]
+    for err in (refused, timeout):
+        for predicate in (is_not_found, is_gone, is_expired, is_conflict, is_timeout,
+                          is_internal_error, is_too_many_requests):
+            assert predicate(err) is False
+    assert is_connection_refused(refused)
+    assert errors.reason_for_error(refused) == ""

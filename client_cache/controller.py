@@ -46,6 +46,7 @@ from client_cache.store import (
 )
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.runtime import handle_error
+from client_cache.util.stop import on_stop
 
 __all__ = [
     "Config",
@@ -214,13 +215,8 @@ class _Controller:
         with self._lock:
             self._reflector = reflector
         description = cfg.object_description or reflector.type_description
-        def close_queue_on_stop() -> None:
-            stop.wait()
-            cfg.queue.close()
-
-        closer = threading.Thread(target=close_queue_on_stop,
-                                  name=f"controller-stop-{description}", daemon=True)
-        closer.start()
+        # stop closes the queue, which wakes the process loop blocked in pop
+        closing = on_stop(stop, cfg.queue.close)
         reflector_thread = threading.Thread(target=reflector.run, args=(stop,),
                                             name=f"reflector-{description}", daemon=True)
         reflector_thread.start()
@@ -228,7 +224,7 @@ class _Controller:
             self._process_loop(stop)
         finally:
             reflector_thread.join()
-            closer.join()
+            closing.cancel()
 
     def _process_loop(self, stop: threading.Event) -> None:
         cfg = self.config

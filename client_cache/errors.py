@@ -48,6 +48,7 @@ __all__ = [
     "KeyFuncError",
     "MetaAccessError",
     "SelectorParseError",
+    "StopRequestedError",
     "from_api_exception",
     "from_status",
     "has_status_cause",
@@ -195,6 +196,15 @@ class ApiStatusError(ClientCacheError):
         if self.details:
             out["details"] = dict(self.details)
         return out
+
+
+class StopRequestedError(ClientCacheError):
+    """Work was cut short because its stop event was set (Go ``errorStopRequested`` in the
+    reflector, ``ctx.Err()`` in the pager). A fresh instance is raised each time: a shared
+    one would keep the frames of its last traceback, and everything they refer to, alive."""
+
+    def __init__(self, message: str = "stop requested") -> None:
+        super().__init__(message)
 
 
 class FIFOClosedError(ClientCacheError):

@@ -17,14 +17,11 @@ errors propagate as urllib3 raises them.
 
 from __future__ import annotations
 
-import contextlib
-import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import quote, urlencode
-
-import urllib3
 
 from client_cache import _json
 from client_cache.apis import ListOptions
@@ -32,9 +29,19 @@ from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
 from client_cache.fields import everything as everything_fields
 from client_cache.schema import GroupVersionResource
+from client_cache.transport import (
+    KEEPALIVE_IDLE,
+    KEEPALIVE_INTERVAL,
+    KEEPALIVE_PROBES,
+    Transport,
+    keep_alive,
+    socket_of,
+)
+from client_cache.util.chan import NEVER_STOP
 from client_cache.watch import StreamWatcher, Watch
 
 __all__ = [
+    "DEFAULT_REQUEST_TIMEOUT",
     "KEEPALIVE_IDLE",
     "KEEPALIVE_INTERVAL",
     "KEEPALIVE_PROBES",
@@ -44,6 +51,7 @@ __all__ = [
     "ListWatch",
     "Lister",
     "ListerWatcher",
+    "ListerWatcherWithContext",
     "WatchFunc",
     "Watcher",
     "keep_alive",
@@ -51,7 +59,14 @@ __all__ = [
     "new_filtered_list_watch_from_client",
     "new_list_watch_from_client",
     "resource_path",
+    "to_lister_watcher_with_context",
 ]
+
+#: How long a LIST waits for data and a WATCH for its headers unless the lister-watcher is
+#: given its own ``request_timeout`` (the server's own default request timeout).
+DEFAULT_REQUEST_TIMEOUT = 60.0
+WATCH_HEADER_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
+
 
 ListFunc = Callable[[ListOptions], Any]
 WatchFunc = Callable[[ListOptions], Watch]
@@ -75,6 +90,40 @@ class Watcher(Protocol):
 @runtime_checkable
 class ListerWatcher(Lister, Watcher, Protocol):
     """Both (Go ``ListerWatcher``)."""
+
+
+@runtime_checkable
+class ListerWatcherWithContext(Protocol):
+    """A lister-watcher whose requests ``stop`` interrupts (Go
+    ``ListerWatcherWithContext``, the stop event playing the context): once ``stop`` is
+    set, a request in flight ends at once with
+    :class:`~client_cache.errors.StopRequestedError`."""
+
+    def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any: ...
+    def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch: ...
+
+
+class _IgnoringContext:
+    """A plain :class:`ListerWatcher` seen as a :class:`ListerWatcherWithContext`: its
+    requests cannot be interrupted, so ``stop`` is only checked before each (Go
+    ``listerWatcherWrapper``)."""
+
+    def __init__(self, lister_watcher: ListerWatcher) -> None:
+        self.lister_watcher = lister_watcher
+
+    def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any:
+        return self.lister_watcher.list(options)
+
+    def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
+        return self.lister_watcher.watch(options)
+
+
+def to_lister_watcher_with_context(lister_watcher: Any) -> ListerWatcherWithContext:
+    """``lister_watcher`` itself when its requests take a stop event, else a wrapper that
+    calls its plain ``list``/``watch`` (Go ``ToListerWatcherWithContext``)."""
+    if isinstance(lister_watcher, ListerWatcherWithContext):
+        return lister_watcher
+    return _IgnoringContext(lister_watcher)
 
 
 @dataclass
@@ -120,11 +169,14 @@ def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:
 class ClientListerWatcher:
     """The HTTP :class:`ListerWatcher` behind :func:`new_filtered_list_watch_from_client`.
 
-    ``idle_timeout`` is the client-side idle timeout of watches (seconds without any
-    data, not even a bookmark, after which the watch ends); ``request_timeout`` bounds a
-    LIST request and a WATCH's wait for its response headers (for a WATCH without it:
-    :data:`WATCH_HEADER_TIMEOUT`). Connections get TCP keepalive (:func:`keep_alive`).
-    ``loads`` decodes JSON (orjson when installed, else stdlib ``json``).
+    ``request_timeout`` (default :data:`DEFAULT_REQUEST_TIMEOUT`, 60 s, as the server's
+    own) bounds how long a LIST waits for data and a WATCH for its response headers;
+    ``idle_timeout`` is the client-side idle timeout of watches (seconds without any data,
+    not even a bookmark, after which the watch ends; None: none). Requests go through a
+    :class:`~client_cache.transport.Transport` of its own: ``list_with_context`` and
+    ``watch_with_context`` are interrupted by their stop event, a dead pooled connection
+    is retried once, connections get TCP keepalive. ``loads`` decodes JSON (orjson when
+    installed, else stdlib ``json``).
     """
 
     def __init__(
@@ -136,9 +188,11 @@ class ClientListerWatcher:
         *,
         object_type: Any = None,
         idle_timeout: float | None = None,
-        request_timeout: float | None = None,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
         loads: Loads = _json.loads,
     ) -> None:
+        if request_timeout is not None and request_timeout <= 0:
+            raise ValueError(f"request_timeout must be positive, not {request_timeout}")
         self.api_client = api_client
         self.gvr = gvr
         self.namespace = namespace
@@ -149,6 +203,10 @@ class ClientListerWatcher:
         self._loads = loads
         self._decode = model_decoder(api_client, object_type) if object_type else None
         self._path = resource_path(gvr, namespace)
+        self.transport = Transport(api_client)
+
+    def __repr__(self) -> str:
+        return f"<ClientListerWatcher {self.gvr} namespace={self.namespace!r}>"
 
     # -- HTTP ---------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -167,28 +225,18 @@ class ClientListerWatcher:
         return f"{host}{self._path}?{query}" if query else f"{host}{self._path}"
 
     def reset_connections(self) -> None:
-        """Close the idle pooled connections of the client (the reflector calls this when
-        a watch went silent: the network path may be dead, and a request sent on another
-        connection of that path would hang instead of failing). Connections in use are not
-        touched; new requests dial again."""
-        self.api_client.rest_client.pool_manager.clear()
+        """Close the idle pooled connections (the reflector calls this when a watch went
+        silent: the network path may be dead, and a request sent on another connection of
+        that path would hang instead of failing). Connections in use are not touched; new
+        requests dial again."""
+        self.transport.reset_connections()
 
-    def _request(self, options: ListOptions, timeout: urllib3.Timeout) -> Any:
-        pool = self.api_client.rest_client.pool_manager
-        return pool.request(
-            "GET",
-            self._url(options),
-            headers=self._headers(),
-            preload_content=False,
-            timeout=timeout,
-            retries=False,
-        )
-
-    def _raise_for_status(self, response: Any) -> None:
+    def _raise_for_status(self, response: Any, body: bytes | None) -> None:
         if 200 <= response.status < 300:
             return
-        body = response.read()
-        response.release_conn()
+        if body is None:
+            body = response.read()
+            response.release_conn()
         status: dict[str, Any] = {}
         try:
             parsed = self._loads(body) if body else None
@@ -212,17 +260,20 @@ class ClientListerWatcher:
     def list(self, options: ListOptions) -> Any:
         """LIST the collection; returns the list as a wire dict (items converted to
         ``object_type`` when one was given)."""
-        response = self._request(
-            self._options(options, False),
-            urllib3.Timeout(connect=30, read=self.request_timeout),
-        )
-        keep_alive(response, self.api_client)
-        self._raise_for_status(response)
-        try:
-            body = response.read()
-        finally:
-            response.release_conn()
-        result = self._loads(body)
+        return self.list_with_context(NEVER_STOP, options)
+
+    def watch(self, options: ListOptions) -> Watch:
+        """Start a WATCH; the :class:`~client_cache.watch.StreamWatcher` delivers events."""
+        return self.watch_with_context(NEVER_STOP, options)
+
+    def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any:
+        """:meth:`list`, interrupted by ``stop`` at any point
+        (:class:`~client_cache.errors.StopRequestedError`)."""
+        response, body = self.transport.get(
+            self._url(self._options(options, False)), self._headers(), self.request_timeout,
+            stop, read_body=True)
+        self._raise_for_status(response, body)
+        result = self._loads(body or b"")
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
         if self._decode is not None:
@@ -231,67 +282,21 @@ class ClientListerWatcher:
             result["items"] = []
         return result
 
-    def watch(self, options: ListOptions) -> Watch:
-        """Start a WATCH; the :class:`~client_cache.watch.StreamWatcher` delivers events."""
-        options = self._options(options, True)
+    def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
+        """:meth:`watch`; ``stop`` interrupts the wait for the response headers (after
+        that, ``Watch.stop()`` ends the stream)."""
         # The response headers come at once (the events follow); a connection that gives
-        # nothing within the header timeout is dead. Then the idle timeout takes over.
-        header_timeout = self.request_timeout or WATCH_HEADER_TIMEOUT
-        response = self._request(options, urllib3.Timeout(connect=30, read=header_timeout))
-        keep_alive(response, self.api_client)
-        self._raise_for_status(response)
-        sock = _socket_of(response)
+        # nothing within the request timeout is dead. Then the idle timeout takes over.
+        response, _ = self.transport.get(
+            self._url(self._options(options, True)), self._headers(), self.request_timeout,
+            stop, read_body=False)
+        self._raise_for_status(response, None)
+        sock = socket_of(response)
         if sock is not None:
             sock.settimeout(self.idle_timeout)
         return StreamWatcher(
             response, self._decode, name=self.gvr.resource, loads=self._loads
         )
-
-
-#: How long a WATCH request waits for the response headers when the lister-watcher has no
-#: ``request_timeout`` (the server sends them at once).
-WATCH_HEADER_TIMEOUT = 60.0
-
-#: TCP keepalive of the client's connections, as client-go dials them: the first probe
-#: after :data:`KEEPALIVE_IDLE` idle seconds, then one every :data:`KEEPALIVE_INTERVAL`
-#: seconds, the connection dropped after :data:`KEEPALIVE_PROBES` unanswered probes.
-KEEPALIVE_IDLE = 30
-KEEPALIVE_INTERVAL = 15
-KEEPALIVE_PROBES = 9
-
-
-def _socket_of(response: Any) -> Any:
-    """The socket under a urllib3 response, or None when it cannot be reached."""
-    return getattr(getattr(response, "connection", None), "sock", None)
-
-
-def keep_alive(response: Any, api_client: Any = None) -> None:
-    """Turn on TCP keepalive for the connection of ``response`` (it stays on when the
-    connection goes back to the pool), unless the client's configuration chose its own
-    socket options or its own keepalive.
-
-    A watch can be silent for minutes, and a peer that vanished without a FIN or RST (a
-    rebooted node, a dropped NAT entry) would otherwise go unnoticed until the watch's
-    timeout, or for ever for a request waiting on a pooled connection. Go's client dials
-    with a 30 s keepalive (and pings HTTP/2 connections); these are the timings it asks the
-    kernel for. Platforms without the TCP_KEEP* options get plain SO_KEEPALIVE; a response
-    without a reachable socket is left alone.
-    """
-    config = getattr(api_client, "configuration", None)
-    if getattr(config, "socket_options", None) is not None or getattr(config, "keep_alive",
-                                                                       False):
-        return
-    sock = _socket_of(response)
-    if sock is None:
-        return
-    with contextlib.suppress(OSError, AttributeError, ValueError):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        for name, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE),
-                            ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
-                            ("TCP_KEEPCNT", KEEPALIVE_PROBES)):
-            option = getattr(socket, name, None)
-            if option is not None:
-                sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 def new_filtered_list_watch_from_client(
@@ -302,10 +307,11 @@ def new_filtered_list_watch_from_client(
     *,
     object_type: Any = None,
     idle_timeout: float | None = None,
+    request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
 ) -> ClientListerWatcher:
     """A ListerWatcher for ``gvr`` in ``namespace`` (``""``: all namespaces, or a
     cluster-scoped resource); ``options_modifier`` edits the options of every request (Go
-    ``NewFilteredListWatchFromClient``)."""
+    ``NewFilteredListWatchFromClient``). See :class:`ClientListerWatcher` for the timeouts."""
     return ClientListerWatcher(
         api_client,
         gvr,
@@ -313,6 +319,7 @@ def new_filtered_list_watch_from_client(
         options_modifier,
         object_type=object_type,
         idle_timeout=idle_timeout,
+        request_timeout=request_timeout,
     )
 
 
@@ -324,6 +331,7 @@ def new_list_watch_from_client(
     *,
     object_type: Any = None,
     idle_timeout: float | None = None,
+    request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
 ) -> ClientListerWatcher:
     """A ListerWatcher for ``gvr`` filtered by ``field_selector`` (Go
     ``NewListWatchFromClient``)."""
@@ -333,5 +341,6 @@ def new_list_watch_from_client(
         options.field_selector = str(selector)
 
     return new_filtered_list_watch_from_client(
-        api_client, gvr, namespace, modifier, object_type=object_type, idle_timeout=idle_timeout
+        api_client, gvr, namespace, modifier, object_type=object_type,
+        idle_timeout=idle_timeout, request_timeout=request_timeout,
     )

@@ -59,7 +59,7 @@ class LRUExpireCache:
 
     def add(self, key: str, value: Any, ttl: float) -> None:
         with self._lock:
-            self._entries[key] = (value, self._clock.now() + ttl)
+            self._entries[key] = (value, self._clock.monotonic() + ttl)
             self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
@@ -69,7 +69,7 @@ class LRUExpireCache:
             entry = self._entries.get(key)
             if entry is None:
                 return None, False
-            if self._clock.now() > entry[1]:
+            if self._clock.monotonic() > entry[1]:
                 del self._entries[key]
                 return None, False
             self._entries.move_to_end(key)
@@ -81,7 +81,7 @@ class LRUExpireCache:
 
     def keys(self) -> list[str]:
         with self._lock:
-            now = self._clock.now()
+            now = self._clock.monotonic()
             return [k for k, (_, expires) in self._entries.items() if now <= expires]
 
     def __len__(self) -> int:

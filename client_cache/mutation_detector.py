@@ -63,13 +63,18 @@ class CacheMutationError(ClientCacheError):
 
 @runtime_checkable
 class MutationDetector(Protocol):
-    """Receives objects to watch and checks them until ``stop`` is set."""
+    """Receives objects to watch and checks them until ``stop`` is set; ``enabled`` False
+    means ``run`` does nothing (the informer then starts no thread for it)."""
+
+    enabled: bool
 
     def add_object(self, obj: Any) -> None: ...
     def run(self, stop: threading.Event) -> None: ...
 
 
 class _DummyMutationDetector:
+    enabled = False
+
     def add_object(self, obj: Any) -> None:
         pass
 
@@ -86,6 +91,8 @@ class _CachedObject:
 class DefaultCacheMutationDetector:
     """Keeps deep copies and compares them with the live objects every ``period`` seconds.
     Objects are retained for between ``retain_duration`` and twice that."""
+
+    enabled = True
 
     def __init__(
         self,

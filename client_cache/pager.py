@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from client_cache.apis import ListOptions, list_continue, list_items, list_resource_version
-from client_cache.errors import ClientCacheError, is_expired
+from client_cache.errors import StopRequestedError, is_expired
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, UnbufferedChan
 
 __all__ = [
@@ -39,13 +39,6 @@ DEFAULT_PAGE_BUFFER_SIZE = 10
 
 ListPageFunc = Callable[[ListOptions], Any]
 """Fetches one page: LIST with the given options (Go ``ListPageFunc``)."""
-
-
-class StopRequestedError(ClientCacheError):
-    """The stop event was set during a paged list (Go ``ctx.Err()``)."""
-
-    def __init__(self) -> None:
-        super().__init__("context canceled")
 
 
 def simple_page_func(fn: Callable[[ListOptions], Any]) -> ListPageFunc:
@@ -98,7 +91,7 @@ class ListPager:
         merged: dict[str, Any] | None = None
         while True:
             if stop is not None and stop.is_set():
-                raise StopRequestedError()
+                raise StopRequestedError("context canceled")
             try:
                 page = self.page_fn(options)
             except Exception as err:
@@ -162,7 +155,7 @@ class ListPager:
         try:
             while True:
                 if stop is not None and stop.is_set():
-                    raise StopRequestedError()
+                    raise StopRequestedError("context canceled")
                 page, _ = chunks.recv()
                 if page is CLOSED:
                     break

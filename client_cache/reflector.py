@@ -37,6 +37,7 @@ never kills the reflector thread; ``run`` returns within a second of ``stop`` in
 
 from __future__ import annotations
 
+import enum
 import inspect
 import logging
 import os
@@ -60,6 +61,7 @@ from client_cache.apis import (
 from client_cache.errors import (
     ClientCacheError,
     MetaAccessError,
+    StopRequestedError,
     from_status,
     is_connection_refused,
     is_expired,
@@ -69,12 +71,11 @@ from client_cache.errors import (
     is_too_many_requests,
 )
 from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
-from client_cache.listwatch import ListerWatcher
+from client_cache.listwatch import ListerWatcher, to_lister_watcher_with_context
 from client_cache.pager import (
     DEFAULT_PAGE_BUFFER_SIZE,
     DEFAULT_PAGE_SIZE,
     ListPager,
-    StopRequestedError,
 )
 from client_cache.reflector_metrics import ReflectorMetrics
 from client_cache.retry_with_deadline import new_retry_with_deadline
@@ -130,15 +131,6 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 # over every channel (see _handle_watch); short enough that a stop or an error is never
 # noticed later than this while events flow.
 _BUSY_STREAM_WAIT = 0.002
-
-
-class _StopRequested(ClientCacheError):
-    def __init__(self) -> None:
-        super().__init__("stop requested")
-
-
-ERROR_STOP_REQUESTED = _StopRequested()
-"""Go ``errorStopRequested``."""
 
 
 class VeryShortWatchError(ClientCacheError):
@@ -226,10 +218,10 @@ class InitialEventsEndBookmarkTicker:
         if self._ticker is None:
             return None
         if self.last_event is None:
-            waited = _go_duration(self.clock.since(self.watch_start))
+            waited = _go_duration(self.clock.monotonic() - self.watch_start)
             return (f"{self.name}: awaiting required bookmark event for initial events "
                     f"stream, no events received for {waited}")
-        elapsed = self.clock.now() - self.last_event
+        elapsed = self.clock.monotonic() - self.last_event
         if elapsed < self.interval:
             return None
         return (f"{self.name}: hasn't received required bookmark event marking the end of "
@@ -280,6 +272,82 @@ def _describe(expected_type: Any) -> tuple[str, type | None, tuple[str, str] | N
         group, _, version = api_version.rpartition("/")
         return f"{group}/{version}, Kind={kind}", dict, (api_version, kind)
     return type(expected_type).__name__, type(expected_type), None
+
+
+class _Case(enum.Enum):
+    """What woke the watch loop (the cases of Go's ``select`` in ``handleAnyWatch``)."""
+
+    EVENT = 0  # an event, or the result channel closed (value CLOSED)
+    RESYNC_FAILED = 1  # the resync thread's store.resync() raised (value: the error)
+    IDLE = 2  # the idle timer fired
+    BOOKMARK_TICK = 3  # the initial-events-end ticker fired
+    STOPPED = 4
+
+
+_CASE_OF_INDEX = {case.value: case for case in _Case}
+
+
+def _next_case(stop: threading.Event, result: Chan[Event],
+               chans: list[Chan[Any]]) -> tuple[_Case, Any]:
+    """Wait for the next thing the watch loop must handle; raises on stop.
+
+    A busy stream has its next event within a moment: after a look at every channel, wait
+    :data:`_BUSY_STREAM_WAIT` on the result channel alone (much cheaper than registering
+    with every channel), and only then block in a full select."""
+    index, value = select_or_stop(stop, chans, 0)
+    if index == TIMED_OUT:
+        value, ok = result.recv(_BUSY_STREAM_WAIT)
+        if ok or value is CLOSED:
+            return _Case.EVENT, value
+        index, value = select_or_stop(stop, chans)
+    if index == STOPPED:
+        raise StopRequestedError()
+    return _CASE_OF_INDEX[index], value
+
+
+class _EventSink:
+    """Applies watch events to a store and records their resourceVersions (the body of
+    Go's ``handleAnyWatch`` loop for one event)."""
+
+    def __init__(self, reflector: Reflector, store: Store | None,
+                 set_resource_version: Callable[[str], None] | None) -> None:
+        self.reflector = reflector
+        self.target = reflector.store if store is None else store
+        self.set_rv = set_resource_version or reflector._set_last_sync_resource_version
+        self.updater = (self.target if store is None
+                        and isinstance(self.target, ResourceVersionUpdater) else None)
+
+    def apply(self, event: Event) -> bool | None:
+        """Apply ``event``; returns whether it was the initial-events-end bookmark, or
+        None when it was skipped. An ERROR event raises its status as an exception."""
+        r = self.reflector
+        if event.type is EventType.ERROR:
+            raise from_status(event.object)
+        if not r._accept(event.object):
+            return None
+        try:
+            rv = meta.get_resource_version(event.object)
+        except MetaAccessError:
+            handle_error(f"{r.name}: unable to understand watch event of "
+                         f"{r.type_description}: {event!r}")
+            return None
+        bookmark_end = False
+        if event.type is EventType.ADDED:
+            r._apply(self.target.add, "add", "to", event.object)
+        elif event.type is EventType.MODIFIED:
+            r._apply(self.target.update, "update", "to", event.object)
+        elif event.type is EventType.DELETED:
+            r._apply(self.target.delete, "delete", "from", event.object)
+        else:  # BOOKMARK (ERROR was handled above)
+            annotations = meta.accessor(event.object).annotations
+            bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
+        self.set_rv(rv)
+        if self.updater is not None:
+            try:
+                self.updater.update_resource_version(rv)
+            except Exception as err:
+                handle_error(f"{r.name}: update_resource_version failed: {err}")
+        return bookmark_end
 
 
 class Reflector:
@@ -363,9 +431,20 @@ class Reflector:
             except Exception as err:
                 self.watch_error_handler(self, err)
 
-        backoff_until(round_, self.backoff_manager, True, stop)
+        try:
+            backoff_until(round_, self.backoff_manager, True, stop)
+        finally:
+            # the connections of a stopped reflector end with it (a list-watch that pools
+            # them dials again if it is run again)
+            self._reset_connections()
         _log.debug("Stopping reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
+
+    def _reset_connections(self) -> None:
+        """Close the list-watch's idle pooled connections, if it pools any."""
+        reset = getattr(self.lister_watcher, "reset_connections", None)
+        if callable(reset):
+            reset()
 
     def list_and_watch(self, stop: threading.Event) -> None:
         """One round: list (or watch-list), then watch until the watch ends. Raises the
@@ -395,8 +474,9 @@ class Reflector:
     def _list(self, stop: threading.Event) -> bool:
         """LIST into the store; False when stopped before finishing."""
         options = ListOptions(resource_version=self._relist_resource_version())
-        pager = ListPager(self.lister_watcher.list, DEFAULT_PAGE_SIZE, True,
-                          DEFAULT_PAGE_BUFFER_SIZE)
+        lister = to_lister_watcher_with_context(self.lister_watcher)
+        pager = ListPager(lambda page: lister.list_with_context(stop, page), DEFAULT_PAGE_SIZE,
+                          True, DEFAULT_PAGE_BUFFER_SIZE)
         if self.watch_list_page_size:
             pager.page_size = self.watch_list_page_size
         elif self._paginated_result:
@@ -489,6 +569,8 @@ class Reflector:
     def _watch(
         self, watch: Watch | None, stop: threading.Event, resync_errors: Chan[BaseException]
     ) -> None:
+        """Watch, re-watching after every normal end, until an error that needs a relist
+        (then return, or raise it) or ``stop`` (Go ``watch``)."""
         retry = new_retry_with_deadline(self.max_internal_error_retry_duration, 60.0,
                                         is_internal_error, self.clock)
         while True:
@@ -496,21 +578,14 @@ class Reflector:
                 if watch is not None:
                     watch.stop()
                 return
-            start = self.clock.now()
+            start = self.clock.monotonic()
             timeout = self._watch_timeout()
             if watch is None:
-                options = ListOptions(resource_version=self.last_sync_resource_version(),
-                                      timeout_seconds=timeout, allow_watch_bookmarks=True)
-                try:
-                    watch = self.lister_watcher.watch(options)
-                except Exception as err:
-                    if is_connection_refused(err) or is_too_many_requests(err):
-                        _log.debug("%s: watch of %s returned %s - backing off", self.name,
-                                   self.type_description, err)
-                        if not self._wait_backoff(stop):
-                            return
-                        continue
-                    raise
+                watch = self._start_watch(timeout, stop)
+                if watch is None:
+                    if stop.is_set():
+                        return
+                    continue  # backed off after a refused connection or a 429
             self.metrics.watches.inc()
             error: BaseException | None = None
             try:
@@ -521,34 +596,57 @@ class Reflector:
             watch.stop()
             watch = None
             retry.after(error)
-            if error is None or isinstance(error, WatchStalledError):
-                if error is not None:
-                    _log.info("%s: watch of %s stalled, re-establishing it", self.name,
-                              self.type_description)
-                    # the path to the server may be dead: do not reuse idle connections
-                    reset = getattr(self.lister_watcher, "reset_connections", None)
-                    if callable(reset):
-                        reset()
-                continue
-            if error is ERROR_STOP_REQUESTED:
+            if not self._rewatch_after(error, retry, stop):
                 return
-            if is_expired(error) or is_gone(error):
-                _log.debug("%s: watch of %s closed with: %s", self.name, self.type_description,
-                           error)
-            elif is_too_many_requests(error):
-                _log.info("%s: watch of %s returned 429 - backing off", self.name,
-                          self.type_description)
-                if not self._wait_backoff(stop):
-                    return
-                continue
-            elif is_internal_error(error) and retry.should_retry():
-                _log.info("%s: retrying watch of %s internal error: %s", self.name,
-                          self.type_description, error)
-                continue
-            else:
-                _log.warning("%s: watch of %s ended with: %s", self.name, self.type_description,
-                             error)
-            return
+
+    def _start_watch(self, timeout: int, stop: threading.Event) -> Watch | None:
+        """Open a watch from the last synced resourceVersion; None after backing off from
+        a refused connection or a 429 (or when stopped meanwhile); other errors raise."""
+        options = ListOptions(resource_version=self.last_sync_resource_version(),
+                              timeout_seconds=timeout, allow_watch_bookmarks=True)
+        try:
+            return to_lister_watcher_with_context(self.lister_watcher).watch_with_context(
+                stop, options)
+        except StopRequestedError:
+            return None
+        except Exception as err:
+            if is_connection_refused(err) or is_too_many_requests(err):
+                _log.debug("%s: watch of %s returned %s - backing off", self.name,
+                           self.type_description, err)
+                self._wait_backoff(stop)
+                return None
+            raise
+
+    def _rewatch_after(self, error: BaseException | None, retry: Any,
+                       stop: threading.Event) -> bool:
+        """Decide what follows a watch that ended with ``error`` (None: a normal end):
+        True to watch again from the last resourceVersion, False to return to
+        ``list_and_watch`` (stop, or an error that needs a relist)."""
+        if error is None:
+            return True
+        if isinstance(error, WatchStalledError):
+            _log.info("%s: watch of %s stalled, re-establishing it", self.name,
+                      self.type_description)
+            # the path to the server may be dead: do not reuse idle connections
+            self._reset_connections()
+            return True
+        if isinstance(error, StopRequestedError):
+            return False
+        if is_expired(error) or is_gone(error):
+            _log.debug("%s: watch of %s closed with: %s", self.name, self.type_description,
+                       error)
+            return False
+        if is_too_many_requests(error):
+            _log.info("%s: watch of %s returned 429 - backing off", self.name,
+                      self.type_description)
+            return self._wait_backoff(stop)
+        if is_internal_error(error) and retry.should_retry():
+            _log.info("%s: retrying watch of %s internal error: %s", self.name,
+                      self.type_description, error)
+            return True
+        _log.warning("%s: watch of %s ended with: %s", self.name, self.type_description,
+                     error)
+        return False
 
     def _handle_watch(
         self,
@@ -564,12 +662,13 @@ class Reflector:
     ) -> bool:
         """Apply watch events until the watch ends (Go ``handleAnyWatch``). Returns True
         when it stopped at the initial-events-end bookmark; raises the error that ended the
-        watch (``ERROR_STOP_REQUESTED`` on stop)."""
-        target = self.store if store is None else store
-        set_rv = set_resource_version or self._set_last_sync_resource_version
-        updater = target if store is None and isinstance(target, ResourceVersionUpdater) else None
+        watch (:class:`~client_cache.errors.StopRequestedError` on stop).
+
+        Each turn waits for one of four things (:func:`_next_case`): an event, an error
+        from the resync thread, the idle timer, the initial-events ticker."""
+        sink = _EventSink(self, store, set_resource_version)
         count = 0
-        last_event = self.clock.now()
+        last_event = self.clock.monotonic()
         idle_timer = self.clock.new_timer(idle)
         ticker = InitialEventsEndBookmarkTicker(self.name, self.clock, start, 10.0,
                                                 exit_on_initial_events_end)
@@ -577,24 +676,14 @@ class Reflector:
             result = watch.result_chan()
             chans: list[Chan[Any]] = [result, errors, idle_timer.c(), ticker.c()]
             while True:
-                index, value = select_or_stop(stop, chans, 0)
-                if index == TIMED_OUT:
-                    # Nothing ready. A busy stream has its next event within a moment: wait
-                    # for it on the result channel alone, which is much cheaper than
-                    # registering with every channel; then block in a full select.
-                    value, ok = result.recv(_BUSY_STREAM_WAIT)
-                    index = 0 if ok or value is CLOSED else TIMED_OUT
-                if index == TIMED_OUT:
-                    index, value = select_or_stop(stop, chans)
-                if index == STOPPED:
-                    raise ERROR_STOP_REQUESTED
-                if index == 1:
+                case, value = _next_case(stop, result, chans)
+                if case is _Case.RESYNC_FAILED:
                     raise value
-                if index == 3:
+                if case is _Case.BOOKMARK_TICK:
                     ticker.warn_if_expired()
                     continue
-                if index == 2:
-                    quiet = self.clock.since(last_event)
+                if case is _Case.IDLE:
+                    quiet = self.clock.monotonic() - last_event
                     if quiet >= idle:
                         raise WatchStalledError(
                             f"{self.name}: no watch event or bookmark for {quiet:.0f}s")
@@ -602,35 +691,11 @@ class Reflector:
                     continue
                 if value is CLOSED:
                     break
-                event: Event = value
-                last_event = self.clock.now()
+                last_event = self.clock.monotonic()
                 ticker.observe_last_event_time(last_event)
-                if event.type is EventType.ERROR:
-                    raise from_status(event.object)
-                if not self._accept(event.object):
-                    continue
-                try:
-                    rv = meta.get_resource_version(event.object)
-                except MetaAccessError:
-                    handle_error(f"{self.name}: unable to understand watch event of "
-                                 f"{self.type_description}: {event!r}")
-                    continue
-                bookmark_end = False
-                if event.type is EventType.ADDED:
-                    self._apply(target.add, "add", "to", event.object)
-                elif event.type is EventType.MODIFIED:
-                    self._apply(target.update, "update", "to", event.object)
-                elif event.type is EventType.DELETED:
-                    self._apply(target.delete, "delete", "from", event.object)
-                else:  # BOOKMARK (ERROR was handled above)
-                    annotations = meta.accessor(event.object).annotations
-                    bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
-                set_rv(rv)
-                if updater is not None:
-                    try:
-                        updater.update_resource_version(rv)
-                    except Exception as err:
-                        handle_error(f"{self.name}: update_resource_version failed: {err}")
+                bookmark_end = sink.apply(value)
+                if bookmark_end is None:
+                    continue  # skipped (logged)
                 count += 1
                 if exit_on_initial_events_end and bookmark_end:
                     _log.debug("exiting %s Watch because received the bookmark that marks the "
@@ -641,8 +706,8 @@ class Reflector:
             idle_timer.stop()
             ticker.stop()
             self.metrics.items_in_watch.observe(count)
-            self.metrics.watch_duration.observe(max(0.0, self.clock.since(start)))
-        if self.clock.since(start) < 1.0 and count == 0:
+            self.metrics.watch_duration.observe(max(0.0, self.clock.monotonic() - start))
+        if self.clock.monotonic() - start < 1.0 and count == 0:
             self.metrics.short_watches.inc()
             raise VeryShortWatchError(self.name)
         _log.debug("%s: Watch close - %s total %d items received", self.name,
@@ -690,9 +755,12 @@ class Reflector:
                 resource_version_match=RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
                 timeout_seconds=self._watch_timeout(),
             )
-            start = self.clock.now()
+            start = self.clock.monotonic()
             try:
-                watch = self.lister_watcher.watch(options)
+                watch = to_lister_watcher_with_context(self.lister_watcher).watch_with_context(
+                    stop, options)
+            except StopRequestedError:
+                return None
             except Exception as err:
                 if self._retry_watch_list(err, stop):
                     continue
@@ -705,7 +773,7 @@ class Reflector:
                     exit_on_initial_events_end=True)
             except Exception as err:
                 watch.stop()
-                if err is ERROR_STOP_REQUESTED:
+                if isinstance(err, StopRequestedError):
                     return None
                 if self._retry_watch_list(err, stop):
                     continue

@@ -45,7 +45,7 @@ class _RetryWithDeadline:
         if not self._is_retryable(err):
             return
         with self._lock:
-            now = self._clock.now()
+            now = self._clock.monotonic()
             if self._last is None or now - self._last >= self._min_reset:
                 self._first = None  # a new burst
             if self._first is None:
@@ -57,7 +57,7 @@ class _RetryWithDeadline:
         with self._lock:
             if self._max <= 0:
                 return False
-            if self._first is not None and self._clock.now() - self._first <= self._max:
+            if self._first is not None and self._clock.monotonic() - self._first <= self._max:
                 return True
             self._first = None
             self._last = None

@@ -265,12 +265,17 @@ class _SharedProcessor:
                 if not sync or due:
                     listener.add(notification)
 
-    def run(self, stop: threading.Event) -> None:
+    def start(self) -> None:
+        """Start every listener's delivery thread (Go ``sharedProcessor.run``, first
+        half); listeners added later start as they are added."""
         with self._lock:
             for listener in self.listeners:
                 listener.start()
             self.started = True
-        stop.wait()
+
+    def stop(self) -> None:
+        """Stop and join every listener (pending notifications are dropped; Go
+        ``sharedProcessor.run``, second half)."""
         with self._lock:
             threads = [t for t in (listener.stop() for listener in self.listeners) if t]
             self.listeners = {}
@@ -281,7 +286,7 @@ class _SharedProcessor:
 
     def should_resync(self) -> bool:
         with self._lock:
-            now = self.clock.now()
+            now = self.clock.monotonic()
             needed = False
             for listener in list(self.listeners):
                 due = listener.should_resync(now)
@@ -438,24 +443,25 @@ class SharedIndexInformer:
             )
             self._controller = _Controller(config)
             self._started = True
-        processor_stop = threading.Event()
-        helpers = [threading.Thread(target=self.processor.run, args=(processor_stop,),
-                                    name=f"informer-processor-{self.object_description}",
-                                    daemon=True),
-                   threading.Thread(target=self.cache_mutation_detector.run,
-                                    args=(processor_stop,),
-                                    name=f"informer-mutation-detector-{self.object_description}",
-                                    daemon=True)]
-        for helper in helpers:
-            helper.start()
+        # No thread waits for stop: the listeners start here and are stopped when the
+        # controller returns; the mutation detector gets a thread only when enabled.
+        self.processor.start()
+        detector_stop = threading.Event()
+        detector: threading.Thread | None = None
+        if self.cache_mutation_detector.enabled:
+            detector = threading.Thread(
+                target=self.cache_mutation_detector.run, args=(detector_stop,),
+                name=f"informer-mutation-detector-{self.object_description}", daemon=True)
+            detector.start()
         try:
             self._controller.run(stop)
         finally:
             with self._started_lock:
                 self._stopped = True
-            processor_stop.set()
-            for helper in helpers:
-                helper.join(2.0)
+            detector_stop.set()
+            self.processor.stop()
+            if detector is not None:
+                detector.join(1.0)
 
     def handle_deltas(self, obj: Any, is_in_initial_list: bool) -> None:
         """The controller's process function (Go ``HandleDeltas``)."""
@@ -512,7 +518,7 @@ class SharedIndexInformer:
             listener = ProcessorListener(
                 handler, resync_period,
                 determine_resync_period(resync_period, self.resync_check_period),
-                self.clock.now(), self.has_synced, self.object_description)
+                self.clock.monotonic(), self.has_synced, self.object_description)
             if not self._started:
                 self.processor.add_listener(listener)
                 return listener

@@ -175,7 +175,7 @@ class _Cache:
     :func:`new_indexer`.
     """
 
-    __slots__ = ("_key_func", "_storage")
+    __slots__ = ("__weakref__", "_key_func", "_storage")
 
     def __init__(self, storage: ThreadSafeStore, key_func: KeyFunc) -> None:
         self._storage = storage

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +13,22 @@ import pytest
 
 from client_cache import FIFOClosedError
 from client_cache.testing.envtest import Binaries, find_binaries
+
+
+def eventually(predicate: Callable[[], object], timeout: float = 10.0,
+               message: str | Callable[[], str] = "") -> None:
+    """Wait until ``predicate()`` is truthy; fail the test after ``timeout`` seconds.
+
+    For state the test cannot be woken by (another process, a server's counters, a
+    thread's registration); it re-checks every 5 ms and never carries on past its deadline.
+    Waits that can be woken (a handler's condition, a queue) should use those instead.
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            text = message() if callable(message) else message
+            raise AssertionError(f"not true within {timeout} s: {text or predicate}")
+        time.sleep(0.005)
 
 
 @dataclass(frozen=True)

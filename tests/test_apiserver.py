@@ -544,3 +544,37 @@ def test_process_killed_and_restarted_keeps_its_state(tmp_path: Any) -> None:
         w.stop()
         created = core.create_namespaced_config_map("kr", {"metadata": {"name": "c9"}})
         assert int(created.metadata.resource_version) == int(first_rv) + 1
+
+
+def test_the_server_process_exits_when_its_parent_dies() -> None:
+    """SIGKILL of the program that started an EmbeddedApiServerProcess (what closing the
+    terminal of ``make demo`` amounts to): the server exits instead of living on under
+    PID 1."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from client_cache.testing.apiserver import EmbeddedApiServerProcess\n"
+         "server = EmbeddedApiServerProcess().start()\n"
+         "print(server.pid, flush=True)\n"
+         "time.sleep(120)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        os.kill(child, 0)  # alive
+    finally:
+        parent.kill()
+        parent.wait(10)
+        if parent.stdout is not None:
+            parent.stdout.close()
+    killed_at = time.monotonic()
+    while True:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if time.monotonic() - killed_at > 5:
+            os.kill(child, 9)
+            raise AssertionError("the server process outlived its parent")
+        time.sleep(0.02)
+    assert time.monotonic() - killed_at < 2.0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,8 @@ from client_cache.util.chan import (
     stop_chan,
 )
 from client_cache.util.clock import FakeClock, IntervalClock, RealClock
+from client_cache.util.stop import on_stop, stop_callbacks
+from tests.fixtures import eventually
 
 T0 = 1_700_000_000.0
 
@@ -246,16 +250,61 @@ def test_close_wakes_blocked_receiver_and_sender() -> None:
     assert any(isinstance(x, ChanClosedError) for x in results)
 
 
-def test_select_or_stop_watcher_thread_is_scoped() -> None:
-    """The shared stop-watcher thread runs only while a wait needs it."""
-    stop = threading.Event()
+def test_select_or_stop_is_woken_by_stop_without_a_helper_thread() -> None:
+    """``set()`` wakes a thread blocked in ``select_or_stop`` through a callback: no thread
+    watches the event (the old design polled every 50 ms from a shared thread)."""
+    stop = threading.Event()  # a plain event, as users pass
     fed: Chan[int] = Chan(1)
-    threading.Timer(0.05, lambda: fed.try_send(7)).start()
-    assert select_or_stop(stop, [fed], timeout=5) == (0, 7)
-    deadline = time.monotonic() + 1
-    while any(t.name == "client_cache-stop-watcher" for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "stop watcher outlived the wait"
-        time.sleep(0.005)
-    threading.Timer(0.05, stop.set).start()
-    assert select_or_stop(stop, [Chan(1)], timeout=5) == (STOPPED, None)
+    results: list[tuple[int, Any]] = []
+    before = {t.ident for t in threading.enumerate()}
+    waiter = threading.Thread(target=lambda: results.append(select_or_stop(stop, [fed])),
+                              name="test-select-waiter", daemon=True)
+    waiter.start()
+    eventually(lambda: stop_callbacks(stop) == 1, 5)  # the waiter is registered
+    extra = {t.name for t in threading.enumerate() if t.ident not in before}
+    assert extra == {"test-select-waiter"}
+    stop.set()
+    waiter.join(1)
+    assert results == [(STOPPED, None)]
+    assert stop_callbacks(stop) == 0  # the registration ended with the wait
+    fed.try_send(7)
+    assert select_or_stop(threading.Event(), [fed], timeout=5) == (0, 7)
     assert select_or_stop(threading.Event(), [Chan(1)], timeout=0.05) == (TIMED_OUT, None)
+
+
+def test_on_stop_runs_callbacks_inside_set() -> None:
+    """Callbacks run once, in the thread that sets, before ``set()`` returns; a callback
+    registered on a set event runs at once; a cancelled one never runs; a failing one does
+    not keep the others from running; a ``set`` captured before the first registration
+    (as ``threading.Timer(d, stop.set)`` does) runs them too; a subclass of Event works."""
+
+    class MyEvent(threading.Event):
+        pass
+
+    for event in (threading.Event(), MyEvent()):
+        captured_set = event.set
+        calls: list[str] = []
+        on_stop(event, partial(calls.append, "a"))
+        cancelled = on_stop(event, partial(calls.append, "cancelled"))
+        on_stop(event, lambda: 1 / 0)  # type: ignore[func-returns-value]
+        on_stop(event, partial(calls.append, "b"))
+        cancelled.cancel()
+        assert calls == []
+        (captured_set if type(event) is threading.Event else event.set)()
+        assert calls == ["a", "b"]
+        event.set()
+        assert calls == ["a", "b"]  # once
+        on_stop(event, partial(calls.append, "late"))
+        assert calls == ["a", "b", "late"]
+
+
+def test_on_stop_races_with_set() -> None:
+    """Registering while another thread sets: the callback runs exactly once."""
+    for _ in range(200):
+        event = threading.Event()
+        calls: list[int] = []
+        setter = threading.Thread(target=event.set, name="test-setter")
+        setter.start()
+        on_stop(event, partial(calls.append, 1))
+        setter.join()
+        assert calls == [1]

@@ -199,15 +199,17 @@ def test_watch_and_list_connections_have_tcp_keepalive(
 
 def test_user_socket_options_are_left_alone(
         path: tuple[EmbeddedApiServer, BlackholeProxy]) -> None:
+    """A configuration with socket options of its own gets exactly those (the transport's
+    pool is built from the configuration as the client builds its own): no keepalive is
+    added behind the user's back."""
     server, _ = path
     api = server.api_client()
-    api.configuration.keep_alive = True  # the kubernetes client's own switch
+    api.configuration.socket_options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
     lw = ClientListerWatcher(api, PODS, NAMESPACE)
     w = lw.watch(ListOptions(resource_version="0"))
     try:
         sock = w._response.connection.sock  # type: ignore[attr-defined]
-        if hasattr(socket, "TCP_KEEPCNT"):
-            # the pool was built before the switch: no keepalive, and we add none
-            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     finally:
         w.stop()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from client_cache.util.clock import FakeClock
+from client_cache.util.wait import new_exponential_backoff_manager
 from client_cache.workqueue import DelayingQueueConfig, DelayingType, new_delaying_queue_with_config
+from client_cache.workqueue.default_rate_limiters import TokenBucket
 
 T0 = 1_763_800_000.0
 
@@ -111,3 +114,65 @@ def test_add_after_ignored_when_shutting_down() -> None:
     q.add_after("late", 0)
     assert q.len() == 0
     assert q._thread is not None and not q._thread.is_alive()
+
+
+def test_wall_clock_jumps_do_not_move_timers_on_the_real_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real clock's wall reading jumps back 60 s and forward 60 s while items wait:
+    each arrives after its own delay (measured on the monotonic clock), in order, not
+    60 s late and not early."""
+    offset = [0.0]
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + offset[0])
+    q: DelayingType[Any] = new_delaying_queue_with_config(DelayingQueueConfig())
+    try:
+        started = time.monotonic()
+        q.add_after("a", 0.2)
+        offset[0] = -60.0  # stepped back while "a" waits
+        q.add_after("b", 0.4)
+        offset[0] = 60.0  # stepped forward: nothing may fire early
+        q.add_after("c", 0.6)
+        arrivals = []
+        for _ in range(3):
+            item, _ = q.get()
+            arrivals.append((item, time.monotonic() - started))
+            q.done(item)
+        assert [item for item, _ in arrivals] == ["a", "b", "c"]
+        for (_, at), delay in zip(arrivals, (0.2, 0.4, 0.6), strict=True):
+            assert delay <= at < delay + 5.0  # never early; not a minute late
+    finally:
+        q.shut_down()
+
+
+def test_wall_clock_steps_on_the_fake_clock_fire_nothing() -> None:
+    """The fake clock's wall reading moves alone (step_wall): pending items, the token
+    bucket and the backoff manager follow the monotonic reading only."""
+    clock = FakeClock(T0)
+    q: DelayingType[Any] = new_delaying_queue_with_config(DelayingQueueConfig(clock=clock))
+    try:
+        q.add_after("x", 1.0)
+        q.wait_for_idle_loop()
+        clock.step_wall(3600.0)  # an hour forward on the wall: not due
+        q.wait_for_idle_loop()
+        assert q.len() == 0 and clock.has_waiters()
+        clock.step_wall(-7200.0)  # two hours back: still due at +1 s
+        step(q, clock, 1.0)
+        assert q.len() == 1
+        assert clock.now() == T0 + 1.0 - 3600.0 and clock.monotonic() == T0 + 1.0
+    finally:
+        q.shut_down()
+    bucket = TokenBucket(10.0, 1, clock)
+    assert bucket.reserve() == 0.0
+    clock.step_wall(-60.0)
+    assert bucket.reserve() == pytest.approx(0.1)  # a wall step refills nothing
+    manager = new_exponential_backoff_manager(1.0, 10.0, 60.0, 2.0, 0.0, clock)
+    first = manager.backoff()
+    first.stop()
+    clock.step_wall(120.0)  # would pass the 60 s reset on the wall clock
+    second = manager.backoff()
+    second.stop()
+    assert clock.has_waiters()
+    clock.step(1.5)
+    assert first.c().try_recv() == (None, False)  # stopped
+    ok = second.c().try_recv()[1]
+    assert not ok  # 2 s backoff (not reset to 1 s): not fired after 1.5 s

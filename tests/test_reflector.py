@@ -14,6 +14,7 @@ from kubernetes.client import V1ObjectMeta, V1Pod, V1Service
 from client_cache import FakeCustomStore, meta_namespace_key_func, new_fifo, new_store
 from client_cache.apis import ListOptions
 from client_cache.errors import (
+    StopRequestedError,
     new_internal_error,
     new_resource_expired,
     new_timeout_error,
@@ -23,7 +24,6 @@ from client_cache.fifo import pop
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import (
     DEFAULT_EXPECTED_TYPE_NAME,
-    ERROR_STOP_REQUESTED,
     InitialEventsEndBookmarkTicker,
     Reflector,
     ReflectorOptions,
@@ -187,7 +187,7 @@ def test_handle_watch_stopped_before() -> None:
     r = reflector(lw(unreachable, unreachable))
     with pytest.raises(Exception) as info:
         r._handle_watch(time.time(), w, stop, Chan(1), idle=60)
-    assert info.value is ERROR_STOP_REQUESTED and str(info.value) == "stop requested"
+    assert isinstance(info.value, StopRequestedError) and str(info.value) == "stop requested"
     assert calls == ["ResultChan"]
 
 
@@ -199,7 +199,7 @@ def test_handle_watch_stopped_after() -> None:
     r = reflector(lw(unreachable, unreachable))
     with pytest.raises(Exception) as info:
         r._handle_watch(time.time(), w, stop, Chan(1), idle=60)
-    assert info.value is ERROR_STOP_REQUESTED and calls == ["ResultChan"]
+    assert isinstance(info.value, StopRequestedError) and calls == ["ResultChan"]
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.01])

@@ -20,8 +20,10 @@ periods and a transform applied by every informer. Every informer gets a namespa
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +32,11 @@ from client_cache.apis import ListOptions
 from client_cache.delta_fifo import TransformFunc
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.listers import GenericLister, new_generic_lister
-from client_cache.listwatch import ListerWatcher, new_filtered_list_watch_from_client
+from client_cache.listwatch import (
+    DEFAULT_REQUEST_TIMEOUT,
+    ListerWatcher,
+    new_filtered_list_watch_from_client,
+)
 from client_cache.schema import GroupResource, GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformer,
@@ -50,6 +56,8 @@ __all__ = [
     "new_shared_informer_factory_with_options",
 ]
 
+_log = logging.getLogger(__name__)
+
 TweakListOptionsFunc = Callable[[ListOptions], None]
 NewInformerFunc = Callable[[Any, float], SharedIndexInformer]
 """``new_func(api_client, resync_period)`` builds an informer (Go ``NewInformerFunc``)."""
@@ -60,13 +68,16 @@ class SharedInformerFactoryOptions:
     """Go's ``SharedInformerOption``\\ s as one dataclass, plus ``watch_idle_timeout`` (a
     port addition): seconds of silence (no event, no bookmark) after which an informer's
     watch is abandoned and re-established from its resourceVersion, without a relist
-    (None: the watch's server timeout plus one minute)."""
+    (None: the watch's server timeout plus one minute); ``request_timeout`` (a port
+    addition): how long a LIST waits for data and a WATCH for its headers (Go's client
+    timeout; default 60 s, the server's own request timeout)."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
     custom_resync: dict[GroupVersionResource, float] = field(default_factory=dict)
     transform: TransformFunc | None = None
     watch_idle_timeout: float | None = None
+    request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT
 
 
 class GenericInformer:
@@ -98,6 +109,7 @@ class SharedInformerFactory:
         self.custom_resync = dict(options.custom_resync)
         self.transform = options.transform
         self.watch_idle_timeout = options.watch_idle_timeout
+        self.request_timeout = options.request_timeout
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
         self._started: set[GroupVersionResource] = set()
@@ -109,7 +121,7 @@ class SharedInformerFactory:
         def build(api_client: Any, resync: float) -> SharedIndexInformer:
             lw: ListerWatcher = new_filtered_list_watch_from_client(
                 api_client, gvr, self.namespace, self.tweak_list_options,
-                object_type=object_type)
+                object_type=object_type, request_timeout=self.request_timeout)
             return new_shared_index_informer_with_options(
                 lw, expected_type, SharedIndexInformerOptions(
                     resync_period=resync,
@@ -158,14 +170,25 @@ class SharedInformerFactory:
                 self._threads.append(thread)
                 self._started.add(gvr)
 
-    def shutdown(self, timeout: float | None = None) -> None:
+    def shutdown(self, timeout: float | None = None) -> list[str]:
         """Refuse further starts and wait for every started informer to end (their stop
-        events must be set by the caller). Idempotent."""
+        events must be set by the caller; Go ``Shutdown``). Idempotent.
+
+        All informers are waited for together: ``timeout`` bounds the whole call, not each
+        informer. Returns the names of the informer threads still alive when it gave up
+        (an empty list when everything ended), and logs them at ERROR; Go's ``Shutdown``
+        blocks without a limit, which is ``timeout=None`` here."""
         with self._lock:
             self._shutting_down = True
             threads = list(self._threads)
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in threads:
-            thread.join(timeout)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        alive = [thread.name for thread in threads if thread.is_alive()]
+        if alive:
+            _log.error("informers still running %.1f s after shutdown began: %s",
+                       timeout, ", ".join(alive))
+        return alive
 
     def wait_for_cache_sync(self, stop: threading.Event) -> dict[GroupVersionResource, bool]:
         """Wait for every started informer; returns whether each synced before ``stop``."""

@@ -45,6 +45,7 @@ import binascii
 import contextlib
 import itertools
 import json
+import os
 import queue
 import random
 import signal
@@ -881,7 +882,12 @@ class EmbeddedApiServerProcess:
     """The embedded API server in a child process (``python -m
     client_cache.testing.apiserver``), so that its threads and its CPU use stay out of
     the process under test. Faults are injected through its ``/__control/`` endpoints with
-    :meth:`control`; :meth:`stop` ends the process (SIGTERM, then SIGKILL after 5 s)."""
+    :meth:`control`; :meth:`stop` ends the process (SIGTERM, then SIGKILL after 5 s).
+
+    The child holds the read end of a pipe whose only writer is this process: when this
+    process dies, however it dies (SIGKILL, a closed terminal's SIGHUP), the child reads
+    end-of-file and exits within a moment, so no server outlives the program that started
+    it."""
 
     def __init__(self, *, bookmark_interval: float = 1.0, history: int = 100_000,
                  uncached_resources: tuple[str, ...] = (), port: int = 0) -> None:
@@ -901,8 +907,9 @@ class EmbeddedApiServerProcess:
              "--bookmark-interval", str(self.bookmark_interval),
              "--history", str(self.history),
              *(f"--uncached={plural}" for plural in self.uncached_resources),
-             *(["--state", state] if state else [])],
-            stdout=subprocess.PIPE, text=True, start_new_session=True,
+             *(["--state", state] if state else []),
+             "--exit-with-parent"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
         )
         assert self._proc.stdout is not None
         self.url = self._proc.stdout.readline().strip()
@@ -922,8 +929,9 @@ class EmbeddedApiServerProcess:
         if proc is not None:
             proc.kill()
             proc.wait(5)
-            if proc.stdout is not None:
-                proc.stdout.close()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
         deadline = time.monotonic() + 10
         while True:  # the port may linger for a moment
             try:
@@ -950,8 +958,9 @@ class EmbeddedApiServerProcess:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
     def __enter__(self) -> EmbeddedApiServerProcess:
         return self.start()
@@ -986,6 +995,19 @@ class EmbeddedApiServerProcess:
         return int(self.control("compact")["result"])
 
 
+def _exit_at_eof() -> None:
+    """Exit the process at once when standard input ends: the parent died, nobody is
+    left to talk to, and there is nothing to save (``os._exit``: no clean shutdown of
+    the server's threads to wait for)."""
+    fd = sys.stdin.fileno()
+    with contextlib.suppress(OSError):
+        # os.read, not sys.stdin: a daemon thread blocked in a buffered read would hold
+        # the buffer's lock while the interpreter finalizes (a fatal error at exit)
+        while os.read(fd, 4096):
+            pass
+    os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server as a process: print the URL, optionally write a kubeconfig, serve
     until SIGINT/SIGTERM."""
@@ -1000,6 +1022,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="a resource (plural) served as if it had no watch cache")
     parser.add_argument("--state", default="",
                         help="start from this dump (POST /__control/dump?path=...)")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="exit when standard input reaches end-of-file (the parent "
+                             "holds the pipe's write end and dies with it)")
     args = parser.parse_args(argv)
     try:
         server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
@@ -1012,6 +1037,9 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if args.exit_with_parent:
+        threading.Thread(target=_exit_at_eof, name="apiserver-parent-watch",
+                         daemon=True).start()
     with server:
         if args.kubeconfig:
             server.write_kubeconfig(args.kubeconfig)

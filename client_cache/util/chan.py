@@ -7,10 +7,10 @@ value is there or the timeout passes; ``send`` blocks while the buffer is full, 
 
 A channel may also become ready *by itself* at a deadline (a real-clock timer): subclasses
 implement :meth:`Chan._due_locked` and :meth:`Chan._deadline_locked`, so a real timer needs
-no thread of its own. :func:`select` waits on several channels and a
-``threading.Event`` at once without polling: channels wake their waiters directly, and the
-stop event is watched by one shared helper thread that runs only while some wait needs it
-(see :func:`select_or_stop`; Go bridges a stop channel into a context the same way).
+no thread of its own. :func:`select_or_stop` waits on several channels and a stop
+``threading.Event`` at once without polling and without helper threads: channels wake
+their waiters directly, and the stop event through a callback (see
+:mod:`client_cache.util.stop`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
+
+from client_cache.util.stop import on_stop
 
 T = TypeVar("T")
 
@@ -74,10 +76,6 @@ class Chan(Generic[T]):
     reports the channel ready with the value :data:`CLOSED`, and a send raises
     :class:`ChanClosedError`. A receive that times out returns ``(None, False)``.
     """
-
-    #: False for channels that only ever fill themselves at a deadline (real timers): a
-    #: wait on them plus a stop event needs no helper thread (see :func:`select_or_stop`).
-    externally_fed = True
 
     def __init__(self, capacity: int = 1) -> None:
         if capacity < 1:
@@ -236,76 +234,14 @@ class DoneChan(Chan[None]):
         return self.closed()
 
 
-_STOP_POLL = 0.05  # seconds between checks of registered stop events
-_STOP_LINGER = 0.1  # the watcher thread ends this long after its last registration
-
-
-class _StopWatcher:
-    r"""One shared thread that turns ``threading.Event``\ s into :class:`DoneChan`\ s.
-
-    ``threading.Event`` cannot wake anything but its own waiters, so a wait on "an event or
-    a channel" needs a helper. This one thread checks every registered event every 50 ms
-    and closes its channel once set; it runs only while registrations exist and ends a
-    tenth of a second after the last one is removed (so that a stream of short waits does
-    not start a thread each), well within the library's one-second rule.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._entries: dict[int, tuple[threading.Event, DoneChan, bool]] = {}
-        self._next = 0
-        self._thread: threading.Thread | None = None
-
-    def register(self, event: threading.Event, until_set: bool = False) -> tuple[int, DoneChan]:
-        chan = DoneChan()
-        if event.is_set():
-            chan.close()
-            return -1, chan
-        with self._cond:
-            self._next += 1
-            token = self._next
-            self._entries[token] = (event, chan, until_set)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="client_cache-stop-watcher", daemon=True
-                )
-                self._thread.start()
-        return token, chan
-
-    def unregister(self, token: int) -> None:
-        with self._cond:
-            self._entries.pop(token, None)
-
-    def _run(self) -> None:
-        with self._cond:
-            idle_since: float | None = None
-            while True:
-                for token, (event, chan, _) in list(self._entries.items()):
-                    if event.is_set():
-                        chan.close()
-                        del self._entries[token]
-                if self._entries:
-                    idle_since = None
-                else:
-                    now = time.monotonic()
-                    if idle_since is None:
-                        idle_since = now
-                    elif now - idle_since >= _STOP_LINGER:
-                        self._thread = None
-                        return
-                self._cond.wait(_STOP_POLL)
-
-
-_stop_watcher = _StopWatcher()
-
-
 def stop_chan(event: threading.Event) -> Chan[None]:
-    """A channel that is ready for ever once ``event`` is set (Go: a closed stop channel).
-
-    The event is watched by the shared stop-watcher thread until it is set; prefer
-    :func:`select_or_stop`, which watches it only for the duration of one wait.
-    """
-    return _stop_watcher.register(event, until_set=True)[1]
+    """A channel that is ready for ever once ``event`` is set (Go: a closed stop channel);
+    closed by an :func:`~client_cache.util.stop.on_stop` callback, no thread involved.
+    The registration lives as long as ``event`` is unset; prefer :func:`select_or_stop`,
+    which registers only for the duration of one wait."""
+    chan = DoneChan()
+    on_stop(event, chan.close)
+    return chan
 
 
 def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[int, Any]:
@@ -314,12 +250,24 @@ def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[in
     Returns ``(index, value)``; ``(-1, None)`` when ``timeout`` passed first. When several
     are ready, the lowest index wins (Go picks at random; no caller here relies on either).
     """
+    return _select(chans, timeout, None)
+
+
+def _select(
+    chans: Sequence[Chan[Any]], timeout: float | None, stop: threading.Event | None
+) -> tuple[int, Any]:
+    """:func:`select` that also returns ``(STOPPED, None)`` once ``stop`` is set: the
+    channels and the stop event wake this thread directly (channel wakers and an
+    :func:`~client_cache.util.stop.on_stop` callback)."""
     wake = threading.Event()
     deadline = None if timeout is None else time.monotonic() + timeout
+    registration = on_stop(stop, wake.set) if stop is not None else None
     try:
         while True:
             wake.clear()
             own_deadlines = [c._add_waker(wake.set) for c in chans]
+            if stop is not None and stop.is_set():
+                return STOPPED, None
             for i, chan in enumerate(chans):
                 value, ok = chan.try_recv()
                 if ok or value is CLOSED:
@@ -328,12 +276,14 @@ def select(chans: Sequence[Chan[Any]], timeout: float | None = None) -> tuple[in
             waits = [d - now for d in own_deadlines if d is not None]
             if deadline is not None:
                 if now >= deadline:
-                    return -1, None
+                    return TIMED_OUT, None
                 waits.append(deadline - now)
             wake.wait(max(0.0, min(waits)) if waits else None)
             for chan in chans:
                 chan._remove_waker(wake.set)
     finally:
+        if registration is not None:
+            registration.cancel()
         for chan in chans:
             chan._remove_waker(wake.set)
 
@@ -351,11 +301,10 @@ def select_or_stop(
     """``select`` over ``chans`` that also returns when ``stop`` is set.
 
     Returns ``(index, value)`` for a received value, ``(STOPPED, None)`` once ``stop`` is
-    set (checked first) and ``(TIMED_OUT, None)`` when ``timeout`` passes. When every
-    channel fills itself at a deadline (real-clock timers and tickers), this is a plain
-    ``stop.wait`` until the earliest deadline: no thread, no polling. Otherwise the stop
-    event is watched by the shared stop-watcher thread for the duration of this call (stop
-    is then noticed within 50 ms).
+    set (checked first) and ``(TIMED_OUT, None)`` when ``timeout`` passes. Nothing polls:
+    ``stop`` wakes the waiting thread through an :func:`~client_cache.util.stop.on_stop`
+    callback registered for the duration of this call, the channels through their wakers,
+    and self-filling channels (real-clock timers) at their deadlines.
     """
     if stop.is_set():
         return STOPPED, None
@@ -365,28 +314,4 @@ def select_or_stop(
             return i, value
     if timeout is not None and timeout <= 0:
         return TIMED_OUT, None
-    if stop is NEVER_STOP:
-        return select(chans, timeout)
-    if any(chan.externally_fed for chan in chans):
-        token, done = _stop_watcher.register(stop)
-        try:
-            index, value = select([done, *chans], timeout)
-        finally:
-            _stop_watcher.unregister(token)
-        if index == 0:
-            return STOPPED, None
-        return (TIMED_OUT, None) if index < 0 else (index - 1, value)
-    end = None if timeout is None else time.monotonic() + timeout
-    while True:
-        for i, chan in enumerate(chans):
-            value, ok = chan.try_recv()
-            if ok or value is CLOSED:
-                return i, value
-        now = time.monotonic()
-        if end is not None and now >= end:
-            return TIMED_OUT, None
-        waits = [d - now for d in (chan.deadline() for chan in chans) if d is not None]
-        if end is not None:
-            waits.append(end - now)
-        if stop.wait(max(0.0, min(waits)) if waits else None):
-            return STOPPED, None
+    return _select(chans, timeout, None if stop is NEVER_STOP else stop)

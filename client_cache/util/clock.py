@@ -1,11 +1,17 @@
 """Injectable clocks (``k8s.io/utils/clock`` and ``clock/testing``).
 
-Times are ``float`` seconds since the epoch (Go ``time.Time``) and durations are ``float``
-seconds (Go ``time.Duration``). Timer and ticker channels are :class:`~client_cache.util.chan.Chan`
-objects of capacity 1 that deliver the firing time.
+A clock has two readings, as a Go ``time.Time`` carries two: :meth:`~PassiveClock.now` is
+wall time (``float`` seconds since the epoch), for timestamps shown to people or sent to
+the server; :meth:`~PassiveClock.monotonic` never jumps and is what every duration,
+deadline, timer, backoff and rate limit in the library is measured with, so that a wall
+clock stepped back or forth (NTP, a suspended VM, an operator) changes none of them.
+Durations are ``float`` seconds (Go ``time.Duration``). Timer and ticker channels are
+:class:`~client_cache.util.chan.Chan` objects of capacity 1 that deliver the firing time
+(wall time, as Go's channels deliver a ``time.Time``).
 
-* :class:`RealClock` reads ``time.time()`` (so ``freezegun`` can freeze it) and measures
-  timer deadlines with ``time.monotonic()``; its timers and tickers need no thread.
+* :class:`RealClock` reads ``time.time()`` for :meth:`~RealClock.now` (so ``freezegun``
+  can freeze it) and ``time.monotonic()`` for :meth:`~RealClock.monotonic` and timer
+  deadlines; its timers and tickers need no thread.
 * :class:`FakeClock` only moves when a test calls :meth:`FakeClock.step` or
   :meth:`FakeClock.set_time`. Everything waiting on it (timers, ``after``, tickers,
   ``after_func``) fires during that call when its target time is at or before the new time,
@@ -15,6 +21,8 @@ objects of capacity 1 that deliver the firing time.
   a non-positive duration waits for the next ``step`` (even ``step(0)``); ``sleep`` is
   ``step``; a fake ticker's ``stop`` does nothing (as upstream, it stays a waiter).
   :meth:`FakeClock.has_waiters` tells a test that some thread is blocked on the clock.
+  Its two readings move together, except that :meth:`FakePassiveClock.step_wall` moves
+  the wall reading alone (a wall clock stepped by NTP), which fires nothing.
 """
 
 from __future__ import annotations
@@ -61,10 +69,12 @@ class Ticker(Protocol):
 
 @runtime_checkable
 class PassiveClock(Protocol):
-    """Reads the time (Go ``clock.PassiveClock``)."""
+    """Reads the time (Go ``clock.PassiveClock``): ``now``/``since`` on the wall clock,
+    ``monotonic`` for durations (Go keeps both in one ``time.Time``)."""
 
     def now(self) -> float: ...
     def since(self, ts: float) -> float: ...
+    def monotonic(self) -> float: ...
 
 
 @runtime_checkable
@@ -96,8 +106,6 @@ class WithDelayedExecution(Clock, Protocol):
 
 class _RealTimer(Chan[float]):
     """A timer that fills its own channel at its deadline; no thread involved."""
-
-    externally_fed = False
 
     def __init__(self, d: float) -> None:
         super().__init__(1)
@@ -133,8 +141,6 @@ class _RealTimer(Chan[float]):
 
 
 class _RealTicker(Chan[float]):
-    externally_fed = False
-
     def __init__(self, d: float) -> None:
         if d <= 0:
             raise ValueError("non-positive interval for new_ticker")
@@ -207,10 +213,16 @@ class RealClock:
     """The real clock (Go ``clock.RealClock``)."""
 
     def now(self) -> float:
+        """Wall time, seconds since the epoch."""
         return time.time()
 
     def since(self, ts: float) -> float:
+        """Wall seconds since the wall time ``ts`` (for durations use :meth:`monotonic`)."""
         return time.time() - ts
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``: the reading every duration and deadline is measured in."""
+        return time.monotonic()
 
     def after(self, d: float) -> Chan[float]:
         return _RealTimer(d)
@@ -248,18 +260,33 @@ class FakePassiveClock:
     def __init__(self, t: float) -> None:
         self._lock = threading.RLock()
         self._time = float(t)
+        self._wall_offset = 0.0
 
     def now(self) -> float:
+        """The wall reading: the fake time plus any :meth:`step_wall` offset."""
         with self._lock:
-            return self._time
+            return self._time + self._wall_offset
 
     def since(self, ts: float) -> float:
         with self._lock:
-            return self._time - ts
+            return self._time + self._wall_offset - ts
+
+    def monotonic(self) -> float:
+        """The fake time itself; timers fire by it."""
+        with self._lock:
+            return self._time
 
     def set_time(self, t: float) -> None:
+        """Set both readings to ``t`` (any :meth:`step_wall` offset is dropped)."""
         with self._lock:
             self._time = float(t)
+            self._wall_offset = 0.0
+
+    def step_wall(self, d: float) -> None:
+        """Step the wall reading alone by ``d`` (may be negative), as NTP or an operator
+        steps a real wall clock; the monotonic reading, timers and tickers do not move."""
+        with self._lock:
+            self._wall_offset += d
 
 
 @dataclass(eq=False)
@@ -354,8 +381,9 @@ class FakeClock(FakePassiveClock):
             self._set_time_locked(self._time + d)
 
     def set_time(self, t: float) -> None:
-        """Jump to ``t`` and fire everything due."""
+        """Jump both readings to ``t`` and fire everything due."""
         with self._lock:
+            self._wall_offset = 0.0
             self._set_time_locked(float(t))
 
     def _set_time_locked(self, t: float) -> None:
@@ -401,6 +429,10 @@ class IntervalClock:
 
     def since(self, ts: float) -> float:
         return self.now() - ts
+
+    def monotonic(self) -> float:
+        """Same as :meth:`now` (this clock has one reading)."""
+        return self.now()
 
     def _unsupported(self) -> NotImplementedError:
         return NotImplementedError("IntervalClock has no timers")

@@ -158,15 +158,15 @@ class ExponentialBackoffManager:
         self._initial = init_backoff
         self._reset_duration = reset_duration
         self._clock = clock
-        self._last_backoff_start = clock.now()
+        self._last_backoff_start = clock.monotonic()
         self._timer: Timer | None = None
         self._lock = threading.Lock()
 
     def _next_backoff(self) -> float:
-        if self._clock.since(self._last_backoff_start) > self._reset_duration:
+        if self._clock.monotonic() - self._last_backoff_start > self._reset_duration:
             self._backoff.steps = MAX_INT32
             self._backoff.duration = self._initial
-        self._last_backoff_start = self._clock.now()
+        self._last_backoff_start = self._clock.monotonic()
         return self._backoff.step()
 
     def backoff(self) -> Timer:

@@ -59,13 +59,13 @@ class TokenBucket:
         self.burst = burst
         self._clock = clock
         self._tokens = float(burst)
-        self._last = clock.now()
+        self._last = clock.monotonic()
         self._lock = threading.Lock()
 
     def reserve(self) -> float:
         """Take a token; return the delay until it may be used (0 if available now)."""
         with self._lock:
-            now = self._clock.now()
+            now = self._clock.monotonic()
             if math.isinf(self.limit):
                 return 0.0
             if self.burst < 1:

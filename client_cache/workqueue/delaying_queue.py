@@ -150,7 +150,7 @@ class DelayingType(Generic[T]):
         if duration <= 0:
             self.add(item)
             return
-        entry = _WaitFor(item, self._clock.now() + duration)
+        entry = _WaitFor(item, self._clock.monotonic() + duration)
         # Blocks only while 1000 entries wait to be taken; re-checks stop meanwhile.
         while not self._stopped.is_closed():
             if self.waiting_for_add.send(entry, timeout=0.05):
@@ -182,7 +182,7 @@ class DelayingType(Generic[T]):
         timer: Timer | None = None
 
         def insert(entry: _WaitFor[T]) -> None:
-            if entry.ready_at <= self._clock.now():
+            if entry.ready_at <= self._clock.monotonic():
                 self.queue.add(entry.data)
                 return
             current = ready_at_of.get(entry.data)
@@ -196,7 +196,7 @@ class DelayingType(Generic[T]):
             while True:
                 if self.queue.shutting_down():
                     return
-                now = self._clock.now()
+                now = self._clock.monotonic()
                 while heap:
                     ready_at, _, data = heap[0]
                     if ready_at_of.get(data) != ready_at:

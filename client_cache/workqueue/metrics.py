@@ -178,25 +178,25 @@ class QueueMetrics(Generic[T]):
         self.adds.inc()
         self.depth.inc()
         if item not in self._add_times:
-            self._add_times[item] = self._clock.now()
+            self._add_times[item] = self._clock.monotonic()
 
     def get(self, item: T) -> None:
         self.depth.dec()
-        self._processing_start_times[item] = self._clock.now()
+        self._processing_start_times[item] = self._clock.monotonic()
         start = self._add_times.pop(item, None)
         if start is not None:
-            self.latency.observe(self._clock.since(start))
+            self.latency.observe(self._clock.monotonic() - start)
 
     def done(self, item: T) -> None:
         start = self._processing_start_times.pop(item, None)
         if start is not None:
-            self.work_duration.observe(self._clock.since(start))
+            self.work_duration.observe(self._clock.monotonic() - start)
 
     def update_unfinished_work(self) -> None:
         total = 0.0
         oldest = 0.0
         for start in self._processing_start_times.values():
-            age = self._clock.since(start)
+            age = self._clock.monotonic() - start
             total += age
             oldest = max(oldest, age)
         self.unfinished_work_seconds.set(total)

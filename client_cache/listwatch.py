@@ -58,7 +58,9 @@ __all__ = [
     "model_decoder",
     "new_filtered_list_watch_from_client",
     "new_list_watch_from_client",
+    "request_headers",
     "resource_path",
+    "served_resources",
     "to_lister_watcher_with_context",
 ]
 
@@ -154,6 +156,37 @@ def resource_path(gvr: GroupVersionResource, namespace: str = "") -> str:
     return f"{prefix}/{gvr.resource}"
 
 
+def request_headers(api_client: Any) -> dict[str, str]:
+    """The headers of a request as the ``kubernetes`` client sends them: JSON accepted,
+    the client's default headers and its header credentials (a token; the client's
+    refresh hook, if any, runs as the client runs it)."""
+    headers = {"Accept": "application/json"}
+    default = getattr(api_client, "default_headers", None) or {}
+    headers.update(default)
+    auth = api_client.configuration.auth_settings() or {}
+    for setting in auth.values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    return headers
+
+
+def served_resources(api_client: Any, group: str, version: str) -> set[str]:
+    """The resources (plural names, subresources left out) the server serves in
+    ``group``/``version``, by discovery (``GET /api/v1`` or ``/apis/<group>/<version>``);
+    empty when the server does not serve that group version (404). Other failures
+    raise (an :class:`~client_cache.errors.ApiStatusError`, or urllib3's network errors)."""
+    host = str(api_client.configuration.host).rstrip("/")
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    response = api_client.rest_client.pool_manager.request(
+        "GET", host + path, headers=request_headers(api_client), timeout=30.0, retries=False)
+    if response.status == 404:
+        return set()
+    if not 200 <= response.status < 300:
+        raise from_status({"code": response.status, "message": f"discovery of {path} failed"})
+    body = _json.loads(response.data)
+    return {r["name"] for r in body.get("resources") or [] if "/" not in r.get("name", "/")}
+
+
 def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:
     """A function turning a wire dict into ``object_type`` with the client's own
     deserializer (both the classic and the pydantic client generations)."""
@@ -210,14 +243,7 @@ class ClientListerWatcher:
 
     # -- HTTP ---------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        default = getattr(self.api_client, "default_headers", None) or {}
-        headers.update(default)
-        auth = self.api_client.configuration.auth_settings() or {}
-        for setting in auth.values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        return headers
+        return request_headers(self.api_client)
 
     def _url(self, options: ListOptions) -> str:
         host = str(self.api_client.configuration.host).rstrip("/")

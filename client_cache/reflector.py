@@ -509,7 +509,7 @@ class Reflector:
             self._paginated_result = True
         self._set_unavailable(False)
         rv = list_resource_version(result)
-        items = list_items(result)
+        items = self._accept_list(result, list_items(result))
         self.metrics.lists.inc()
         self.metrics.list_duration.observe(time.monotonic() - started)
         self.metrics.items_in_list.observe(len(items))
@@ -714,18 +714,37 @@ class Reflector:
                    self.type_description, count)
         return False
 
-    def _accept(self, obj: Any) -> bool:
+    def _accept(self, obj: Any, what: str = "watch event object") -> bool:
+        """Whether ``obj`` is of the expected type (a class) or apiVersion and kind (a
+        dict example); a mismatch is reported and the object skipped, as Go's typed
+        decoding rejects it. A LIST item without apiVersion and kind is typed by its list
+        (servers omit them there) and passes."""
         if self.expected_type is not None and not isinstance(obj, self.expected_type):
-            handle_error(f"{self.name}: expected type {self.type_description}, but watch event "
-                         f"object had type {type(obj).__name__}")
+            handle_error(f"{self.name}: expected type {self.type_description}, but {what} "
+                         f"had type {type(obj).__name__}")
             return False
         if self.expected_gvk is not None:
             got = meta.type_meta(obj)
-            if got != self.expected_gvk:
+            if got != self.expected_gvk and not (what == "LIST item" and got == ("", "")):
                 handle_error(f"{self.name}: expected gvk {self.expected_gvk} "
-                             f"({self.type_description}), but watch event object had gvk {got}")
+                             f"({self.type_description}), but {what} had gvk {got}")
                 return False
         return True
+
+    def _accept_list(self, result: Any, items: list[Any]) -> list[Any]:
+        """The LIST's items that pass :meth:`_accept`; a list of another kind (a
+        ``ConfigMapList`` for pods) fails the LIST, as it fails Go's typed decoding."""
+        if self.expected_gvk is not None and isinstance(result, dict):
+            api_version, kind = self.expected_gvk
+            got = (result.get("apiVersion") or "", result.get("kind") or "")
+            if all(got) and got != (api_version, f"{kind}List"):
+                raise ListFailedError(
+                    f"failed to list {self.type_description}: expected a {kind}List of "
+                    f"{api_version}, the server sent a {got[1]} of {got[0]}")
+        if self.expected_type is None and self.expected_gvk is None:
+            return items
+        accepted = [item for item in items if self._accept(item, "LIST item")]
+        return accepted if len(accepted) < len(items) else items
 
     def _apply(self, op: Callable[[Any], None], verb: str, prep: str, obj: Any) -> None:
         try:

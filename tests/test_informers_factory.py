@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes.client import CoreV1Api, V1Pod
+from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
 
 from client_cache import DeletedFinalStateUnknown
 from client_cache.apis import ListOptions
@@ -17,6 +17,7 @@ from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.informers import (
     SharedInformerFactoryOptions,
+    UnknownResourceError,
     new_shared_informer_factory,
     new_shared_informer_factory_with_options,
 )
@@ -201,3 +202,23 @@ def test_slow_handler_does_not_hold_back_a_fast_one(server: EmbeddedApiServer) -
     finally:
         stop.set()
         factory.shutdown(2.0)
+
+
+def test_for_resource_of_a_resource_the_server_does_not_serve_raises(
+        server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture) -> None:
+    factory = new_shared_informer_factory(server.api_client(), 0)
+    for gvr in (GroupVersionResource("", "v1", "podz"),
+                GroupVersionResource("nope.example.com", "v1", "things"),
+                GroupVersionResource("apps", "v9", "deployments")):
+        with pytest.raises(UnknownResourceError, match="no informer found for"):
+            factory.for_resource(gvr)
+        with pytest.raises(LookupError):
+            factory.for_resource(gvr)
+    assert factory.for_resource(PODS).resource == PODS  # served: fine
+    assert factory.for_resource(GroupVersionResource("apps", "v1", "deployments"))
+    # the server cannot be asked: the informer is returned, with a warning
+    unreachable = ApiClient(Configuration(host="http://127.0.0.1:9"))
+    elsewhere = new_shared_informer_factory(unreachable, 0)
+    assert elsewhere.for_resource(GroupVersionResource("", "v1", "podz"))
+    assert any("could not check that the server serves podz (v1)" in r.getMessage()
+               for r in caplog.records)

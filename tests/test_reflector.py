@@ -25,6 +25,7 @@ from client_cache.listwatch import ListWatch
 from client_cache.reflector import (
     DEFAULT_EXPECTED_TYPE_NAME,
     InitialEventsEndBookmarkTicker,
+    ListFailedError,
     Reflector,
     ReflectorOptions,
     VeryShortWatchError,
@@ -815,3 +816,38 @@ def test_metrics_are_recorded() -> None:
     assert values["lists"] == [1] and values["items_in_list"] == [2]
     assert values["watches"] == [1, 1] and values["items_in_watch"][0] == 1
     assert values["last_resource_version"][-1] == 7.0
+
+
+def test_typed_reflector_checks_list_items_too(caplog: pytest.LogCaptureFixture) -> None:
+    """With an expected apiVersion/kind, LIST items of another kind are skipped and
+    reported like watch objects (items without TypeMeta are typed by their list); a list
+    of another kind fails the LIST."""
+    bare = {"metadata": {"name": "bare", "namespace": "ns", "resourceVersion": "1"}}
+    stranger = {**pod("stranger", "2"), "kind": "ConfigMap"}
+    listed = {**pod_list("5", pod("good", "3"), bare, stranger), "apiVersion": "v1",
+              "kind": "PodList"}
+    store = new_store(meta_namespace_key_func)
+    r = new_reflector_with_options(lw(lambda o: listed, unreachable),
+                                   {"apiVersion": "v1", "kind": "Pod"}, store,
+                                   ReflectorOptions(name="typed"))
+    assert r._list(threading.Event())
+    assert sorted(store.list_keys()) == ["ns/bare", "ns/good"]
+    assert any("LIST item had gvk ('v1', 'ConfigMap')" in rec.getMessage()
+               for rec in caplog.records)
+    wrong = {**pod_list("6", pod("x", "4")), "apiVersion": "v1", "kind": "ConfigMapList"}
+    r2 = new_reflector_with_options(lw(lambda o: wrong, unreachable),
+                                    {"apiVersion": "v1", "kind": "Pod"},
+                                    new_store(meta_namespace_key_func),
+                                    ReflectorOptions(name="typed"))
+    with pytest.raises(ListFailedError, match="expected a PodList of v1"):
+        r2._list(threading.Event())
+
+
+def test_model_typed_reflector_checks_list_items() -> None:
+    store = new_store(meta_namespace_key_func)
+    good = V1Pod(metadata=V1ObjectMeta(name="p", namespace="ns", resource_version="1"))
+    svc = V1Service(metadata=V1ObjectMeta(name="s", namespace="ns", resource_version="2"))
+    r = new_reflector_with_options(lw(lambda o: pod_list("3", good, svc), unreachable),
+                                   V1Pod, store, ReflectorOptions(name="models"))
+    assert r._list(threading.Event())
+    assert store.list_keys() == ["ns/p"]

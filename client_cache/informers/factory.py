@@ -30,12 +30,14 @@ from typing import Any
 
 from client_cache.apis import ListOptions
 from client_cache.delta_fifo import TransformFunc
+from client_cache.errors import ClientCacheError
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.listers import GenericLister, new_generic_lister
 from client_cache.listwatch import (
     DEFAULT_REQUEST_TIMEOUT,
     ListerWatcher,
     new_filtered_list_watch_from_client,
+    served_resources,
 )
 from client_cache.schema import GroupResource, GroupVersionResource
 from client_cache.shared_informer import (
@@ -51,6 +53,7 @@ __all__ = [
     "SharedInformerFactory",
     "SharedInformerFactoryOptions",
     "TweakListOptionsFunc",
+    "UnknownResourceError",
     "new_filtered_shared_informer_factory",
     "new_shared_informer_factory",
     "new_shared_informer_factory_with_options",
@@ -78,6 +81,23 @@ class SharedInformerFactoryOptions:
     transform: TransformFunc | None = None
     watch_idle_timeout: float | None = None
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT
+
+
+class UnknownResourceError(ClientCacheError, LookupError):
+    """:meth:`SharedInformerFactory.for_resource` was asked for a resource the server does
+    not serve (Go: ``no informer found for ...``)."""
+
+    def __init__(self, gvr: GroupVersionResource) -> None:
+        self.gvr = gvr
+        super().__init__(f"no informer found for {_describe_gvr(gvr)}: the server does not "
+                         "serve it")
+
+
+def _describe_gvr(gvr: GroupVersionResource) -> str:
+    """``pods`` (v1), ``apps/v1 deployments``, as people write them."""
+    return f"{gvr.resource} (v1)" if not gvr.group and gvr.version == "v1" else (
+        f"{gvr.group}/{gvr.version} {gvr.resource}" if gvr.group
+        else f"{gvr.version} {gvr.resource}")
 
 
 class GenericInformer:
@@ -153,7 +173,25 @@ class SharedInformerFactory:
             return informer
 
     def for_resource(self, gvr: GroupVersionResource, object_type: Any = None) -> GenericInformer:
-        """A :class:`GenericInformer` for any resource, built-in or custom."""
+        """A :class:`GenericInformer` for any resource, built-in or custom (Go
+        ``ForResource``).
+
+        The first request for a resource asks the server (discovery) whether it serves
+        it, and raises :class:`UnknownResourceError` when it does not, instead of handing
+        out an informer that would never sync (Go's typed factory returns an error for a
+        resource it has no informer for). When the server cannot be asked (unreachable),
+        the informer is returned all the same and a warning logged."""
+        with self._lock:
+            known = gvr in self._informers
+        if not known:
+            try:
+                served = served_resources(self.api_client, gvr.group, gvr.version)
+            except Exception as err:
+                _log.warning("could not check that the server serves %s (%s); returning its "
+                             "informer anyway", _describe_gvr(gvr), type(err).__name__)
+            else:
+                if gvr.resource not in served:
+                    raise UnknownResourceError(gvr)
         return GenericInformer(self.informer_for(gvr, object_type=object_type), gvr)
 
     def start(self, stop: threading.Event) -> None:

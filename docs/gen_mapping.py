@@ -35,6 +35,11 @@ PACKAGES = {
     "client_cache.synctrack": f"{CLIENT_GO}/tools/cache/synctrack",
     "client_cache.testing.fake_controller_source": f"{CLIENT_GO}/tools/cache/testing",
     "client_cache.testing.apiserver": "(port only: test server)",
+    "client_cache.testing.apiserver.server": "(port only: test server)",
+    "client_cache.testing.apiserver.handlers": "(port only: test server)",
+    "client_cache.testing.apiserver.faults": "(port only: test server)",
+    "client_cache.testing.apiserver.load": "(port only: test server)",
+    "client_cache.testing.apiserver.process": "(port only: test server)",
     "client_cache.testing.apistore": "(port only: test server)",
     "client_cache.testing.consistency": "(port only: test helper)",
     "client_cache.testing.envtest": "(port only: controller-runtime's envtest idea)",
@@ -208,7 +213,8 @@ def go_name(name: str) -> str:
 def exports() -> dict[str, tuple[str, str]]:
     """name -> (module that defines it, shortest module that exports it)."""
     modules = ["client_cache", *sorted(
-        m.name for m in pkgutil.walk_packages(client_cache.__path__, "client_cache."))]
+        m.name for m in pkgutil.walk_packages(client_cache.__path__, "client_cache.")
+        if not m.name.endswith(".__main__"))]  # importing __main__ would run it
     found: dict[str, tuple[str, str]] = {}
     for module_name in modules:
         module = importlib.import_module(module_name)

@@ -102,7 +102,7 @@ def events_until_closed(w: Watch, timeout: float = 5) -> list[Event]:
 
 def test_binds_only_to_loopback(server: EmbeddedApiServer) -> None:
     assert server.host == "127.0.0.1"
-    assert server._httpd.socket.getsockname()[0] == "127.0.0.1"
+    assert server.listening_address() == ("127.0.0.1", server.port)
     other = [a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
              if not a[4][0].startswith("127.")]
     for address in other:

@@ -20,7 +20,8 @@ MAPPING = (ROOT / "docs" / "mapping.md").read_text(encoding="utf-8")
 def exported_names() -> set[str]:
     names = set(client_cache.__all__)
     for info in pkgutil.walk_packages(client_cache.__path__, "client_cache."):
-        names.update(getattr(importlib.import_module(info.name), "__all__", ()))
+        if not info.name.endswith(".__main__"):  # importing __main__ would run it
+            names.update(getattr(importlib.import_module(info.name), "__all__", ()))
     return names
 
 

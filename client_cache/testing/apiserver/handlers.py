@@ -1,0 +1,453 @@
+"""Request handling of the embedded API server: routing, discovery, CRUD, LIST with its
+resourceVersion rules and paging, WATCH as a chunked stream, and the ``/__control/``
+endpoints that reach the fault injection from another process."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import queue
+import socket
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from client_cache import fields as fieldsel
+from client_cache import labels as labelsel
+from client_cache.errors import (
+    ApiStatusError,
+    ClientCacheError,
+    new_bad_request,
+    new_resource_expired,
+)
+from client_cache.testing.apiserver.faults import ABORT, GARBLE
+from client_cache.testing.apistore import ResourceType, Watcher
+
+if TYPE_CHECKING:
+    from client_cache.testing.apiserver.server import EmbeddedApiServer
+
+__all__ = ["Handler"]
+
+
+_NOTHING = object()  # the watch queue had nothing before the next bookmark or the timeout
+
+
+def _status_bytes(err: ApiStatusError) -> bytes:
+    return json.dumps(err.status()).encode()
+
+
+def _encode_continue(revision: int, start_after: str) -> str:
+    raw = json.dumps({"rv": revision, "start": start_after}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError, binascii.Error) as err:
+        raise new_bad_request(f"continue key is not valid: {err}") from err
+
+
+def _object_key(obj: dict[str, Any]) -> str:
+    md = obj.get("metadata") or {}
+    return f"{md.get('namespace', '')}/{md.get('name', '')}"
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One client connection's requests (HTTP/1.1 keep-alive)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    @property
+    def owner(self) -> EmbeddedApiServer:
+        owner: EmbeddedApiServer = getattr(self.server, "owner")  # noqa: B009
+        return owner
+
+    def _send_json(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_obj(self, code: int, obj: Any) -> None:
+        self._send_json(code, json.dumps(obj, separators=(",", ":")).encode())
+
+    def _send_error(self, err: ApiStatusError) -> None:
+        headers = {}
+        retry = err.details.get("retryAfterSeconds")
+        if retry:
+            headers["Retry-After"] = str(retry)
+        self._send_json(err.code or 500, _status_bytes(err), headers)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError as err:
+            raise new_bad_request(f"invalid JSON body: {err}") from err
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        owner = self.owner
+        owner.count_request("requests")
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [p for p in url.path.split("/") if p]
+        try:
+            if parts and parts[0] == "__control":
+                self._control(method, parts[1:], query)
+                return
+            if owner.latency:
+                time.sleep(owner.latency)
+            is_watch = query.get("watch") in ("true", "1")
+            fault = owner.take_fault(is_watch)
+            if fault is not None:
+                self._send_error(fault)
+                return
+            self._route(method, parts, query, is_watch)
+        except ApiStatusError as err:
+            self._send_error(err)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except ClientCacheError as err:
+            self._send_error(new_bad_request(str(err)))
+
+    # -- discovery and routing ---------------------------------------------------------------------
+    def _route(self, method: str, parts: list[str], query: dict[str, str], watch: bool) -> None:
+        store = self.owner.store
+        if method == "GET" and parts == ["version"]:
+            self._send_obj(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-embedded",
+                                 "platform": "linux/amd64"})
+            return
+        if method == "GET" and parts == ["api"]:
+            self._send_obj(200, {"kind": "APIVersions", "versions": ["v1"],
+                                 "serverAddressByClientCIDRs": [
+                                     {"clientCIDR": "0.0.0.0/0",
+                                      "serverAddress": f"{self.owner.host}:{self.owner.port}"}]})
+            return
+        if method == "GET" and parts == ["apis"]:
+            groups: dict[str, list[str]] = {}
+            for rtype in store.resource_types():
+                if rtype.group:
+                    versions = groups.setdefault(rtype.group, [])
+                    if rtype.version not in versions:
+                        versions.append(rtype.version)
+            self._send_obj(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}
+                                         for v in vs],
+                 "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
+                for g, vs in groups.items()]})
+            return
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiStatusError(404, "NotFound", "the server could not find the requested "
+                                 "resource")
+        if not rest:
+            if method != "GET":
+                raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
+            gv = f"{group}/{version}" if group else version
+            resources = [r.discovery() for r in store.resource_types()
+                         if r.group == group and r.version == version]
+            if not resources:
+                raise ApiStatusError(404, "NotFound", f"no resources in {gv}")
+            self._send_obj(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                 "groupVersion": gv, "resources": resources})
+            return
+        namespace, plural, name, sub = "", "", "", ""
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, plural = rest[1], rest[2]
+            name = rest[3] if len(rest) > 3 else ""
+            sub = rest[4] if len(rest) > 4 else ""
+        else:
+            plural = rest[0]
+            name = rest[1] if len(rest) > 1 else ""
+            sub = rest[2] if len(rest) > 2 else ""
+        found = store.lookup(group, version, plural)
+        if found is None:
+            raise ApiStatusError(404, "NotFound", "the server could not find the requested "
+                                 "resource")
+        rtype = found
+        if sub not in ("", "status", "scale"):
+            raise ApiStatusError(404, "NotFound", f"unknown subresource {sub}")
+        if rtype.namespaced is False:
+            namespace = ""
+        if not name:
+            self._collection(method, rtype, namespace, query, watch)
+        else:
+            self._item(method, rtype, namespace, name)
+
+    def _item(self, method: str, rtype: ResourceType, namespace: str, name: str) -> None:
+        store = self.owner.store
+        if method == "GET":
+            self._send_obj(200, store.get(rtype, namespace, name))
+        elif method == "PUT":
+            self._send_obj(200, store.update(rtype, namespace, name, self._body()))
+        elif method == "PATCH":
+            self._send_obj(200, store.patch(rtype, namespace, name, self._body()))
+        elif method == "DELETE":
+            self._body()
+            self._send_obj(200, store.delete(rtype, namespace, name))
+        else:
+            raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
+
+    def _collection(
+        self, method: str, rtype: ResourceType, namespace: str, query: dict[str, str],
+        watch: bool,
+    ) -> None:
+        store = self.owner.store
+        if method == "POST":
+            self._send_obj(201, store.create(rtype, namespace, self._body()))
+        elif method == "DELETE":
+            self._body()
+            store.delete_collection(rtype, namespace, labelsel.parse(query.get("labelSelector",
+                                                                               "")))
+            self._send_obj(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                 "status": "Success"})
+        elif method == "GET" and watch:
+            self._watch(rtype, namespace, query)
+        elif method == "GET":
+            self._list(rtype, namespace, query)
+        else:
+            raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
+
+    # -- LIST --------------------------------------------------------------------------------------
+    def _selectors(self, query: dict[str, str]) -> tuple[labelsel.Selector, fieldsel.Selector]:
+        return (labelsel.parse(query.get("labelSelector", "")),
+                fieldsel.parse_selector(query.get("fieldSelector", "")))
+
+    def _list(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
+        store = self.owner.store
+        self.owner.count_request("list_requests")
+        label_sel, field_sel = self._selectors(query)
+        probe = Watcher(rtype, namespace, label_sel, field_sel)
+        rv_param = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        token = query.get("continue", "")
+        limit = int(query.get("limit") or 0)
+        start_after = ""
+        if token:
+            if rv_param:
+                raise new_bad_request("specifying resource version is not allowed when using "
+                                      "continue")
+            revision, start_after = _decode_continue(token)
+            if revision < store.compacted_revision:
+                raise new_resource_expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+            objs, served = store.snapshot(rtype, revision)
+        elif match == "Exact":
+            if not rv_param or rv_param == "0":
+                raise new_bad_request("resourceVersionMatch=Exact needs a non-zero "
+                                      "resourceVersion")
+            objs, served = store.snapshot(rtype, int(rv_param))
+        elif match not in ("", "NotOlderThan"):
+            raise new_bad_request(f"unknown resourceVersionMatch {match!r}")
+        else:
+            if rv_param not in ("", "0"):
+                try:
+                    wanted = int(rv_param)
+                except ValueError as err:
+                    raise new_bad_request(f"invalid resourceVersion {rv_param!r}") from err
+                store.snapshot(rtype, wanted if wanted > store.resource_version else None)
+            if rv_param == "0":
+                limit = 0  # the watch cache ignores limit for resourceVersion=0
+            objs, served = store.snapshot(rtype, None)
+        selected = [o for o in objs if probe.matches(o)]
+        if start_after:
+            selected = [o for o in selected if _object_key(o) > start_after]
+        md: dict[str, Any] = {"resourceVersion": str(served)}
+        if limit and len(selected) > limit:
+            page = selected[:limit]
+            md["continue"] = _encode_continue(served, _object_key(page[-1]))
+            md["remainingItemCount"] = len(selected) - limit
+            selected = page
+        body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
+                "metadata": md, "items": selected}
+        bad = self.owner.take_bad_list()
+        if bad is None:
+            self._send_obj(200, body)
+        else:
+            self._send_bad_list(bad, json.dumps(body, separators=(",", ":")).encode())
+
+    def _send_bad_list(self, mode: str, body: bytes) -> None:
+        self.send_response(200)
+        if mode == "html":
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
+        half = body[: len(body) // 2]
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(half) if mode == "truncated" else len(body)))
+        self.end_headers()
+        self.wfile.write(half)
+        if mode == "cut":
+            self.wfile.flush()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+    # -- WATCH -------------------------------------------------------------------------------------
+    def _watch(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
+        owner = self.owner
+        owner.count_request("watch_requests")
+        store = owner.store
+        label_sel, field_sel = self._selectors(query)
+        watcher = Watcher(rtype, namespace, label_sel, field_sel)
+        rv_param = query.get("resourceVersion", "")
+        send_initial = query.get("sendInitialEvents") == "true"
+        bookmarks = query.get("allowWatchBookmarks") == "true"
+        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
+        if send_initial and query.get("resourceVersionMatch") != "NotOlderThan":
+            raise ApiStatusError(422, "Invalid", "sendInitialEvents requires "
+                                 "resourceVersionMatch=NotOlderThan")
+        if rv_param in ("", "0"):
+            revision = None
+        else:
+            try:
+                revision = int(rv_param)
+            except ValueError as err:
+                raise new_bad_request(f"invalid resourceVersion {rv_param!r}") from err
+        store.open_watch(watcher, revision, send_initial, send_initial and bookmarks)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        next_bookmark = time.monotonic() + owner.bookmark_interval
+        try:
+            while True:
+                owner.wait_while_stalled(watcher)
+                now = time.monotonic()
+                waits = [next_bookmark - now] if bookmarks else []
+                if deadline is not None:
+                    waits.append(deadline - now)
+                wait = max(0.0, min(waits)) if waits else None
+                try:
+                    item = watcher.queue.get(timeout=wait)
+                except queue.Empty:
+                    item = _NOTHING
+                owner.wait_while_stalled(watcher)  # hold what we have while stalled
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    self._end_chunks()
+                    return
+                if item is None:
+                    self._end_chunks()
+                    return
+                if item is ABORT:
+                    self.close_connection = True
+                    return
+                if item is GARBLE:
+                    self._chunk(b"{this is not a watch event\n")
+                    continue
+                if item is _NOTHING:
+                    if bookmarks and now >= next_bookmark:
+                        mark = store.bookmark(watcher)
+                        if mark is not None:
+                            self._chunk(mark)
+                        next_bookmark = now + owner.bookmark_interval
+                    continue
+                batch = [item]
+                while len(batch) < 256:
+                    try:
+                        more = watcher.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(more, bytes):
+                        watcher.queue.put(more)  # handle control items in order next time
+                        break
+                    batch.append(more)
+                self._chunk(b"".join(batch))
+        except OSError:
+            self.close_connection = True
+        finally:
+            store.close_watch(watcher)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _end_chunks(self) -> None:
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    # -- control endpoints (for a server in another process) ---------------------------------------
+    def _control(self, method: str, parts: list[str], query: dict[str, str]) -> None:
+        owner = self.owner
+        actions: dict[str, Callable[[], Any]] = {
+            "compact": owner.compact,
+            "close-watches": owner.close_watches,
+            "abort-watches": owner.abort_watches,
+            "garble": owner.send_garbled_line,
+            "raw-line": lambda: owner.send_raw_line(query.get("line", "")),
+            "bad-list": lambda: owner.corrupt_next_lists(query.get("mode", ""),
+                                                         int(query.get("count", "1"))),
+            "stall": lambda: owner.stall_watches(query.get("on", "true") == "true"),
+            "watch-error": lambda: owner.send_watch_error(int(query.get("code", "410"))),
+            "fail": lambda: owner.fail_next(
+                int(query.get("count", "1")), int(query.get("code", "500")),
+                retry_after=int(query.get("retryAfter", "0")),
+                watch_only=query.get("watchOnly") == "true"),
+            "latency": lambda: setattr(owner, "latency", float(query.get("seconds", "0"))),
+            "drop-connections": owner.drop_all_connections,
+            "load": lambda: owner.start_load(int(query.get("count", "1000")),
+                                             query.get("namespace", "bench"),
+                                             query.get("kind", "configmaps"),
+                                             float(query.get("rate", "0")),
+                                             query.get("mix", "create")),
+            "state": lambda: {"lists": owner.list_requests, "watches": owner.watch_requests,
+                              "requests": owner.requests},
+            "dump": lambda: owner.store.dump(query["path"], query.get("freeze") == "true"),
+        }
+        name = parts[0] if parts else ""
+        action = actions.get(name)
+        if action is None or method not in ("POST", "GET"):
+            raise ApiStatusError(404, "NotFound", f"unknown control {name!r}")
+        self._body()
+        try:
+            result = action()
+        except ValueError as err:
+            raise ApiStatusError(400, "BadRequest", f"control {name}: {err}") from err
+        self._send_obj(200, {"ok": True, "result": result,
+                             "resourceVersion": owner.store.resource_version,
+                             "watches": owner.open_watch_count()})
+
+

@@ -17,6 +17,7 @@ errors propagate as urllib3 raises them.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +70,8 @@ __all__ = [
 DEFAULT_REQUEST_TIMEOUT = 60.0
 WATCH_HEADER_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
 
+
+_log = logging.getLogger(__name__)
 
 ListFunc = Callable[[ListOptions], Any]
 WatchFunc = Callable[[ListOptions], Watch]
@@ -237,6 +240,7 @@ class ClientListerWatcher:
         self._decode = model_decoder(api_client, object_type) if object_type else None
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
+        self._auth_failing = 0  # the 401/403 code of the current episode, logged once
 
     def __repr__(self) -> str:
         return f"<ClientListerWatcher {self.gvr} namespace={self.namespace!r}>"
@@ -257,9 +261,12 @@ class ClientListerWatcher:
         requests dial again."""
         self.transport.reset_connections()
 
-    def _raise_for_status(self, response: Any, body: bytes | None) -> None:
+    def _raise_for_status(self, response: Any, body: bytes | None, verb: str) -> None:
         if 200 <= response.status < 300:
+            self._auth_failing = 0
             return
+        if response.status in (401, 403):
+            self._auth_failed(response.status, verb)
         if body is None:
             body = response.read()
             response.release_conn()
@@ -274,6 +281,48 @@ class ClientListerWatcher:
             status = {"message": body.decode("utf-8", "replace")[:1000] or response.reason}
         status["code"] = status.get("code") or response.status
         raise from_status(status, dict(response.headers))
+
+    def _auth_failed(self, code: int, verb: str) -> None:
+        """A 401 or 403: give the client's refresh hook a chance before the next attempt
+        (401), and say once per episode what is wrong and what to check (the repeats, at
+        every retry of the reflector, go to DEBUG until a request succeeds)."""
+        config = self.api_client.configuration
+        hook = getattr(config, "refresh_api_key_hook", None)
+        if code == 401 and callable(hook):
+            try:
+                hook(config)
+            except Exception as err:
+                _log.warning("%s %s: the configuration's refresh_api_key_hook failed: %s",
+                             verb, self._describe(), type(err).__name__)
+        if self._auth_failing == code:
+            _log.debug("%s %s: %d again", verb, self._describe(), code)
+            return
+        self._auth_failing = code
+        if code == 401:
+            _log.warning(
+                "%s %s: 401 Unauthorized: the server rejected the credentials (an expired or "
+                "wrong token, client certificate or exec-plugin credential); %s. Retrying "
+                "with backoff; further 401s are logged at DEBUG until a request succeeds.",
+                verb, self._describe(),
+                "the configuration's refresh hook was called" if callable(hook)
+                else "the configuration has no refresh hook (refresh_api_key_hook) to renew "
+                     "them")
+        else:
+            scope = f"namespace {self.namespace!r}" if self.namespace else "all namespaces"
+            _log.warning(
+                "%s %s: 403 Forbidden: the credentials are valid, but RBAC does not allow "
+                "verb %r on resource %r (API group %r) in %s for this identity; an informer "
+                "needs 'list' and 'watch' (grant them with a Role or ClusterRole). Retrying "
+                "with backoff; further 403s are logged at DEBUG until a request succeeds.",
+                verb, self._describe(), verb, self.gvr.resource, self.gvr.group, scope)
+
+    def _describe(self) -> str:
+        """The resource as people write it: ``pods``, ``apps/v1 deployments``,
+        ``foos.samplecontroller.k8s.io``-style groups included."""
+        where = f" in {self.namespace}" if self.namespace else ""
+        if not self.gvr.group:
+            return f"{self.gvr.resource}{where}"
+        return f"{self.gvr.group}/{self.gvr.version} {self.gvr.resource}{where}"
 
     def _options(self, options: ListOptions, watch: bool) -> ListOptions:
         options = options.copy()
@@ -298,7 +347,7 @@ class ClientListerWatcher:
         response, body = self.transport.get(
             self._url(self._options(options, False)), self._headers(), self.request_timeout,
             stop, read_body=True)
-        self._raise_for_status(response, body)
+        self._raise_for_status(response, body, "list")
         result = self._loads(body or b"")
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
@@ -316,7 +365,7 @@ class ClientListerWatcher:
         response, _ = self.transport.get(
             self._url(self._options(options, True)), self._headers(), self.request_timeout,
             stop, read_body=False)
-        self._raise_for_status(response, None)
+        self._raise_for_status(response, None, "watch")
         sock = socket_of(response)
         if sock is not None:
             sock.settimeout(self.idle_timeout)

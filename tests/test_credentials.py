@@ -30,6 +30,7 @@ from client_cache.reflector import Reflector, ReflectorOptions
 from client_cache.store import DeletedFinalStateUnknown, new_store
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.watch import Event, EventType, FakeWatcher
+from tests.fixtures import eventually
 
 TOKEN = "s3cr3t-t0ken-9f2c41d7e"
 KEY_MATERIAL = "UHJpdmF0ZUtleU1hdGVyaWFsLTdkMWU"
@@ -317,3 +318,61 @@ def test_no_secret_contents_in_logs_errors_or_reprs(caplog: pytest.LogCaptureFix
     assert any("Secret creds/s1" in t for t in texts)  # objects are named...
     leaked = [(v, t[:200]) for t in texts for v in (*SECRET_VALUES, "bXV0YXRlZA==") if v in t]
     assert leaked == []  # ...never shown
+
+
+def test_rotated_token_is_refreshed_and_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The server starts accepting only a new token. The informer's requests get 401: the
+    configuration's refresh hook is called before the next attempt, one WARNING with a
+    hint is logged for the whole episode (not one per retry), the token is never logged;
+    once the hook hands out the new token, the informer carries on. A 403 gets its own
+    single WARNING naming the verb and the resource."""
+    caplog.set_level(logging.DEBUG)
+    old_token, new_token = "rotating-old-4f1e", "rotating-new-8c2a"
+    source = [old_token]  # where the hook finds the current credential (a token file)
+    hook_calls = [0]
+    with EmbeddedApiServer(bookmark_interval=0.2) as server:
+        server.accept_tokens(old_token)
+        config = Configuration()
+        config.host = server.url
+        config.api_key = {"authorization": old_token}
+        config.api_key_prefix = {"authorization": "Bearer"}
+
+        def refresh(conf: Configuration) -> None:
+            hook_calls[0] += 1
+            conf.api_key = {"authorization": source[0]}
+
+        config.refresh_api_key_hook = refresh
+        api = ApiClient(config)
+        writer = CoreV1Api(server.api_client())
+        errors: list[str] = []
+        server.accept_tokens(old_token, "embedded-token")  # the test's own writer
+        informer = Informer(api, errors)
+        try:
+            server.accept_tokens(new_token, "embedded-token")  # rotated on the server
+            server.close_watches()  # the next WATCH must authenticate again
+            eventually(lambda: sum("401 Unauthorized" in r.getMessage()
+                                   for r in caplog.records) >= 1 and len(errors) >= 2)
+            calls_before = hook_calls[0]
+            source[0] = new_token  # the credential source is renewed
+            writer.create_namespaced_pod(NAMESPACE, {"metadata": {"name": "after"}, "spec": {
+                "containers": [{"name": "c", "image": "busybox"}]}})
+            with informer.changed:
+                assert informer.changed.wait_for(lambda: "after" in informer.seen, 30)
+            assert hook_calls[0] > calls_before
+            warnings = [r.getMessage() for r in caplog.records
+                        if r.levelno == logging.WARNING and "401" in r.getMessage()]
+            assert len(warnings) == 1, warnings  # two or more failed attempts, one line
+            assert "rejected the credentials" in warnings[0] and "pods in creds" in warnings[0]
+            # 403: valid credentials, no permission
+            server.fail_next(2, 403)
+            server.close_watches()
+            eventually(lambda: any("403 Forbidden" in r.getMessage() for r in caplog.records))
+            forbidden = [r.getMessage() for r in caplog.records if "403 Forbidden" in
+                         r.getMessage() and r.levelno == logging.WARNING]
+            assert forbidden and all(
+                ("verb 'watch' on resource 'pods'" in f or "verb 'list' on resource 'pods'"
+                 in f) and "namespace 'creds'" in f for f in forbidden)
+        finally:
+            informer.close()
+    texts = record_texts(caplog.records) + errors
+    assert not [t for t in texts if old_token in t or new_token in t]

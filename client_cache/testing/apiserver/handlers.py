@@ -126,6 +126,7 @@ class Handler(BaseHTTPRequestHandler):
             if parts and parts[0] == "__control":
                 self._control(method, parts[1:], query)
                 return
+            owner.authenticate(self.headers.get("Authorization"))
             if owner.latency:
                 time.sleep(owner.latency)
             is_watch = query.get("watch") in ("true", "1")
@@ -436,6 +437,8 @@ class Handler(BaseHTTPRequestHandler):
             "state": lambda: {"lists": owner.list_requests, "watches": owner.watch_requests,
                               "requests": owner.requests},
             "dump": lambda: owner.store.dump(query["path"], query.get("freeze") == "true"),
+            "tokens": lambda: owner.accept_tokens(
+                *[t for t in query.get("accept", "").split(",") if t]),
         }
         name = parts[0] if parts else ""
         action = actions.get(name)

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient, Configuration
 
+from client_cache.errors import ApiStatusError
 from client_cache.testing.apiserver.faults import FaultInjection
 from client_cache.testing.apiserver.handlers import Handler
 from client_cache.testing.apiserver.load import start_load
@@ -116,6 +117,7 @@ class EmbeddedApiServer(FaultInjection):
         self.list_requests = 0
         self.watch_requests = 0
         self._count_lock = threading.Lock()
+        self._tokens: frozenset[str] = frozenset()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -181,6 +183,25 @@ class EmbeddedApiServer(FaultInjection):
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(self.kubeconfig(), fh, indent=2)
         return path
+
+    def accept_tokens(self, *tokens: str) -> None:
+        """Authenticate requests as the real server does with bearer tokens: from now on
+        only ``Authorization: Bearer <t>`` with ``t`` among ``tokens`` is served, anything
+        else gets 401 Unauthorized (open watches stay open, as on a real server whose
+        token file changed). No tokens: every request is served (the default)."""
+        with self._count_lock:
+            self._tokens = frozenset(tokens)
+
+    def authenticate(self, authorization: str | None) -> None:
+        """Raise 401 Unauthorized (the real server's Status) unless ``authorization``
+        carries an accepted token (see :meth:`accept_tokens`)."""
+        with self._count_lock:
+            tokens = self._tokens
+        if not tokens:
+            return
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or token.strip() not in tokens:
+            raise ApiStatusError(401, "Unauthorized", "Unauthorized")
 
     def count_request(self, counter: str) -> None:
         """Add one to a request counter (handler threads run concurrently)."""

@@ -203,8 +203,8 @@ def sample_pods(count: int) -> list[dict[str, Any]]:
     """S4's objects: the load generator's pods, 100 namespaces, nodes ``node-{i % 500}``,
     labels ``app=web-{i % 10}``. Each is decoded from JSON on its own (distinct objects,
     as a cache holds them); the JSON comes from 500 templates, which is quicker to build."""
-    from client_cache._json import gc_paused, loads
     from client_cache.testing.apiserver import sample_object
+    from client_cache.wire import gc_paused, loads
     templates = []
     for i in range(500):
         pod = sample_object("pods", i)

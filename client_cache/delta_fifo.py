@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from client_cache.errors import KeyFuncError, ZeroLengthDeltasError
-from client_cache.fifo import PopProcessFunc, _QueueBase
+from client_cache.fifo import PopProcessFunc, QueueBase
 from client_cache.meta import describe
 from client_cache.store import (
     DeletedFinalStateUnknown,
@@ -163,7 +163,7 @@ def _dedup(deltas: Deltas) -> None:
         deltas[-2:] = [keep]
 
 
-class DeltaFIFO(_QueueBase):
+class DeltaFIFO(QueueBase):
     """See the module documentation. Build with :func:`new_delta_fifo_with_options`."""
 
     def __init__(self, opts: DeltaFIFOOptions | None = None) -> None:

@@ -77,7 +77,7 @@ class Queue(Store, Protocol):
     def close(self) -> None: ...
 
 
-class _QueueBase:
+class QueueBase:
     """Lock, condition, closed flag and initial-population accounting shared by the FIFOs.
 
     Invariant: ``has_synced`` = populated and the initial population count is zero. The
@@ -199,7 +199,7 @@ class _QueueBase:
                     )
 
 
-class FIFO(_QueueBase):
+class FIFO(QueueBase):
     """A producer/consumer queue that keeps the newest object per key (Go ``FIFO``).
 
     * ``add``/``update`` of a queued key replaces the object and keeps its position (no

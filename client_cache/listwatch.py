@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import quote, urlencode
 
-from client_cache import _json
+from client_cache import wire
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
@@ -186,7 +186,7 @@ def served_resources(api_client: Any, group: str, version: str) -> set[str]:
         return set()
     if not 200 <= response.status < 300:
         raise from_status({"code": response.status, "message": f"discovery of {path} failed"})
-    body = _json.loads(response.data)
+    body = wire.loads(response.data)
     return {r["name"] for r in body.get("resources") or [] if "/" not in r.get("name", "/")}
 
 
@@ -225,7 +225,7 @@ class ClientListerWatcher:
         object_type: Any = None,
         idle_timeout: float | None = None,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
-        loads: Loads = _json.loads,
+        loads: Loads = wire.loads,
     ) -> None:
         if request_timeout is not None and request_timeout <= 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout}")

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache import _json, meta
+from client_cache import meta, wire
 from client_cache.apis import (
     INITIAL_EVENTS_ANNOTATION_KEY,
     RESOURCE_VERSION_MATCH_EXACT,
@@ -112,6 +112,7 @@ __all__ = [
     "WatchErrorHandler",
     "WatchStalledError",
     "default_watch_error_handler",
+    "describe_expected_type",
     "new_namespace_keyed_indexer_and_reflector",
     "new_named_reflector",
     "new_reflector",
@@ -261,8 +262,10 @@ def _name_from_callsite() -> str:
     return "????"
 
 
-def _describe(expected_type: Any) -> tuple[str, type | None, tuple[str, str] | None]:
-    """``(type description, type to check, (apiVersion, kind) to check)``."""
+def describe_expected_type(expected_type: Any) -> tuple[str, type | None, tuple[str, str] | None]:
+    """``(type description, type to check, (apiVersion, kind) to check)`` for a
+    reflector's ``expected_type``: a class (checked with ``isinstance``), a dict example
+    carrying ``apiVersion`` and ``kind`` (checked against the objects'), or None."""
     if expected_type is None:
         return DEFAULT_EXPECTED_TYPE_NAME, None, None
     if isinstance(expected_type, type):
@@ -364,7 +367,7 @@ class Reflector:
     ) -> None:
         options = options or ReflectorOptions()
         self.name = options.name or _name_from_callsite()
-        description, self.expected_type, self.expected_gvk = _describe(expected_type)
+        description, self.expected_type, self.expected_gvk = describe_expected_type(expected_type)
         self.type_description = options.type_description or description
         self.store = store
         self.lister_watcher = lister_watcher
@@ -484,7 +487,7 @@ class Reflector:
         elif options.resource_version not in ("", "0"):
             pager.page_size = 0  # served from the watch cache: no paging
         started = time.monotonic()
-        with _json.gc_paused():  # the whole sync allocates; see gc_paused
+        with wire.gc_paused():  # the whole sync allocates; see gc_paused
             return self._list_and_replace(pager, options, stop, started)
 
     def _list_and_replace(self, pager: ListPager, options: ListOptions,

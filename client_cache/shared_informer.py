@@ -41,7 +41,7 @@ from client_cache.controller import (
     Config,
     Controller,
     ResourceEventHandler,
-    _Controller,
+    new_controller,
     process_deltas,
 )
 from client_cache.delta_fifo import (
@@ -55,7 +55,7 @@ from client_cache.fifo import Queue
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
-from client_cache.reflector import WatchErrorHandler, _describe
+from client_cache.reflector import WatchErrorHandler, describe_expected_type
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
 from client_cache.synctrack import SingleFileTracker, sync_generation, wait_sync_changed
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
@@ -327,12 +327,6 @@ class SharedInformer(Protocol):
     def is_stopped(self) -> bool: ...
 
 
-@runtime_checkable
-class SharedIndexInformerProtocol(SharedInformer, Protocol):
-    def add_indexers(self, indexers: Indexers) -> None: ...
-    def get_indexer(self) -> Indexer: ...
-
-
 @dataclass
 class SharedIndexInformerOptions:
     """Go ``SharedIndexInformerOptions``; ``clock``, ``use_real_fifo`` and
@@ -376,7 +370,7 @@ class SharedIndexInformer:
         self.processor = _SharedProcessor(self.clock)
         self.lister_watcher = lister_watcher
         self.object_type = example_object
-        description, _, _ = _describe(example_object)
+        description, _, _ = describe_expected_type(example_object)
         self.object_description = options.object_description or description
         self.resync_check_period = options.resync_period
         self.default_event_handler_resync_period = options.resync_period
@@ -387,7 +381,7 @@ class SharedIndexInformer:
         self._stopped = False
         self._started_lock = threading.Lock()
         self._block_deltas = threading.Lock()
-        self._controller: _Controller | None = None
+        self._controller: Controller | None = None
         self._watch_error_handler: WatchErrorHandler | None = None
         self._transform: TransformFunc | None = None
 
@@ -441,7 +435,7 @@ class SharedIndexInformer:
                 clock=self.clock,
                 watch_idle_timeout=self.watch_idle_timeout,
             )
-            self._controller = _Controller(config)
+            self._controller = new_controller(config)
             self._started = True
         # No thread waits for stop: the listeners start here and are stopped when the
         # controller returns; the mutation detector gets a thread only when enabled.

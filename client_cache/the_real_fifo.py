@@ -35,7 +35,7 @@ from typing import Any
 
 from client_cache.delta_fifo import Delta, Deltas, DeltaType, TransformFunc, queue_key_of
 from client_cache.errors import KeyFuncError
-from client_cache.fifo import PopProcessFunc, _QueueBase
+from client_cache.fifo import PopProcessFunc, QueueBase
 from client_cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
@@ -76,7 +76,7 @@ class RealFIFOOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
 
 
-class RealFIFO(_QueueBase):
+class RealFIFO(QueueBase):
     """See the module documentation. Build with :func:`new_real_fifo_with_options`."""
 
     def __init__(self, opts: RealFIFOOptions) -> None:

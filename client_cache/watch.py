@@ -34,9 +34,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache import _json
+from client_cache import wire
 from client_cache.meta import describe
-from client_cache.util.chan import Chan, ChanClosedError, DoneChan, UnbufferedChan, select
+from client_cache.util.chan import (
+    Chan,
+    ChanClosedError,
+    DoneChan,
+    SendReady,
+    UnbufferedChan,
+    select,
+)
 
 __all__ = [
     "DEFAULT_CHAN_SIZE",
@@ -372,7 +379,7 @@ class StreamWatcher:
         decode_object: ObjectDecoder | None = None,
         *,
         name: str = "stream",
-        loads: Callable[[bytes], Any] = _json.loads,
+        loads: Callable[[bytes], Any] = wire.loads,
         chan_size: int = DEFAULT_CHAN_SIZE,
     ) -> None:
         self._response = response
@@ -411,7 +418,7 @@ class StreamWatcher:
             return False
         if self._result.try_send(event):  # room in the buffer: the common case, no select
             return True
-        index, _ = select([self._done, _Sendable(self._result)])
+        index, _ = select([self._done, SendReady(self._result)])
         if index == 0:
             return False
         try:
@@ -471,25 +478,6 @@ class StreamWatcher:
         finally:
             self._result.close()
             _close(self._response)
-
-
-class _Sendable(Chan[None]):
-    """Ready while ``target`` has room, so ``select`` can wait for "can send"."""
-
-    def __init__(self, target: Chan[Any]) -> None:
-        super().__init__(1)
-        self._target = target
-
-    def _add_waker(self, waker: Callable[[], None]) -> float | None:
-        return self._target._add_waker(waker)
-
-    def _remove_waker(self, waker: Callable[[], None]) -> None:
-        self._target._remove_waker(waker)
-
-    def try_recv(self) -> tuple[None, bool]:
-        with self._target._cond:
-            room = len(self._target._buf) < self._target._capacity or self._target._is_closed
-            return None, room
 
 
 def _interrupt(response: Any) -> None:

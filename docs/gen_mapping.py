@@ -20,7 +20,7 @@ CLIENT_GO = "k8s.io/client-go"
 APIMACHINERY = "k8s.io/apimachinery/pkg"
 PACKAGES = {
     "client_cache": f"{CLIENT_GO}/tools/cache",
-    "client_cache._json": "(port only)",
+    "client_cache.wire": "(port only: JSON decoding of wire bodies)",
     "client_cache.apis": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
     "client_cache.errors": f"{APIMACHINERY}/api/errors, {CLIENT_GO}/tools/cache",
     "client_cache.fields": f"{APIMACHINERY}/fields",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from client_cache import FakeCustomStore, _json
+from client_cache import FakeCustomStore, wire
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 
@@ -35,7 +35,7 @@ def big_body() -> bytes:
     items = [{"metadata": {"name": f"p-{i}", "labels": {"a": "b"}}, "spec": {"x": [i]}}
              for i in range(20_000)]
     body = json.dumps({"items": items}).encode()
-    assert len(body) >= _json.GC_PAUSE_THRESHOLD
+    assert len(body) >= wire.GC_PAUSE_THRESHOLD
     return body
 
 
@@ -43,20 +43,20 @@ def test_large_bodies_decode_without_repeated_collections(collections_run: list[
     body = big_body()
     gc.collect()
     collections_run.clear()
-    _json._decode(body)  # the plain decoder runs many collections meanwhile
+    wire._decode(body)  # the plain decoder runs many collections meanwhile
     plain = len(collections_run)
     collections_run.clear()
-    decoded = _json.loads(body)
+    decoded = wire.loads(body)
     # at most the one young-generation pass right after the collector is back on
     assert len(collections_run) <= 1 < plain
     assert len(decoded["items"]) == 20_000 and gc.isenabled()
 
 
 def test_small_bodies_and_a_disabled_collector_are_left_alone() -> None:
-    assert _json.loads(b'{"a": 1}') == {"a": 1} and gc.isenabled()
+    assert wire.loads(b'{"a": 1}') == {"a": 1} and gc.isenabled()
     gc.disable()
     try:
-        assert len(_json.loads(big_body())["items"]) == 20_000
+        assert len(wire.loads(big_body())["items"]) == 20_000
         assert not gc.isenabled()  # not turned on behind the caller's back
     finally:
         gc.enable()
@@ -64,21 +64,21 @@ def test_small_bodies_and_a_disabled_collector_are_left_alone() -> None:
 
 def test_errors_still_reenable_the_collector() -> None:
     with pytest.raises(ValueError):
-        _json.loads(b"[" * _json.GC_PAUSE_THRESHOLD)
+        wire.loads(b"[" * wire.GC_PAUSE_THRESHOLD)
     assert gc.isenabled()
 
 
 def test_gc_paused_nests_and_restores_the_collector_state() -> None:
     assert gc.isenabled()
-    with _json.gc_paused():
+    with wire.gc_paused():
         assert not gc.isenabled()
-        with _json.gc_paused():
+        with wire.gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the outer block still holds the pause
     assert gc.isenabled()
     gc.disable()
     try:
-        with _json.gc_paused():
+        with wire.gc_paused():
             pass
         assert not gc.isenabled()  # a collector the caller turned off stays off
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from client_cache import _json
+from client_cache import wire
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from client_cache.watch import (
     Broadcaster,
@@ -321,7 +321,7 @@ def test_stream_watcher_with_stdlib_json(server: ScriptedServer) -> None:
     server.actions.put(b"{garbled\n")
     events = drain(w)
     assert [e.type for e in events] == ["ADDED", "ERROR"]
-    assert _json.BACKEND in ("orjson", "json")
+    assert wire.BACKEND in ("orjson", "json")
 
 
 def test_stream_watcher_lines_across_and_within_chunks(server: ScriptedServer) -> None:

@@ -134,9 +134,6 @@ class _Change:
     prev: dict[str, Any] | None
 
 
-_CLOSE = object()
-
-
 @dataclass(eq=False)
 class Watcher:
     """One open watch: the HTTP layer reads encoded lines (``bytes``) from ``queue``;
@@ -651,7 +648,3 @@ class ApiStore:
             "apiVersion": rtype.api_version,
             "metadata": {"resourceVersion": str(last)},
         })
-
-
-def status_error_body(err: ApiStatusError) -> bytes:
-    return json.dumps(err.status()).encode()

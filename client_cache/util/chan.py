@@ -34,6 +34,7 @@ __all__ = [
     "Chan",
     "ChanClosedError",
     "DoneChan",
+    "SendReady",
     "UnbufferedChan",
     "select",
     "select_or_stop",
@@ -221,6 +222,27 @@ class UnbufferedChan(Chan[T]):
                 self._taken += 1
                 self._cond.notify_all()
         return value, ok
+
+
+class SendReady(Chan[None]):
+    """Ready while ``target`` has room for a value (or is closed), so that :func:`select`
+    can wait for "a send would not block" (Go: a ``case ch <- v:`` in a ``select``). It
+    never holds a value of its own; receiving from it only reports readiness."""
+
+    def __init__(self, target: Chan[Any]) -> None:
+        super().__init__(1)
+        self._target = target
+
+    def _add_waker(self, waker: _Waker) -> float | None:
+        return self._target._add_waker(waker)
+
+    def _remove_waker(self, waker: _Waker) -> None:
+        self._target._remove_waker(waker)
+
+    def try_recv(self) -> tuple[None, bool]:
+        target = self._target
+        with target._cond:
+            return None, len(target._buf) < target._capacity or target._is_closed
 
 
 class DoneChan(Chan[None]):

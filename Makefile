@@ -40,8 +40,9 @@ lint: $(STAMP)
 	$(PY) -m mypy --strict client_cache
 
 # The side-by-side benchmark (issue 10): client_cache vs the kubernetes package's informer
-# and Watch loops vs client-go (needs Go; about 20 minutes), then the idle-CPU figure (1 min).
-# Writes bench/results/latest.* and bench/results/idle.*
+# and Watch loops vs client-go (needs Go; about 20 minutes), then the idle-CPU figure (1 min)
+# and metadata-only vs full informer memory (2 min). Writes bench/results/latest.*, idle.*,
+# metadata.*
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install -e '.[test,bench]'
@@ -50,6 +51,7 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.bench_compare
 	$(PY) -m bench.bench_idle
+	$(PY) -m bench.bench_metadata
 
 # Micro-benchmarks of client_cache alone: queues, workqueue, wire decoding, reflector, informer.
 bench-micro: $(STAMP)

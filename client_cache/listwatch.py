@@ -46,6 +46,8 @@ __all__ = [
     "KEEPALIVE_IDLE",
     "KEEPALIVE_INTERVAL",
     "KEEPALIVE_PROBES",
+    "METADATA_LIST_ACCEPT",
+    "METADATA_WATCH_ACCEPT",
     "WATCH_HEADER_TIMEOUT",
     "ClientListerWatcher",
     "ListFunc",
@@ -69,6 +71,12 @@ __all__ = [
 #: given its own ``request_timeout`` (the server's own default request timeout).
 DEFAULT_REQUEST_TIMEOUT = 60.0
 WATCH_HEADER_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
+
+#: The Accept headers of Go's metadata client (JSON only: the port decodes no protobuf).
+METADATA_LIST_ACCEPT = ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                        "application/json")
+METADATA_WATCH_ACCEPT = ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+                         "application/json")
 
 
 _log = logging.getLogger(__name__)
@@ -212,7 +220,10 @@ class ClientListerWatcher:
     :class:`~client_cache.transport.Transport` of its own: ``list_with_context`` and
     ``watch_with_context`` are interrupted by their stop event, a dead pooled connection
     is retried once, connections get TCP keepalive. ``loads`` decodes JSON (orjson when
-    installed, else stdlib ``json``).
+    installed, else stdlib ``json``). With ``metadata_only`` the server is asked for the
+    metadata-only forms (Go's ``metadata`` client): a LIST returns a
+    ``PartialObjectMetadataList``, watch events carry ``PartialObjectMetadata`` objects
+    (kind, apiVersion ``meta.k8s.io/v1``, ``metadata``; nothing of spec or status).
     """
 
     def __init__(
@@ -226,6 +237,7 @@ class ClientListerWatcher:
         idle_timeout: float | None = None,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
         loads: Loads = wire.loads,
+        metadata_only: bool = False,
     ) -> None:
         if request_timeout is not None and request_timeout <= 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout}")
@@ -236,6 +248,7 @@ class ClientListerWatcher:
         self.object_type = object_type
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
+        self.metadata_only = metadata_only
         self._loads = loads
         self._decode = model_decoder(api_client, object_type) if object_type else None
         self._path = resource_path(gvr, namespace)
@@ -246,8 +259,11 @@ class ClientListerWatcher:
         return f"<ClientListerWatcher {self.gvr} namespace={self.namespace!r}>"
 
     # -- HTTP ---------------------------------------------------------------------------------
-    def _headers(self) -> dict[str, str]:
-        return request_headers(self.api_client)
+    def _headers(self, watch: bool) -> dict[str, str]:
+        headers = request_headers(self.api_client)
+        if self.metadata_only:
+            headers["Accept"] = METADATA_WATCH_ACCEPT if watch else METADATA_LIST_ACCEPT
+        return headers
 
     def _url(self, options: ListOptions) -> str:
         host = str(self.api_client.configuration.host).rstrip("/")
@@ -345,7 +361,7 @@ class ClientListerWatcher:
         """:meth:`list`, interrupted by ``stop`` at any point
         (:class:`~client_cache.errors.StopRequestedError`)."""
         response, body = self.transport.get(
-            self._url(self._options(options, False)), self._headers(), self.request_timeout,
+            self._url(self._options(options, False)), self._headers(False), self.request_timeout,
             stop, read_body=True)
         self._raise_for_status(response, body, "list")
         result = self._loads(body or b"")
@@ -363,7 +379,7 @@ class ClientListerWatcher:
         # The response headers come at once (the events follow); a connection that gives
         # nothing within the request timeout is dead. Then the idle timeout takes over.
         response, _ = self.transport.get(
-            self._url(self._options(options, True)), self._headers(), self.request_timeout,
+            self._url(self._options(options, True)), self._headers(True), self.request_timeout,
             stop, read_body=False)
         self._raise_for_status(response, None, "watch")
         sock = socket_of(response)
@@ -383,10 +399,12 @@ def new_filtered_list_watch_from_client(
     object_type: Any = None,
     idle_timeout: float | None = None,
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    metadata_only: bool = False,
 ) -> ClientListerWatcher:
     """A ListerWatcher for ``gvr`` in ``namespace`` (``""``: all namespaces, or a
     cluster-scoped resource); ``options_modifier`` edits the options of every request (Go
-    ``NewFilteredListWatchFromClient``). See :class:`ClientListerWatcher` for the timeouts."""
+    ``NewFilteredListWatchFromClient``). See :class:`ClientListerWatcher` for the timeouts
+    and ``metadata_only``."""
     return ClientListerWatcher(
         api_client,
         gvr,
@@ -395,6 +413,7 @@ def new_filtered_list_watch_from_client(
         object_type=object_type,
         idle_timeout=idle_timeout,
         request_timeout=request_timeout,
+        metadata_only=metadata_only,
     )
 
 

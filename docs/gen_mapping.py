@@ -31,6 +31,8 @@ PACKAGES = {
     "client_cache.informers": f"{CLIENT_GO}/informers, {CLIENT_GO}/dynamic/dynamicinformer",
     "client_cache.informers.factory": f"{CLIENT_GO}/informers, "
                                       f"{CLIENT_GO}/dynamic/dynamicinformer",
+    "client_cache.informers.metadata": f"{CLIENT_GO}/metadata/metadatainformer, "
+                                       f"{CLIENT_GO}/metadata/metadatalister",
     "client_cache.pager": f"{CLIENT_GO}/tools/pager",
     "client_cache.synctrack": f"{CLIENT_GO}/tools/cache/synctrack",
     "client_cache.testing.fake_controller_source": f"{CLIENT_GO}/tools/cache/testing",
@@ -121,6 +123,17 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "request_headers": ("—", "the headers the kubernetes client would send"),
     "served_resources": ("discovery.ServerResourcesForGroupVersion", "names only"),
     "UnknownResourceError": ("\"no informer found for\" error", ""),
+    "PARTIAL_OBJECT_METADATA": ("—", "the apiVersion/kind metadata informers check"),
+    "PartialObjectMetadata": ("metav1.PartialObjectMetadata", "metadata a V1ObjectMeta"),
+    "MetadataSharedInformerFactory": ("metadatainformer.SharedInformerFactory", ""),
+    "new_metadata_shared_informer_factory": ("metadatainformer.NewSharedInformerFactory", ""),
+    "new_filtered_metadata_shared_informer_factory": (
+        "metadatainformer.NewFilteredSharedInformerFactory", ""),
+    "new_metadata_lister": ("metadatalister.New", ""),
+    "METADATA_LIST_ACCEPT": ("metadata client's list Accept header", "JSON only"),
+    "METADATA_WATCH_ACCEPT": ("metadata client's watch Accept header", "JSON only"),
+    "META_API_VERSION": ("—", "meta.k8s.io/v1"),
+    "partial_object_metadata": ("—", "the server's metadata-only form of an object"),
     "describe": ("klog.KObj", "kind namespace/name (resourceVersion), never contents"),
     "on_stop": ("—", "run a callback when a stop event is set (Go: <-stopCh in a goroutine)"),
     "stop_callbacks": ("—", "how many callbacks wait for a stop event (tests)"),

@@ -120,6 +120,9 @@ class GenericInformer:
 class SharedInformerFactory:
     """See the module documentation. Build with :func:`new_shared_informer_factory`."""
 
+    #: Ask the server for metadata-only objects (the metadata factory's setting).
+    metadata_only = False
+
     def __init__(self, api_client: Any, default_resync: float,
                  options: SharedInformerFactoryOptions) -> None:
         self.api_client = api_client
@@ -136,12 +139,16 @@ class SharedInformerFactory:
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
 
-    def _default_informer(self, gvr: GroupVersionResource, object_type: Any,
-                          expected_type: Any) -> NewInformerFunc:
+    def default_informer(self, gvr: GroupVersionResource, object_type: Any,
+                         expected_type: Any) -> NewInformerFunc:
+        """How the factory builds ``gvr``'s informer when the caller gives no ``new_func``:
+        a list-watch from the client with the factory's options, a namespace index (the
+        hook a subclass overrides, as the metadata factory does)."""
         def build(api_client: Any, resync: float) -> SharedIndexInformer:
             lw: ListerWatcher = new_filtered_list_watch_from_client(
                 api_client, gvr, self.namespace, self.tweak_list_options,
-                object_type=object_type, request_timeout=self.request_timeout)
+                object_type=object_type, request_timeout=self.request_timeout,
+                metadata_only=self.metadata_only)
             return new_shared_index_informer_with_options(
                 lw, expected_type, SharedIndexInformerOptions(
                     resync_period=resync,
@@ -165,7 +172,7 @@ class SharedInformerFactory:
             if informer is not None:
                 return informer
             resync = self.custom_resync.get(gvr, self.default_resync)
-            build = new_func or self._default_informer(
+            build = new_func or self.default_informer(
                 gvr, object_type, object_type if expected_type is None else expected_type)
             informer = build(self.api_client, resync)
             informer.set_transform(self.transform)
@@ -181,18 +188,23 @@ class SharedInformerFactory:
         out an informer that would never sync (Go's typed factory returns an error for a
         resource it has no informer for). When the server cannot be asked (unreachable),
         the informer is returned all the same and a warning logged."""
-        with self._lock:
-            known = gvr in self._informers
-        if not known:
-            try:
-                served = served_resources(self.api_client, gvr.group, gvr.version)
-            except Exception as err:
-                _log.warning("could not check that the server serves %s (%s); returning its "
-                             "informer anyway", _describe_gvr(gvr), type(err).__name__)
-            else:
-                if gvr.resource not in served:
-                    raise UnknownResourceError(gvr)
+        self.check_served(gvr)
         return GenericInformer(self.informer_for(gvr, object_type=object_type), gvr)
+
+    def check_served(self, gvr: GroupVersionResource) -> None:
+        """Raise :class:`UnknownResourceError` when the server does not serve ``gvr`` (asked
+        by discovery once, before its informer exists; see :meth:`for_resource`)."""
+        with self._lock:
+            if gvr in self._informers:
+                return
+        try:
+            served = served_resources(self.api_client, gvr.group, gvr.version)
+        except Exception as err:
+            _log.warning("could not check that the server serves %s (%s); returning its "
+                         "informer anyway", _describe_gvr(gvr), type(err).__name__)
+            return
+        if gvr.resource not in served:
+            raise UnknownResourceError(gvr)
 
     def start(self, stop: threading.Event) -> None:
         """Start every informer requested so far and not started yet (non-blocking)."""

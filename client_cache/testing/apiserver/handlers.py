@@ -30,10 +30,46 @@ from client_cache.testing.apistore import ResourceType, Watcher
 if TYPE_CHECKING:
     from client_cache.testing.apiserver.server import EmbeddedApiServer
 
-__all__ = ["Handler"]
+__all__ = ["META_API_VERSION", "Handler", "partial_object_metadata"]
 
 
 _NOTHING = object()  # the watch queue had nothing before the next bookmark or the timeout
+
+#: The apiVersion of the metadata-only forms (``meta.k8s.io/v1``).
+META_API_VERSION = "meta.k8s.io/v1"
+
+
+def _wants(accept: str | None, form: str) -> bool:
+    """Whether the Accept header asks for the ``as=<form>;g=meta.k8s.io;v=v1`` form (the
+    real server honours the first acceptable media type; a client that sends this form
+    lists it first)."""
+    for media in (accept or "").split(","):
+        params = {k.strip(): v.strip() for k, _, v in
+                  (p.partition("=") for p in media.split(";")[1:])}
+        if params.get("as") == form and params.get("g") == "meta.k8s.io" and params.get(
+                "v") == "v1":
+            return True
+    return False
+
+
+def partial_object_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as the real server sends it in metadata-only form: kind
+    ``PartialObjectMetadata``, apiVersion ``meta.k8s.io/v1``, its ``metadata`` only."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": META_API_VERSION,
+            "metadata": obj.get("metadata") or {}}
+
+
+def _metadata_line(line: bytes) -> bytes:
+    """A watch line with its object in metadata-only form (ERROR Status lines unchanged)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line  # an injected garbled line stays garbled
+    obj = event.get("object") if isinstance(event, dict) else None
+    if not isinstance(obj, dict) or obj.get("kind") == "Status":
+        return line
+    event["object"] = partial_object_metadata(obj)
+    return json.dumps(event, separators=(",", ":")).encode() + b"\n"
 
 
 def _status_bytes(err: ApiStatusError) -> bytes:
@@ -212,7 +248,10 @@ class Handler(BaseHTTPRequestHandler):
     def _item(self, method: str, rtype: ResourceType, namespace: str, name: str) -> None:
         store = self.owner.store
         if method == "GET":
-            self._send_obj(200, store.get(rtype, namespace, name))
+            obj = store.get(rtype, namespace, name)
+            if _wants(self.headers.get("Accept"), "PartialObjectMetadata"):
+                obj = partial_object_metadata(obj)
+            self._send_obj(200, obj)
         elif method == "PUT":
             self._send_obj(200, store.update(rtype, namespace, name, self._body()))
         elif method == "PATCH":
@@ -297,6 +336,9 @@ class Handler(BaseHTTPRequestHandler):
             selected = page
         body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
                 "metadata": md, "items": selected}
+        if _wants(self.headers.get("Accept"), "PartialObjectMetadataList"):
+            body = {"kind": "PartialObjectMetadataList", "apiVersion": META_API_VERSION,
+                    "metadata": md, "items": [partial_object_metadata(o) for o in selected]}
         bad = self.owner.take_bad_list()
         if bad is None:
             self._send_obj(200, body)
@@ -344,6 +386,7 @@ class Handler(BaseHTTPRequestHandler):
                 revision = int(rv_param)
             except ValueError as err:
                 raise new_bad_request(f"invalid resourceVersion {rv_param!r}") from err
+        metadata_only = _wants(self.headers.get("Accept"), "PartialObjectMetadata")
         store.open_watch(watcher, revision, send_initial, send_initial and bookmarks)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -382,7 +425,7 @@ class Handler(BaseHTTPRequestHandler):
                     if bookmarks and now >= next_bookmark:
                         mark = store.bookmark(watcher)
                         if mark is not None:
-                            self._chunk(mark)
+                            self._chunk(_metadata_line(mark) if metadata_only else mark)
                         next_bookmark = now + owner.bookmark_interval
                     continue
                 batch = [item]
@@ -395,6 +438,8 @@ class Handler(BaseHTTPRequestHandler):
                         watcher.queue.put(more)  # handle control items in order next time
                         break
                     batch.append(more)
+                if metadata_only:
+                    batch = [_metadata_line(line) for line in batch]
                 self._chunk(b"".join(batch))
         except OSError:
             self.close_connection = True

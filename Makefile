@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test lint bench bench-micro soak demo clean
+.PHONY: venv envtest test test-pythons lint bench bench-micro soak demo example clean
 
 venv: $(STAMP)
 
@@ -21,6 +21,20 @@ envtest: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The suite on the other supported Pythons (pyenv's 3.10 and 3.13), each in its own
+# virtualenv (.venv-3.10, .venv-3.13); CI runs it after `make test`.
+PYENV_ROOT ?= $(HOME)/.pyenv
+test-pythons:
+	for v in 3.10 3.13; do \
+	  py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python3 | tail -1); \
+	  test -x "$$py" || { echo "no Python $$v under $(PYENV_ROOT)"; exit 1; }; \
+	  $(MAKE) test PYTHON=$$py VENV=.venv-$$v || exit 1; \
+	done
+
+# One example on the embedded server: make example NAME=workqueue_controller
+example: $(STAMP)
+	$(PY) examples/$(NAME).py
 
 # The long chaos soak: 50k mutations, at least 100 faults of every kind (about 10 minutes);
 # make test runs a bounded one (tests/test_soak.py).

@@ -386,7 +386,7 @@ class ClientListerWatcher:
         if sock is not None:
             sock.settimeout(self.idle_timeout)
         return StreamWatcher(
-            response, self._decode, name=self.gvr.resource, loads=self._loads
+            response, self._decode, name=self.gvr.label(), loads=self._loads
         )
 
 

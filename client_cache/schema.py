@@ -34,6 +34,13 @@ class GroupVersionResource:
         """``group/version``, or ``version`` for the core group."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    def label(self) -> str:
+        """The resource as thread names and log lines show it: the plural for the core
+        group (``pods``), ``group/version/plural`` otherwise (``apps/v1/deployments``)."""
+        if not self.group:
+            return self.resource if self.version == "v1" else f"{self.version}/{self.resource}"
+        return f"{self.group}/{self.version}/{self.resource}"
+
     def __str__(self) -> str:
         return f"{self.group}/{self.version}, Resource={self.resource}"
 

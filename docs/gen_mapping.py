@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -55,6 +56,7 @@ PACKAGES = {
 }
 ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU",
             "api": "API", "id": "ID", "url": "URL", "json": "JSON"}
+GO_KEYWORDS = {"select"}
 # Python name -> Go name ("—" when there is none) and an optional remark.
 OVERRIDES: dict[str, tuple[str, str]] = {
     "BACKEND": ("—", "which JSON decoder is in use (orjson or the standard library)"),
@@ -115,6 +117,8 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "GenericInformer": ("informers.GenericInformer", ""),
     "SharedInformerFactory": ("informers.SharedInformerFactory", ""),
     "StopRequestedError": ("errorStopRequested", "also the pager's ctx.Err()"),
+    "new_controller": ("New", "cache.New (the one Go name too short to keep)"),
+    "QueueBase": ("—", "lock and sync accounting shared by the FIFOs"),
     "DEFAULT_REQUEST_TIMEOUT": ("—", "LIST/WATCH request timeout (60 s, the server's own)"),
     "ListerWatcherWithContext": ("ListerWatcherWithContext", "the stop event plays ctx"),
     "to_lister_watcher_with_context": ("ToListerWatcherWithContext", ""),
@@ -256,7 +260,10 @@ def render() -> str:
     rows: dict[str, list[tuple[str, str, str, str]]] = {}
     for name, (home, where) in exports().items():
         remark = OVERRIDES.get(name, ("", ""))[1]
-        rows.setdefault(group(home), []).append((name, go_name(name), where, remark))
+        go = go_name(name)
+        if re.fullmatch(r"[a-z][A-Za-z0-9]*", go.split(" (")[0]) and go not in GO_KEYWORDS:
+            remark = "; ".join(r for r in ("unexported in Go", remark) if r)
+        rows.setdefault(group(home), []).append((name, go, where, remark))
     out = [
         "# client-go -> client_cache: every exported name",
         "",
@@ -265,7 +272,8 @@ def render() -> str:
         "are given without their package where the section's package says it; `—` marks",
         "names that exist only in this port. The naming rules (snake_case for functions and",
         "methods, UPPER_CASE constants, exceptions for error returns, float seconds for",
-        "durations, `threading.Event` for stop channels) are in the README.",
+        "durations, `threading.Event` for stop channels) are in the README. A Go name",
+        "marked \"unexported in Go\" is internal there (lowercase): this port exposes it.",
         "",
     ]
     for module in sorted(rows, key=lambda m: (m != "client_cache", m)):

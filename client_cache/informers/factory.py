@@ -153,7 +153,7 @@ class SharedInformerFactory:
                 lw, expected_type, SharedIndexInformerOptions(
                     resync_period=resync,
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
-                    object_description=str(gvr),
+                    object_description=gvr.label(),
                     watch_idle_timeout=self.watch_idle_timeout))
         return build
 
@@ -215,7 +215,7 @@ class SharedInformerFactory:
                 if gvr in self._started:
                     continue
                 thread = threading.Thread(target=informer.run, args=(stop,),
-                                          name=f"informer-{gvr.resource}", daemon=True)
+                                          name=f"informer-{gvr.label()}", daemon=True)
                 thread.start()
                 self._threads.append(thread)
                 self._started.add(gvr)

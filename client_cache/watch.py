@@ -301,6 +301,11 @@ class Broadcaster:
             self._watchers[watcher.ident] = watcher
             return watcher
 
+    def watcher_count(self) -> int:
+        """How many watches are open on this broadcaster."""
+        with self._lock:
+            return len(self._watchers)
+
     def _remove(self, ident: int) -> None:
         with self._lock:
             watcher = self._watchers.pop(ident, None)

@@ -54,6 +54,7 @@ from client_cache.testing.apiserver import (
 from client_cache.testing.apistore import ResourceType
 from client_cache.util.chan import CLOSED
 from client_cache.watch import Event, EventType, Watch
+from tests.fixtures import eventually
 
 PODS = GroupVersionResource("", "v1", "pods")
 WIDGETS = ResourceType("example.com", "v1", "widgets", "Widget", True, ("wd",))
@@ -338,9 +339,7 @@ def test_fault_watch_from_compacted_version(server: EmbeddedApiServer) -> None:
 
 def test_fault_410_error_event_and_close(server: EmbeddedApiServer) -> None:
     w = lw(server).watch(ListOptions(resource_version="1"))
-    deadline = time.monotonic() + 5
-    while server.open_watch_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.005)  # the handler registers the watch right after the response starts
+    wait_for_watches(server, 1)  # registered right after the response starts
     server.send_watch_error(410)
     events = events_until_closed(w)
     assert [e.type for e in events] == ["ERROR"] and events[0].object["code"] == 410
@@ -355,10 +354,7 @@ def test_fault_410_error_event_and_close(server: EmbeddedApiServer) -> None:
 
 
 def wait_for_watches(server: EmbeddedApiServer, n: int) -> None:
-    deadline = time.monotonic() + 5
-    while server.open_watch_count() < n:
-        assert time.monotonic() < deadline, "watch never registered"
-        time.sleep(0.005)
+    eventually(lambda: server.open_watch_count() >= n, 5, "watch never registered")
 
 
 @pytest.mark.parametrize(

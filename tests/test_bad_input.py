@@ -25,6 +25,7 @@ from client_cache.informers import (
     new_shared_informer_factory_with_options,
 )
 from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import eventually
 
 NAMESPACE = "bad"
 
@@ -120,10 +121,7 @@ def watch_count(server: EmbeddedApiServer) -> int:
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
+    eventually(predicate, timeout)
 
 
 INTRUDER = {"metadata": {"name": "intruder", "namespace": NAMESPACE,

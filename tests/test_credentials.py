@@ -88,10 +88,8 @@ def secret_client(
 
 
 def wait_for_log(caplog: pytest.LogCaptureFixture, fragment: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not any(fragment in text.lower() for text in record_texts(caplog.records)):
-        assert time.monotonic() < deadline, f"no log record with {fragment!r}"
-        time.sleep(0.05)
+    eventually(lambda: any(fragment in text.lower() for text in record_texts(caplog.records)),
+               timeout, f"no log record with {fragment!r}")
 
 
 def test_the_leak_check_catches_a_logged_token(
@@ -169,10 +167,7 @@ def test_no_secret_in_logs_or_errors_on_any_error_path(
                 f"{name} never arrived"
 
     def wait_watching() -> None:
-        deadline = time.monotonic() + 10
-        while server.open_watch_count() < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        eventually(lambda: server.open_watch_count() >= 1, 10)
 
     def watch_fails(code: int, **kw: Any) -> Callable[[], None]:
         def inject() -> None:

@@ -24,6 +24,7 @@ from client_cache.informers import (
 from client_cache.labels import parse
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import eventually
 
 PODS = GroupVersionResource("", "v1", "pods")
 
@@ -109,10 +110,7 @@ def test_factory_informers_handlers_listers(server: EmbeddedApiServer) -> None:
         registration = configmaps.informer().add_event_handler(late)
         late.wait_for(("add", "default/cfg"))
         late.wait_for(("add", "default/cfg2"))
-        deadline = time.monotonic() + 5
-        while not registration.has_synced():
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        eventually(registration.has_synced, 5)
         # removing a handler stops its notifications
         configmaps.informer().remove_event_handler(registration)
         core.create_namespaced_config_map("default", {"metadata": {"name": "cfg3"}})

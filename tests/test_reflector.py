@@ -49,6 +49,7 @@ from client_cache.watch import (
     new_fake,
     new_fake_with_chan_size,
 )
+from tests.fixtures import eventually
 
 T0 = 1_763_800_000.0
 
@@ -258,16 +259,11 @@ def test_list_and_watch_rewatches_without_relist() -> None:
 
     r = reflector(lw(lambda o: pod_list("1"), watch), fifo)
     t, result = run_in_thread(lambda: r.list_and_watch(stop), "test-lw")
-    deadline = time.monotonic() + 5
-    while len(watchers) < 1:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    eventually(lambda: len(watchers) >= 1, 5)
     watchers[0].add(pod("foo", "2"))
     watchers[0].add(pod("bar", "3"))
     watchers[0].stop()
-    while len(watchers) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    eventually(lambda: len(watchers) >= 2, 5)
     for name, rv in (("baz", "4"), ("qux", "5"), ("zoo", "6")):
         watchers[1].add(pod(name, rv))
     popped = [pop(fifo)["metadata"]["resourceVersion"] for _ in range(5)]
@@ -665,10 +661,7 @@ def test_stalled_watch_is_reestablished_on_fake_clock() -> None:
 
     r = reflector(lw(lambda o: pod_list("5"), watch), clock=clock, idle_timeout=30)
     t, result = run_in_thread(lambda: r.list_and_watch(stop), "test-stall")
-    deadline = time.monotonic() + 5
-    while not (r.last_sync_resource_version() == "7" and clock.has_waiters()):
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    eventually(lambda: r.last_sync_resource_version() == "7" and clock.has_waiters(), 5)
     clock.step(31)
     t.join(5)
     assert requested == ["5", "7"] and result == [None]
@@ -682,9 +675,10 @@ def test_run_returns_promptly_while_backing_off() -> None:
     def failing_list(options: ListOptions) -> Any:
         raise RuntimeError("apiserver down")
 
-    r = reflector(lw(failing_list, unreachable))
+    clock = FakeClock(T0)
+    r = reflector(lw(failing_list, unreachable), clock=clock)
     t, _ = run_in_thread(lambda: r.run(stop), "test-backoff-stop")
-    time.sleep(0.05)  # let it fail and enter the 0.8 s+ backoff wait
+    eventually(clock.has_waiters)  # it failed and waits for its backoff timer
     start = time.monotonic()
     stop.set()
     t.join(1.0)

@@ -27,6 +27,7 @@ from client_cache.util.clock import REAL_CLOCK
 from client_cache.util.wait import new_exponential_backoff_manager
 from client_cache.watch import Watch
 from tests.conftest import alive_threads
+from tests.fixtures import eventually
 
 OBJECTS = 10_000
 CHANGES = 10_000
@@ -183,10 +184,7 @@ def counts(env: dict[str, Any]) -> tuple[int, int]:
 
 def wait_for_watch(env: dict[str, Any]) -> None:
     server: EmbeddedApiServer = env["server"]
-    deadline = time.monotonic() + 10
-    while server.open_watch_count() == 0:
-        assert time.monotonic() < deadline, "no watch was established"
-        time.sleep(0.005)
+    eventually(lambda: server.open_watch_count() > 0, 10, "no watch was established")
 
 
 def test_01_initial_paged_list(env: dict[str, Any]) -> None:
@@ -264,10 +262,7 @@ def test_03_fault(env: dict[str, Any], case: FaultCase) -> None:
     if name == "stalled watch":
         # the stalled connection swallows everything; the reflector's 1.5 s idle timeout
         # abandons it and re-watches from its last resourceVersion
-        deadline = time.monotonic() + 10
-        while counts(env)[1] == watches:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        eventually(lambda: counts(env)[1] != watches, 10, "the stalled watch was kept")
         server.stall_watches(False)
     wait_converged(env)
     new_lists, new_watches = counts(env)
@@ -286,6 +281,7 @@ def test_04_run_stops_within_a_second(env: dict[str, Any], state: str) -> None:
     stop = threading.Event()
     if state == "listing":
         server.latency = 0.6  # the LIST request takes a while
+    requests_before = server.requests
     thread = threading.Thread(target=reflector.run, args=(stop,), name=f"stop-{state}",
                               daemon=True)
     thread.start()
@@ -293,10 +289,10 @@ def test_04_run_stops_within_a_second(env: dict[str, Any], state: str) -> None:
         if state == "stalled":
             with store.changed:
                 assert store.changed.wait_for(lambda: len(store.inner.list_keys()) > 0, 30)
+            eventually(lambda: server.open_watch_count() >= 1)
             server.stall_watches()
-            time.sleep(0.2)
         else:
-            time.sleep(0.2)  # the LIST is in flight
+            eventually(lambda: server.requests > requests_before)  # the LIST is in flight
             assert not store.inner.list_keys()  # still listing
         start = time.monotonic()
         stop.set()

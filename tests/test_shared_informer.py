@@ -21,6 +21,7 @@ from client_cache.shared_informer import (
 )
 from client_cache.testing.fake_controller_source import FakeControllerSource
 from client_cache.util.clock import FakeClock
+from tests.fixtures import eventually
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
@@ -91,10 +92,7 @@ def halt(stop: threading.Event, thread: threading.Thread) -> None:
 def wait_for_timers(clock: FakeClock, count: int) -> None:
     """Wait until ``count`` timers wait on the fake clock: the watch's idle timer and the
     resync timer, so that a step cannot slip in before the resync thread re-arms."""
-    deadline = time.monotonic() + 5
-    while len(clock._waiters) < count:
-        assert time.monotonic() < deadline, "timers were not registered"
-        time.sleep(0.001)
+    eventually(lambda: clock.waiter_count() >= count, 5, "timers were not registered")
 
 
 def label_keys(obj: Any) -> list[str]:
@@ -449,10 +447,8 @@ def test_watch_disruption_relist_syncs_only_due_handlers(source: FakeControllerS
     stop, thread = start(informer)
     try:
         assert quiet.ok("pod1", "pod2") and resyncing.ok("pod1", "pod2")
-        deadline = time.monotonic() + 5
-        while not source.broadcaster._watchers:  # the watch must be open, or it would
-            assert time.monotonic() < deadline   # replay the "dropped" changes
-            time.sleep(0.001)
+        # the watch must be open, or it would replay the "dropped" changes
+        eventually(lambda: source.broadcaster.watcher_count() > 0, 5)
         source.add_drop_watch(pod("pod3"))
         source.modify_drop_watch(pod("pod2", changed="yes"))
         quiet.reset()

@@ -24,6 +24,7 @@ from client_cache.listwatch import ClientListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions
 from client_cache.schema import GroupVersionResource
 from client_cache.store import meta_namespace_key_func, new_store
+from tests.fixtures import eventually
 
 PODS = GroupVersionResource("", "v1", "pods")
 EMPTY_LIST = (b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},'
@@ -227,10 +228,7 @@ def test_factory_shutdown_waits_in_parallel_and_reports(stalled: RawServer) -> N
         factory.core().v1().resource(accessor).informer()
     stop = threading.Event()
     factory.start(stop)
-    deadline = time.monotonic() + 10
-    while stalled.requests < 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
+    eventually(lambda: stalled.requests >= 3, 10)
     stop.set()
     started = time.monotonic()
     assert factory.shutdown(timeout=5) == []

@@ -410,6 +410,12 @@ class FakeClock(FakePassiveClock):
         with self._lock:
             return bool(self._waiters)
 
+    def waiter_count(self) -> int:
+        """How many timers, tickers and ``after`` channels are registered (Go's
+        ``FakeClock`` tests count them through ``HasWaiters``-style helpers)."""
+        with self._lock:
+            return len(self._waiters)
+
     def sleep(self, d: float) -> None:
         """Same as :meth:`step` (does not block)."""
         self.step(d)

@@ -49,16 +49,23 @@ def by_val(obj: Any) -> list[str]:
 
 
 def pod(name: str, namespace: str = "", labels: dict[str, str] | None = None,
-        annotations: dict[str, str] | None = None, rv: str = "1") -> dict[str, Any]:
-    """A wire-form pod dict."""
-    md: dict[str, Any] = {"name": name, "resourceVersion": rv}
+        annotations: dict[str, str] | None = None, rv: str = "1", *, uid: str = "",
+        **fields: Any) -> dict[str, Any]:
+    """The one builder of test objects: a wire-form pod dict. ``rv=""`` leaves the
+    resourceVersion out; ``fields`` are top-level fields (``spec=...``, ``status=...``,
+    or ``kind``/``apiVersion`` to build another kind)."""
+    md: dict[str, Any] = {"name": name}
+    if rv:
+        md["resourceVersion"] = rv
     if namespace:
         md["namespace"] = namespace
+    if uid:
+        md["uid"] = uid
     if labels is not None:
         md["labels"] = labels
     if annotations is not None:
         md["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": md}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, **fields}
 
 
 @dataclass(frozen=True)

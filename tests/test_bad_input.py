@@ -26,13 +26,15 @@ from client_cache.informers import (
 )
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import eventually
+from tests.fixtures import pod as make_pod
 
 NAMESPACE = "bad"
 
 
-def pod(name: str, **extra: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": NAMESPACE, **extra},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+def pod(name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A pod to create (with a container, as the API requires)."""
+    return make_pod(name, NAMESPACE, annotations=annotations, rv="",
+                    spec={"containers": [{"name": "c", "image": "busybox"}]})
 
 
 class Harness:

@@ -34,10 +34,11 @@ from client_cache.delta_fifo import (
 )
 from client_cache.listwatch import ListWatch
 from client_cache.testing.fake_controller_source import FakeControllerSource
+from tests.fixtures import pod as make_pod
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}
+    return make_pod(name, rv="")
 
 
 def test_example_low_level_controller_deletes_everything() -> None:

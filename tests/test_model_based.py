@@ -24,6 +24,7 @@ from client_cache.store import DeletedFinalStateUnknown, meta_namespace_key_func
 from client_cache.the_real_fifo import RealFIFO, RealFIFOOptions
 from client_cache.thread_safe_store import new_thread_safe_store
 from client_cache.workqueue import new as new_workqueue
+from tests.fixtures import pod as make_pod
 
 EXAMPLES = 500
 STEPS = 40
@@ -35,9 +36,7 @@ versions = st.integers(min_value=1, max_value=9)
 
 
 def pod(name: str, version: int, node: str = "n1", app: str = "web") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(version),
-                         "labels": {"app": app}},
-            "spec": {"nodeName": node}}
+    return make_pod(name, "ns", {"app": app}, rv=str(version), spec={"nodeName": node})
 
 
 def key(name: str) -> str:

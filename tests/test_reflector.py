@@ -50,14 +50,13 @@ from client_cache.watch import (
     new_fake_with_chan_size,
 )
 from tests.fixtures import eventually
+from tests.fixtures import pod as make_pod
 
 T0 = 1_763_800_000.0
 
 
-def pod(name: str, rv: str = "", **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv,
-                         "labels": labels}}
+def pod(name: str, rv: str = "") -> dict[str, Any]:
+    return make_pod(name, "ns", {}, rv=rv)
 
 
 def pod_list(rv: str, *pods: dict[str, Any], cont: str = "") -> dict[str, Any]:

@@ -12,12 +12,11 @@ from client_cache.errors import ApiStatusError, new_resource_expired, new_too_ma
 from client_cache.reflector import DataInconsistencyError, Reflector, ReflectorOptions
 from client_cache.util.clock import RealClock
 from client_cache.watch import EventType, FakeWatcher, new_fake_with_chan_size
+from tests.fixtures import pod as make_pod
 
 
 def pod(name: str, rv: str, **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv,
-                         "uid": name}, **extra}
+    return make_pod(name, "ns", rv=rv, uid=name, **extra)
 
 
 def end_bookmark(rv: str, value: str = "true") -> dict[str, Any]:

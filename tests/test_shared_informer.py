@@ -22,11 +22,11 @@ from client_cache.shared_informer import (
 from client_cache.testing.fake_controller_source import FakeControllerSource
 from client_cache.util.clock import FakeClock
 from tests.fixtures import eventually
+from tests.fixtures import pod as make_pod
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels}}
+    return make_pod(name, "ns", labels, rv="", uid=name)
 
 
 class TestListener:

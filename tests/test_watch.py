@@ -27,6 +27,7 @@ from client_cache.watch import (
     new_fake_with_chan_size,
     new_race_free_fake,
 )
+from tests.fixtures import pod as make_pod
 
 
 def test_event_type_values() -> None:
@@ -205,7 +206,7 @@ def open_watch(server: ScriptedServer, read_timeout: float | None = None) -> Str
 
 
 def pod(name: str, rv: str) -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": name, "resourceVersion": rv}}
+    return make_pod(name, rv=rv)
 
 
 def drain(w: StreamWatcher, timeout: float = 5) -> list[Event]:

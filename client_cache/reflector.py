@@ -284,7 +284,6 @@ class _Case(enum.Enum):
     RESYNC_FAILED = 1  # the resync thread's store.resync() raised (value: the error)
     IDLE = 2  # the idle timer fired
     BOOKMARK_TICK = 3  # the initial-events-end ticker fired
-    STOPPED = 4
 
 
 _CASE_OF_INDEX = {case.value: case for case in _Case}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -43,8 +44,14 @@ def test_large_bodies_decode_without_repeated_collections(collections_run: list[
     body = big_body()
     gc.collect()
     collections_run.clear()
-    wire._decode(body)  # the plain decoder runs many collections meanwhile
+    wire._decode(body)  # the plain decoder runs many collections meanwhile...
     plain = len(collections_run)
+    if plain <= 1:
+        # ...on Python 3.11 and older; from 3.12 the collector runs only at the
+        # interpreter's eval-breaker checks, which a decode in C never reaches, so there is
+        # nothing for the pause to prevent (measured on 3.13: one pass, after the decode)
+        assert sys.version_info >= (3, 12) and wire.BACKEND == "orjson"
+        pytest.skip("this Python does not collect during a decode in C")
     collections_run.clear()
     decoded = wire.loads(body)
     # at most the one young-generation pass right after the collector is back on

@@ -185,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     if args.exit_with_parent:
+        # a child of EmbeddedApiServerProcess: its parent's stop() (SIGTERM) ends it at
+        # once, as the parent's death does; there is nothing to save or to shut down
+        # gracefully for anyone else (the store's state is taken with the dump control)
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         threading.Thread(target=_exit_at_eof, name="apiserver-parent-watch",
                          daemon=True).start()
     with server:

@@ -333,12 +333,9 @@ class ClientListerWatcher:
                 verb, self._describe(), verb, self.gvr.resource, self.gvr.group, scope)
 
     def _describe(self) -> str:
-        """The resource as people write it: ``pods``, ``apps/v1 deployments``,
-        ``foos.samplecontroller.k8s.io``-style groups included."""
+        """The resource as log lines name it (``pods in ns``, ``apps/v1/deployments``)."""
         where = f" in {self.namespace}" if self.namespace else ""
-        if not self.gvr.group:
-            return f"{self.gvr.resource}{where}"
-        return f"{self.gvr.group}/{self.gvr.version} {self.gvr.resource}{where}"
+        return f"{self.gvr.label()}{where}"
 
     def _options(self, options: ListOptions, watch: bool) -> ListOptions:
         options = options.copy()

@@ -218,5 +218,5 @@ def test_for_resource_of_a_resource_the_server_does_not_serve_raises(
     unreachable = ApiClient(Configuration(host="http://127.0.0.1:9"))
     elsewhere = new_shared_informer_factory(unreachable, 0)
     assert elsewhere.for_resource(GroupVersionResource("", "v1", "podz"))
-    assert any("could not check that the server serves podz (v1)" in r.getMessage()
+    assert any("could not check that the server serves podz (" in r.getMessage()
                for r in caplog.records)

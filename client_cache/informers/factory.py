@@ -89,15 +89,8 @@ class UnknownResourceError(ClientCacheError, LookupError):
 
     def __init__(self, gvr: GroupVersionResource) -> None:
         self.gvr = gvr
-        super().__init__(f"no informer found for {_describe_gvr(gvr)}: the server does not "
+        super().__init__(f"no informer found for {gvr.label()}: the server does not "
                          "serve it")
-
-
-def _describe_gvr(gvr: GroupVersionResource) -> str:
-    """``pods`` (v1), ``apps/v1 deployments``, as people write them."""
-    return f"{gvr.resource} (v1)" if not gvr.group and gvr.version == "v1" else (
-        f"{gvr.group}/{gvr.version} {gvr.resource}" if gvr.group
-        else f"{gvr.version} {gvr.resource}")
 
 
 class GenericInformer:
@@ -201,7 +194,7 @@ class SharedInformerFactory:
             served = served_resources(self.api_client, gvr.group, gvr.version)
         except Exception as err:
             _log.warning("could not check that the server serves %s (%s); returning its "
-                         "informer anyway", _describe_gvr(gvr), type(err).__name__)
+                         "informer anyway", gvr.label(), type(err).__name__)
             return
         if gvr.resource not in served:
             raise UnknownResourceError(gvr)

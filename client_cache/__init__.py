@@ -87,6 +87,7 @@ from client_cache.index import (
     Indexers,
     IndexFunc,
     Indices,
+    ReadyIndexer,
     index_func_to_key_func_adapter,
     meta_namespace_index_func,
 )
@@ -247,6 +248,7 @@ __all__ = [
     "IndexFuncError",
     "IndexNotFoundError",
     "Indexer",
+    "ReadyIndexer",
     "IndexerConflictError",
     "Indexers",
     "Indices",

@@ -30,6 +30,7 @@ from client_cache.delta_fifo import (
     DeltaFIFOOptions,
     Deltas,
     DeltaType,
+    ReplacedAllInfo,
     TransformFunc,
     new_delta_fifo_with_options,
 )
@@ -39,6 +40,7 @@ from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions, WatchErrorHandler
 from client_cache.store import (
+    DeletedFinalStateUnknown,
     Store,
     deletion_handling_meta_namespace_key_func,
     new_indexer,
@@ -65,6 +67,7 @@ __all__ = [
     "new_transforming_indexer_informer",
     "new_transforming_informer",
     "process_deltas",
+    "replace_all",
 ]
 
 
@@ -265,6 +268,9 @@ def process_deltas(
     ``processDeltas``); a store error stops at that delta and propagates."""
     for d in deltas:
         obj = d.object
+        if d.type is DeltaType.REPLACED_ALL:
+            replace_all(handler, client_state, obj, is_in_initial_list)
+            continue
         if d.type is DeltaType.DELETED:
             client_state.delete(obj)
             handler.on_delete(obj)
@@ -275,6 +281,30 @@ def process_deltas(
             handler.on_update(old, obj)
         else:
             client_state.add(obj)
+            handler.on_add(obj, is_in_initial_list)
+
+
+def replace_all(handler: ResourceEventHandler, client_state: Store, info: ReplacedAllInfo,
+                is_in_initial_list: bool) -> None:
+    """Apply a whole relist (a ``ReplacedAll`` delta): swap ``client_state`` to the listed
+    objects in one step, then notify ``handler`` as the per-object deltas would have: a
+    deletion (with a :class:`~client_cache.store.DeletedFinalStateUnknown`) for each object
+    gone, then an update or an add for each listed one (Go ``processReplacedAllInfo``)."""
+    old: dict[str, Any] = {}
+    for key in client_state.list_keys():
+        obj, exists = client_state.get_by_key(key)
+        if exists:
+            old[key] = obj
+    client_state.replace(info.objects, info.resource_version)
+    listed = set(info.keys)
+    for key, gone in old.items():
+        if key not in listed:
+            handler.on_delete(DeletedFinalStateUnknown(key, gone))
+    for key, obj in zip(info.keys, info.objects, strict=True):
+        previous = old.get(key)
+        if previous is not None:
+            handler.on_update(previous, obj)
+        else:
             handler.on_add(obj, is_in_initial_list)
 
 

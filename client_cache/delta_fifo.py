@@ -57,6 +57,8 @@ __all__ = [
     "DeltaType",
     "Deltas",
     "DeletedFinalStateUnknown",
+    "REPLACED_ALL_KEY",
+    "ReplacedAllInfo",
     "TransformFunc",
     "new_delta_fifo",
     "new_delta_fifo_with_options",
@@ -82,9 +84,33 @@ class DeltaType(str, enum.Enum):
     """Listed by a relist (replace) when ``emit_delta_type_replaced`` is set."""
     SYNC = "Sync"
     """A periodic resync, or a relist without ``emit_delta_type_replaced``."""
+    REPLACED_ALL = "ReplacedAll"
+    """A whole relist as one item (its object a :class:`ReplacedAllInfo`), queued by a
+    :class:`~client_cache.the_real_fifo.RealFIFO` with ``atomic_replace`` (Go's
+    ``AtomicFIFO``)."""
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ReplacedAllInfo:
+    """The object of a ``ReplacedAll`` delta: every listed object and the list's
+    resourceVersion (Go ``ReplacedAllInfo``), plus each object's key as the queue computed
+    it (a port addition, so the consumer need not know the key function). Its own queue key
+    is :data:`REPLACED_ALL_KEY`."""
+
+    objects: list[Any]
+    resource_version: str
+    keys: list[str]
+
+    def __repr__(self) -> str:
+        return (f"ReplacedAllInfo({len(self.objects)} objects, "
+                f"resourceVersion {self.resource_version!r})")
+
+
+REPLACED_ALL_KEY = "\x00replaced-all"
+"""The queue key of a :class:`ReplacedAllInfo` (no object key can contain a NUL)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -149,6 +175,8 @@ def queue_key_of(key_func: KeyFunc, obj: Any) -> str:
         obj = obj.object
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
+    if isinstance(obj, ReplacedAllInfo):
+        return REPLACED_ALL_KEY
     return checked_key(key_func, obj)
 
 

@@ -92,6 +92,9 @@ class QueueBase:
         self._synced_reported = False
         self.__populated = False
         self.__initial_population_count = 0
+        self._synced_callbacks: list[Callable[[], None]] = []
+        self._popping = False  # a pop is between counting its item and processing it
+        self._synced_callbacks_due = False
 
     # The two fields behind has_synced are properties so that every change that may make
     # the queue synced signals wait_for_cache_sync (once), wherever it happens.
@@ -120,6 +123,33 @@ class QueueBase:
         ):
             self._synced_reported = True
             notify_sync_changed()
+            if self._popping:
+                self._synced_callbacks_due = True  # run once the item is processed
+            else:
+                self._run_synced_callbacks_locked()
+
+    def _run_synced_callbacks_locked(self) -> None:
+        callbacks, self._synced_callbacks = self._synced_callbacks, []
+        self._synced_callbacks_due = False
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                _log.exception("a synced callback of %s failed", type(self).__name__)
+
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once, as soon as the queue has synced *and* the item that
+        completed the initial population has been processed (at once when that has already
+        happened). A port addition: an informer uses it to mark its indexer ready
+        (:meth:`~client_cache.thread_safe_store.ThreadSafeMap.mark_ready`)."""
+        with self._lock:
+            if self._synced_reported and not self._synced_callbacks_due:
+                run_now = True
+            else:
+                self._synced_callbacks.append(callback)
+                run_now = False
+        if run_now:
+            callback()
 
     def _empty_locked(self) -> bool:
         raise NotImplementedError
@@ -160,8 +190,21 @@ class QueueBase:
                 self._cond.wait(remaining)
         in_initial_list = not self._has_synced_locked()
         if count and self._initial_population_count > 0:
-            self._initial_population_count -= 1
+            self._count_popped_locked(1)
         return in_initial_list
+
+    def _count_popped_locked(self, n: int) -> None:
+        """Count ``n`` popped items off the initial population; synced callbacks that this
+        makes due wait for :meth:`_after_process_locked`."""
+        self._popping = True
+        try:
+            self._initial_population_count -= n
+        finally:
+            self._popping = False
+
+    def _after_process_locked(self) -> None:
+        if self._synced_callbacks_due:
+            self._run_synced_callbacks_locked()
 
 
     def _process_locked(
@@ -186,6 +229,7 @@ class QueueBase:
             if err.err is not None:
                 raise err.err from err
         finally:
+            self._after_process_locked()
             if start is not None:
                 elapsed = time.monotonic() - start
                 if elapsed > _SLOW_PROCESS:

@@ -9,10 +9,15 @@ index is :data:`NAMESPACE_INDEX`, built by :func:`meta_namespace_index_func`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from client_cache import meta
 from client_cache.store import Store
+
+if TYPE_CHECKING:
+    import threading
+
+    from client_cache.subscription import Subscription
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -21,6 +26,7 @@ __all__ = [
     "Indexer",
     "Indexers",
     "Indices",
+    "ReadyIndexer",
     "index_func_to_key_func_adapter",
     "meta_namespace_index_func",
 ]
@@ -68,6 +74,25 @@ class Indexer(Store, Protocol):
     def by_index(self, index_name: str, indexed_value: str) -> _Objects: ...
     def get_indexers(self) -> Indexers: ...
     def add_indexers(self, new_indexers: Indexers) -> None: ...
+
+
+@runtime_checkable
+class ReadyIndexer(Indexer, Protocol):
+    """An :class:`Indexer` that also tells when it holds its first complete list and hands
+    out subscriptions to its changes (kube-rs ``Store``; a port addition). The indexers
+    :func:`~client_cache.store.new_indexer` builds, and so every informer's, are such.
+
+    * ``mark_ready()`` / ``is_ready()`` / ``wait_until_ready(timeout, stop)``: readiness,
+      set by the first ``replace`` or by the store's owner;
+    * ``subscribe(buffer)`` / ``close_subscriptions()``: see :mod:`client_cache.subscription`.
+    """
+
+    def mark_ready(self) -> None: ...
+    def is_ready(self) -> bool: ...
+    def wait_until_ready(self, timeout: float | None = None,
+                         stop: threading.Event | None = None) -> bool: ...
+    def subscribe(self, buffer: int = ...) -> Subscription: ...
+    def close_subscriptions(self) -> None: ...
 
 
 def meta_namespace_index_func(obj: Any) -> _Keys:

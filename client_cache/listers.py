@@ -9,6 +9,7 @@ that handles a live ``GET`` handles a cached one the same way.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -101,6 +102,8 @@ class GenericLister(Protocol):
     def list(self, selector: Selector) -> _Objects: ...
     def get(self, name: str) -> Any: ...
     def by_namespace(self, namespace: str) -> GenericNamespaceLister: ...
+    def wait_until_ready(self, timeout: float | None = None,
+                         stop: threading.Event | None = None) -> bool: ...
 
 
 class _GenericLister:
@@ -127,6 +130,17 @@ class _GenericLister:
     def by_namespace(self, namespace: str) -> GenericNamespaceLister:
         """A lister restricted to ``namespace``."""
         return _GenericNamespaceLister(self._indexer, self._resource, namespace)
+
+    def wait_until_ready(self, timeout: float | None = None,
+                         stop: threading.Event | None = None) -> bool:
+        """Block until the cache behind this lister holds its first complete list (True),
+        or ``timeout`` passes or ``stop`` is set (False); kube-rs
+        ``Store::wait_until_ready``. An indexer that cannot tell (a custom one without
+        ``wait_until_ready``) raises ``TypeError``."""
+        wait = getattr(self._indexer, "wait_until_ready", None)
+        if wait is None:
+            raise TypeError(f"{type(self._indexer).__name__} cannot tell when it is ready")
+        return bool(wait(timeout, stop))
 
 
 class _GenericNamespaceLister:

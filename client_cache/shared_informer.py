@@ -51,7 +51,7 @@ from client_cache.delta_fifo import (
     new_delta_fifo_with_options,
 )
 from client_cache.errors import ClientCacheError, MetaAccessError
-from client_cache.fifo import Queue
+from client_cache.fifo import Queue, QueueBase
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
@@ -329,9 +329,17 @@ class SharedInformer(Protocol):
 
 @dataclass
 class SharedIndexInformerOptions:
-    """Go ``SharedIndexInformerOptions``; ``clock``, ``use_real_fifo`` and
-    ``watch_idle_timeout`` are port additions (a fake clock for tests; client-go's in-order
-    informers; how long a silent watch is trusted, see :class:`~client_cache.controller.Config`)."""
+    """Go ``SharedIndexInformerOptions``; ``clock``, ``use_real_fifo``,
+    ``watch_idle_timeout`` and ``atomic_relist`` are port additions (a fake clock for tests;
+    client-go's in-order informers; how long a silent watch is trusted, see
+    :class:`~client_cache.controller.Config`).
+
+    ``atomic_relist`` (kube-rs's store swap, client-go's ``AtomicFIFO``): a relist (the
+    first LIST, a LIST or watch-list after a 410, a forced relist) is applied to the indexer
+    in one step when it is complete; until then listers keep answering from the previous
+    complete state. Handlers still get one notification per object, after the swap. It uses
+    a :class:`~client_cache.the_real_fifo.RealFIFO` (so implies ``use_real_fifo``). Off by
+    default: the default queue stays the DeltaFIFO that client-go users know."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
@@ -339,6 +347,7 @@ class SharedIndexInformerOptions:
     clock: WithTicker | None = None
     use_real_fifo: bool = False
     watch_idle_timeout: float | None = None
+    atomic_relist: bool = False
 
 
 class _InformerController:
@@ -374,7 +383,8 @@ class SharedIndexInformer:
         self.object_description = options.object_description or description
         self.resync_check_period = options.resync_period
         self.default_event_handler_resync_period = options.resync_period
-        self.use_real_fifo = options.use_real_fifo
+        self.use_real_fifo = options.use_real_fifo or options.atomic_relist
+        self.atomic_relist = options.atomic_relist
         self.watch_idle_timeout = options.watch_idle_timeout
         self.cache_mutation_detector = new_cache_mutation_detector(description)
         self._started = False
@@ -409,12 +419,18 @@ class SharedIndexInformer:
 
     # -- run ------------------------------------------------------------------------------------
     def _new_queue(self) -> Queue:
+        queue: QueueBase
         if self.use_real_fifo:
-            return new_real_fifo_with_options(RealFIFOOptions(  # type: ignore[return-value]
-                known_objects=self.indexer, transformer=self._transform))
-        return new_delta_fifo_with_options(DeltaFIFOOptions(
-            known_objects=self.indexer, emit_delta_type_replaced=True,
-            transformer=self._transform))
+            queue = new_real_fifo_with_options(RealFIFOOptions(
+                known_objects=self.indexer, transformer=self._transform,
+                atomic_replace=self.atomic_relist))
+        else:
+            queue = new_delta_fifo_with_options(DeltaFIFOOptions(
+                known_objects=self.indexer, emit_delta_type_replaced=True,
+                transformer=self._transform))
+        # The indexer is ready (wait_until_ready) once the first complete list is in it.
+        queue.on_synced(self.indexer.mark_ready)
+        return queue  # type: ignore[return-value]
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set; handlers are stopped after the controller returns."""
@@ -453,6 +469,7 @@ class SharedIndexInformer:
             with self._started_lock:
                 self._stopped = True
             detector_stop.set()
+            self.indexer.close_subscriptions()
             self.processor.stop()
             if detector is not None:
                 detector.join(1.0)

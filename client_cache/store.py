@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from client_cache import meta
 from client_cache.errors import InvalidKeyError, KeyFuncError
+from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER
 from client_cache.thread_safe_store import new_thread_safe_store
 
 if TYPE_CHECKING:
-    from client_cache.index import Indexer, Indexers, IndexFunc
-    from client_cache.thread_safe_store import ThreadSafeStore
+    import threading
+
+    from client_cache.index import Indexers, IndexFunc, ReadyIndexer
+    from client_cache.subscription import Subscription
+    from client_cache.thread_safe_store import ThreadSafeMap
 
 __all__ = [
     "DeletedFinalStateUnknown",
@@ -177,7 +181,7 @@ class _Cache:
 
     __slots__ = ("__weakref__", "_key_func", "_storage")
 
-    def __init__(self, storage: ThreadSafeStore, key_func: KeyFunc) -> None:
+    def __init__(self, storage: ThreadSafeMap, key_func: KeyFunc) -> None:
         self._storage = storage
         self._key_func = key_func
 
@@ -255,13 +259,37 @@ class _Cache:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} items={len(self)}>"
 
+    # Readiness and subscriptions (port additions, kube-rs Store) -----------------------
+    def mark_ready(self) -> None:
+        """Declare the first complete list in (``replace`` does it by itself)."""
+        self._storage.mark_ready()
+
+    def is_ready(self) -> bool:
+        """Whether the first complete list is in (kube-rs ``Store::is_ready``)."""
+        return self._storage.is_ready()
+
+    def wait_until_ready(self, timeout: float | None = None,
+                         stop: threading.Event | None = None) -> bool:
+        """Block until the first complete list is in (True) or ``timeout`` passes or
+        ``stop`` is set (False); kube-rs ``Store::wait_until_ready``."""
+        return self._storage.wait_until_ready(timeout, stop)
+
+    def subscribe(self, buffer: int = DEFAULT_SUBSCRIBER_BUFFER) -> Subscription:
+        """Events for every later change, fed after the store changed
+        (:mod:`client_cache.subscription`; kube-rs ``Store::subscribe``)."""
+        return self._storage.subscribe(buffer)
+
+    def close_subscriptions(self) -> None:
+        """End every subscription's iteration (the store's feeder stopped)."""
+        self._storage.close_subscriptions()
+
 
 def new_store(key_func: KeyFunc) -> Store:
     """A thread-safe :class:`Store` keyed by ``key_func`` (Go ``NewStore``)."""
     return _Cache(new_thread_safe_store({}, {}), key_func)
 
 
-def new_indexer(key_func: KeyFunc, indexers: dict[str, IndexFunc]) -> Indexer:
+def new_indexer(key_func: KeyFunc, indexers: dict[str, IndexFunc]) -> ReadyIndexer:
     """A thread-safe ``Indexer`` keyed by ``key_func`` and indexed by ``indexers``
     (Go ``NewIndexer``)."""
     return _Cache(new_thread_safe_store(indexers, {}), key_func)

@@ -15,6 +15,13 @@ hands the consumer a one-element :class:`~client_cache.delta_fifo.Deltas`. Conse
 * ``resync`` queues ``Sync`` for known keys that have nothing queued;
 * known objects are required.
 
+With ``atomic_replace`` (Go's ``AtomicFIFO``), ``replace(list)`` queues the whole list as one
+``ReplacedAll`` item (a :class:`~client_cache.delta_fifo.ReplacedAllInfo`) instead of
+tombstones and ``Replaced`` items: the consumer (``process_deltas``) swaps its store to the
+new content in one step and then notifies per object, so readers of the store never see a
+half-applied relist. A ``ReplacedAll`` item is popped alone (never part of a larger
+batch).
+
 :meth:`RealFIFO.pop_batch` pops up to ``batch_size`` (default 1000) items with distinct keys
 at once: the batch stops before a key already in it, never mixes initial-list items with
 later ones, and closes right after an item whose key cannot be computed.
@@ -33,7 +40,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from client_cache.delta_fifo import Delta, Deltas, DeltaType, TransformFunc, queue_key_of
+from client_cache.delta_fifo import (
+    REPLACED_ALL_KEY,
+    Delta,
+    Deltas,
+    DeltaType,
+    ReplacedAllInfo,
+    TransformFunc,
+    queue_key_of,
+)
 from client_cache.errors import KeyFuncError
 from client_cache.fifo import PopProcessFunc, QueueBase
 from client_cache.store import (
@@ -67,13 +82,15 @@ class RealFIFOOptions:
     """Options of :func:`new_real_fifo_with_options` (Go ``RealFIFOOptions``).
 
     ``known_objects`` is required. ``batch_size`` bounds ``pop_batch`` (Go keeps it
-    unexported at 1000).
+    unexported at 1000). ``atomic_replace``: queue a relist as one ``ReplacedAll`` item
+    (see the module documentation; Go's ``AtomicFIFO`` feature).
     """
 
     key_function: KeyFunc | None = None
     known_objects: KeyListerGetter | None = None
     transformer: TransformFunc | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    atomic_replace: bool = False
 
 
 class RealFIFO(QueueBase):
@@ -89,6 +106,7 @@ class RealFIFO(QueueBase):
         self._known_objects: KeyListerGetter = opts.known_objects
         self._transformer = opts.transformer
         self._batch_size = opts.batch_size
+        self._atomic_replace = opts.atomic_replace
         self._items: deque[Delta] = deque()
 
     def _empty_locked(self) -> bool:
@@ -132,7 +150,18 @@ class RealFIFO(QueueBase):
         self._queue_action(DeltaType.DELETED, obj)
 
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
-        """Queue tombstones for what is gone, then ``Replaced`` for each listed object."""
+        """Queue tombstones for what is gone, then ``Replaced`` for each listed object (or,
+        with ``atomic_replace``, one ``ReplacedAll`` item)."""
+        if self._atomic_replace:
+            prepared = [(self.key_of(item), self._prepare(item)) for item in items]
+            info = ReplacedAllInfo([obj for _, obj in prepared], resource_version,
+                                   [key for key, _ in prepared])
+            with self._lock:
+                self._append_locked(DeltaType.REPLACED_ALL, info)
+                if not self._populated:
+                    self._initial_population_count = len(self._items)
+                    self._populated = True
+            return
         prepared = [(self.key_of(item), self._prepare(item)) for item in items]
         new_keys = {key for key, _ in prepared}
         with self._lock:
@@ -169,9 +198,13 @@ class RealFIFO(QueueBase):
                 self._populated = True
 
     def resync(self) -> None:
-        """Queue ``Sync`` for each known object whose key has nothing queued."""
+        """Queue ``Sync`` for each known object whose key has nothing queued (nothing at all
+        while a ``ReplacedAll`` is queued: it will notify every object anyway, and a Sync
+        queued behind it would carry the object it replaces)."""
         with self._lock:
             queued = {self.key_of(d.object) for d in self._items}
+            if REPLACED_ALL_KEY in queued:
+                return
             for key in self._known_objects.list_keys():
                 if key in queued:
                     continue
@@ -220,6 +253,10 @@ class RealFIFO(QueueBase):
                 except KeyFuncError:
                     batch.append(item)  # the broken item still leaves the queue, last
                     break
+                if key == REPLACED_ALL_KEY:  # a whole relist goes alone
+                    if not batch:
+                        batch.append(item)
+                    break
                 if key in seen:
                     break
                 seen.add(key)
@@ -227,9 +264,12 @@ class RealFIFO(QueueBase):
             for _ in batch:
                 self._items.popleft()
             if self._initial_population_count > 0:
-                self._initial_population_count -= len(batch)
+                self._count_popped_locked(len(batch))
             start = time.monotonic()
-            process(batch, in_initial_list)
+            try:
+                process(batch, in_initial_list)
+            finally:
+                self._after_process_locked()
             elapsed = time.monotonic() - start
             if len(self._items) > 10 and elapsed > min(0.1 * len(batch), 1.0):
                 _log.info(

@@ -14,7 +14,15 @@ Differences from Go, all in the direction of safety:
   object was indexed under even if someone (wrongly) mutated the stored object in place;
   an update whose values are unchanged touches nothing;
 * ``get_indexers`` returns a copy, and every list returned is a snapshot that later writes
-  do not change.
+  do not change;
+* ``replace`` builds the new content and its indices outside the lock and swaps them in at
+  once, so readers keep getting the previous complete state while a relist is applied
+  (kube-rs's store swap).
+
+Additions of the port (kube-rs ``Store`` guarantees, seed 000): readiness
+(:meth:`ThreadSafeMap.wait_until_ready`, set by the first ``replace`` or by the store's
+owner with :meth:`ThreadSafeMap.mark_ready`, as an informer does when it has synced) and
+subscriptions (:meth:`ThreadSafeMap.subscribe`; see :mod:`client_cache.subscription`).
 """
 
 from __future__ import annotations
@@ -23,7 +31,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from client_cache.errors import IndexerConflictError, IndexFuncError, IndexNotFoundError
+from client_cache import meta
+from client_cache.errors import (
+    IndexerConflictError,
+    IndexFuncError,
+    IndexNotFoundError,
+    MetaAccessError,
+)
+from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER, Subscription
+from client_cache.util.stop import on_stop
+from client_cache.watch import Event, EventType
 
 if TYPE_CHECKING:
     from client_cache.index import Index, Indexers, IndexFunc, Indices
@@ -101,13 +118,43 @@ def _index(index: Index, key: str, values: Sequence[str]) -> None:
             keys.add(key)
 
 
+def _build_indices(indexers: Mapping[str, IndexFunc], items: Mapping[str, Any],
+                   ) -> tuple[dict[str, dict[str, Sequence[str]]], Indices]:
+    """Every index of ``indexers`` over ``items``: (per-key values, indices)."""
+    new_values: dict[str, dict[str, Sequence[str]]] = {}
+    new_indices: Indices = {}
+    for name, func in indexers.items():
+        per_key: dict[str, Sequence[str]] = {}
+        index: Index = {}
+        for key, obj in items.items():
+            values = _run_index_func(name, func, obj, key)
+            if values:
+                per_key[key] = values
+                _index(index, key, values)
+        new_values[name] = per_key
+        new_indices[name] = index
+    return new_values, new_indices
+
+
+def _changed(old: Any, new: Any) -> bool:
+    try:
+        return meta.get_resource_version(old) != meta.get_resource_version(new) or \
+            not meta.get_resource_version(new)
+    except MetaAccessError:
+        return True
+
+
 class ThreadSafeMap:
     """The :class:`ThreadSafeStore` implementation (Go ``threadSafeMap``)."""
 
-    __slots__ = ("_indexers", "_indices", "_items", "_lock", "_values")
+    __slots__ = ("_indexers", "_indices", "_items", "_lock", "_ready", "_ready_cond",
+                 "_subscribers", "_values")
 
     def __init__(self, indexers: Indexers | None = None) -> None:
         self._lock = threading.Lock()
+        self._ready = False
+        self._ready_cond = threading.Condition(self._lock)
+        self._subscribers: tuple[Subscription, ...] = ()
         self._items: dict[str, Any] = {}
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         self._indices: Indices = {name: {} for name in self._indexers}
@@ -138,44 +185,52 @@ class ThreadSafeMap:
     def add(self, key: str, obj: Any) -> None:
         """Store ``obj`` under ``key``, replacing any previous object, and index it."""
         with self._lock:
+            existed = key in self._items if self._subscribers else False
             if self._indexers:
                 new_values = self._compute_locked(key, obj)
                 self._items[key] = obj
                 self._update_indices_locked(key, new_values)
             else:
                 self._items[key] = obj
+            if self._subscribers:
+                self._publish_locked(Event(EventType.MODIFIED if existed else EventType.ADDED,
+                                           obj))
 
     update = add
 
     def delete(self, key: str) -> None:
         """Remove ``key`` and its index entries; a missing key is not an error."""
         with self._lock:
-            if self._items.pop(key, _MISSING) is _MISSING:
+            old = self._items.pop(key, _MISSING)
+            if old is _MISSING:
                 return
             for name, per_key in self._values.items():
-                old = per_key.pop(key, None)
-                if old:
-                    _unindex(self._indices[name], key, old)
+                values = per_key.pop(key, None)
+                if values:
+                    _unindex(self._indices[name], key, values)
+            if self._subscribers:
+                self._publish_locked(Event(EventType.DELETED, old))
 
     def replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
-        """Swap the content for ``items`` (copied) and rebuild every index from scratch."""
+        """Swap the content for ``items`` (copied) with every index rebuilt, in one step:
+        the new content is built outside the lock, so readers get the previous complete
+        state until the swap. Marks the store ready."""
         new_items = dict(items)
-        with self._lock:
-            new_values: dict[str, dict[str, Sequence[str]]] = {}
-            new_indices: Indices = {}
-            for name, func in self._indexers.items():
-                per_key: dict[str, Sequence[str]] = {}
-                index: Index = {}
-                for key, obj in new_items.items():
-                    values = _run_index_func(name, func, obj, key)
-                    if values:
-                        per_key[key] = values
-                        _index(index, key, values)
-                new_values[name] = per_key
-                new_indices[name] = index
-            self._items = new_items
-            self._values = new_values
-            self._indices = new_indices
+        while True:
+            with self._lock:
+                indexers = dict(self._indexers)
+            new_values, new_indices = _build_indices(indexers, new_items)
+            with self._lock:
+                if self._indexers != indexers:
+                    continue  # add_indexers ran meanwhile: build again with all of them
+                old_items = self._items
+                self._items = new_items
+                self._values = new_values
+                self._indices = new_indices
+                if self._subscribers:
+                    self._publish_replace_locked(old_items, new_items)
+                self._mark_ready_locked()
+                return
 
     def add_indexers(self, new_indexers: Indexers) -> None:
         """Register ``new_indexers`` and index every stored object with them.
@@ -189,23 +244,87 @@ class ThreadSafeMap:
             conflicts = set(new_indexers) & set(self._indexers)
             if conflicts:
                 raise IndexerConflictError(conflicts)
-            built: list[tuple[str, IndexFunc, dict[str, Sequence[str]], Index]] = []
-            for name, func in new_indexers.items():
-                per_key: dict[str, Sequence[str]] = {}
-                index: Index = {}
-                for key, obj in self._items.items():
-                    values = _run_index_func(name, func, obj, key)
-                    if values:
-                        per_key[key] = values
-                        _index(index, key, values)
-                built.append((name, func, per_key, index))
-            for name, func, per_key, index in built:
-                self._indexers[name] = func
-                self._values[name] = per_key
-                self._indices[name] = index
+            new_values, new_indices = _build_indices(new_indexers, self._items)
+            self._indexers.update(new_indexers)
+            self._values.update(new_values)
+            self._indices.update(new_indices)
 
     def resync(self) -> None:
         """A no-op, as in Go."""
+
+    # -- readiness and subscriptions (port additions, kube-rs Store) -----------------------
+    def _mark_ready_locked(self) -> None:
+        if not self._ready:
+            self._ready = True
+            self._ready_cond.notify_all()
+
+    def mark_ready(self) -> None:
+        """Declare the first complete list in (the owner of an informer's indexer calls this
+        when it has synced; ``replace`` does it by itself). Idempotent."""
+        with self._lock:
+            self._mark_ready_locked()
+
+    def is_ready(self) -> bool:
+        """Whether the first complete list is in (kube-rs ``Store::is_ready``)."""
+        return self._ready
+
+    def wait_until_ready(self, timeout: float | None = None,
+                         stop: threading.Event | None = None) -> bool:
+        """Block until the first complete list is in (True), ``timeout`` seconds pass or
+        ``stop`` is set (False). kube-rs ``Store::wait_until_ready``."""
+        if self._ready:
+            return True
+        registration = None if stop is None else on_stop(stop, self._wake_ready_waiters)
+        try:
+            with self._lock:
+                return self._ready_cond.wait_for(
+                    lambda: self._ready or (stop is not None and stop.is_set()),
+                    timeout) and self._ready
+        finally:
+            if registration is not None:
+                registration.cancel()
+
+    def _wake_ready_waiters(self) -> None:
+        with self._lock:
+            self._ready_cond.notify_all()
+
+    def subscribe(self, buffer: int = DEFAULT_SUBSCRIBER_BUFFER) -> Subscription:
+        """A new :class:`~client_cache.subscription.Subscription` to this store's changes
+        from now on (kube-rs ``Store::subscribe``); read the store for the state before."""
+        subscription = Subscription(buffer, on_close=self._unsubscribe)
+        with self._lock:
+            self._subscribers = (*self._subscribers, subscription)
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            self._subscribers = tuple(s for s in self._subscribers if s is not subscription)
+
+    def close_subscriptions(self) -> None:
+        """Close every subscription (their iterators end once drained); the store's owner
+        calls this when it stops feeding the store."""
+        with self._lock:
+            subscribers, self._subscribers = self._subscribers, ()
+        for subscription in subscribers:
+            subscription.close()
+
+    def _publish_locked(self, event: Event) -> None:
+        for subscription in self._subscribers:
+            subscription.push(event)
+
+    def _publish_replace_locked(self, old_items: dict[str, Any],
+                                new_items: dict[str, Any]) -> None:
+        """Events for what a replace changed: DELETED for keys that are gone, ADDED for new
+        keys, MODIFIED for objects whose resourceVersion changed (or that cannot say)."""
+        for key, old in old_items.items():
+            if key not in new_items:
+                self._publish_locked(Event(EventType.DELETED, old))
+        for key, obj in new_items.items():
+            old = old_items.get(key, _MISSING)
+            if old is _MISSING:
+                self._publish_locked(Event(EventType.ADDED, obj))
+            elif old is not obj and _changed(old, obj):
+                self._publish_locked(Event(EventType.MODIFIED, obj))
 
     # -- reads ----------------------------------------------------------------------------
     def get(self, key: str) -> tuple[Any, bool]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import ClientCacheError
 from client_cache.shared_informer import (
     SharedIndexInformer,
@@ -498,3 +500,112 @@ def test_initialization_and_start_races(source: FakeControllerSource) -> None:
         runner.join(2.0)
         assert not runner.is_alive() and not adder.is_alive()
         assert errors == []
+
+
+# --- kube-rs Store guarantees (seed 000) ----------------------------------------------------
+
+def generation_of(objects: list[Any]) -> str:
+    """"old", "new" or "mixed": which relist the snapshot ``objects`` comes from."""
+    names = {o["metadata"]["name"] for o in objects}
+    gens = {o["metadata"]["labels"].get("gen") for o in objects}
+    if names == {f"p{i}" for i in range(RELIST)} and gens == {"1"}:
+        return "old"
+    if names == {f"p{i}" for i in range(RELIST // 5, RELIST + RELIST // 5)} and gens == {"2"}:
+        return "new"
+    return "mixed"
+
+
+RELIST = 300
+
+
+def test_atomic_relist_never_shows_a_half_applied_list(source: FakeControllerSource) -> None:
+    """A relist after a 410 (the watch from the old resourceVersion is expired) swaps the
+    indexer in one step: a reader polling the lister without pause and every handler
+    notification see either the complete old list or the complete new one. (Without
+    ``atomic_relist`` they often catch a mixed state, not always: the deterministic proof
+    of the ordering is test_the_real_fifo's one-step test.)"""
+    for i in range(RELIST):
+        source.add(pod(f"p{i}", gen="1"))
+    clock = FakeClock(1000.0)
+    informer = new_shared_index_informer_with_options(
+        source, None, SharedIndexInformerOptions(clock=clock, atomic_relist=True))
+    seen_by_handlers: list[str] = []
+    relisting = threading.Event()
+
+    def on_any(*objs: Any) -> None:
+        if relisting.is_set():
+            seen_by_handlers.append(generation_of(informer.get_indexer().list()))
+
+    informer.add_event_handler(ResourceEventHandlerFuncs(
+        add_func=on_any, update_func=on_any, delete_func=on_any))
+    switch_interval = sys.getswitchinterval()
+    stop, thread = start(informer)
+    reader_seen: set[str] = set()
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            reader_seen.add(generation_of(informer.get_indexer().list()))
+
+    try:
+        assert informer.get_indexer().wait_until_ready(timeout=5)
+        assert generation_of(informer.get_indexer().list()) == "old"
+        eventually(lambda: source.broadcaster.watcher_count() > 0, 5)
+        fifth = RELIST // 5
+        for i in range(fifth):
+            source.delete_drop_watch(pod(f"p{i}", gen="1"))
+        for i in range(fifth, RELIST):
+            source.modify_drop_watch(pod(f"p{i}", gen="2"))
+        for i in range(RELIST, RELIST + fifth):
+            source.add_drop_watch(pod(f"p{i}", gen="2"))
+        reader = threading.Thread(target=read, name="test-reader", daemon=True)
+        reader.start()
+        relisting.set()
+        sys.setswitchinterval(1e-5)
+        source.reset_watch()
+        deadline = time.monotonic() + 20
+        while len(seen_by_handlers) < RELIST + fifth:  # deletions, updates, adds
+            if clock.has_waiters():
+                clock.step(2.0)  # past any backoff
+            assert time.monotonic() < deadline, len(seen_by_handlers)
+            time.sleep(0.01)
+        done.set()
+        reader.join(5)
+        assert set(seen_by_handlers) == {"new"}
+        assert reader_seen <= {"old", "new"} and "new" in reader_seen
+    finally:
+        sys.setswitchinterval(switch_interval)
+        done.set()
+        halt(stop, thread)
+
+
+def test_informer_marks_its_indexer_ready_and_closes_subscriptions(
+        source: FakeControllerSource) -> None:
+    source.add(pod("a"))
+    informer = new_shared_index_informer_with_options(source, None,
+                                                      SharedIndexInformerOptions())
+    indexer = informer.get_indexer()
+    sub = indexer.subscribe()
+    assert not indexer.is_ready()
+    stop, thread = start(informer)
+    try:
+        assert indexer.wait_until_ready(timeout=5)
+        assert [o["metadata"]["name"] for o in indexer.list()] == ["a"]
+        event = sub.get(timeout=5)
+        assert event is not None and event.object["metadata"]["name"] == "a"
+        source.add(pod("b"))
+        event = sub.get(timeout=5)
+        assert event is not None and event.object["metadata"]["name"] == "b"
+    finally:
+        halt(stop, thread)
+    assert sub.closed and list(sub) == []
+
+
+def test_an_empty_first_list_is_ready(source: FakeControllerSource) -> None:
+    informer = new_shared_index_informer_with_options(source, None,
+                                                      SharedIndexInformerOptions())
+    stop, thread = start(informer)
+    try:
+        assert informer.get_indexer().wait_until_ready(timeout=5)
+    finally:
+        halt(stop, thread)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from client_cache import FIFOClosedError, KeyFuncError, RequeueError
+from client_cache import FIFOClosedError, KeyFuncError, RequeueError, new_store
+from client_cache.controller import process_deltas
 from client_cache.delta_fifo import Delta, Deltas, DeltaType
 from client_cache.store import DeletedFinalStateUnknown as DFSU
 from client_cache.the_real_fifo import (
@@ -471,3 +472,80 @@ def test_key_errors_leave_queue_unchanged() -> None:
     with pytest.raises(KeyFuncError):
         f.replace([mk("b", 1), "unkeyable"], "1")
     assert list(f._items) == [D(ADDED, mk("a", 1))]
+
+
+# --- atomic replace (Go AtomicFIFO; kube-rs store swap, seed 000) -------------------------
+
+def atomic_fifo(store: Any) -> RealFIFO:
+    return new_real_fifo_with_options(RealFIFOOptions(
+        key_function=fifo_key, known_objects=store, atomic_replace=True))
+
+
+class Recorder:
+    """A handler that records each notification with the store's content at that moment."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.calls: list[tuple[str, str, list[str]]] = []
+
+    def _record(self, kind: str, obj: Any) -> None:
+        name = obj.key if isinstance(obj, DFSU) else obj.name
+        state = sorted(f"{o.name}={o.val}" for o in self.store.list())
+        self.calls.append((kind, name, state))
+
+    def on_add(self, obj: Any, initial: bool) -> None:
+        self._record("add", obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._record("update", new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._record("delete", obj)
+
+
+def test_atomic_replace_is_one_item_applied_in_one_step() -> None:
+    store = new_store(fifo_key)
+    fifo = atomic_fifo(store)
+    handler = Recorder(store)
+
+    def process(deltas: Any, initial: bool) -> None:
+        process_deltas(handler, store, deltas, initial)
+
+    fifo.replace([mk("a", 1), mk("b", 1), mk("c", 1)], "10")
+    assert len(fifo) == 1 and not fifo.has_synced()
+    fifo.pop(process, timeout=1)
+    assert fifo.has_synced()
+    first = ["a=1", "b=1", "c=1"]
+    assert handler.calls == [("add", n, first) for n in "abc"]
+    handler.calls.clear()
+    fifo.resync()  # while nothing is pending: one Sync per known key
+    assert len(fifo) == 3
+    pop_all(fifo)
+    fifo.replace([mk("b", 2), mk("c", 1), mk("d", 1)], "20")
+    fifo.resync()  # a relist is queued: a resync adds nothing behind it
+    assert len(fifo) == 1
+    handler.calls.clear()
+    fifo.pop(process, timeout=1)
+    final = ["b=2", "c=1", "d=1"]
+    # every notification already sees the whole new state; the deletion comes first
+    assert handler.calls == [("delete", "a", final), ("update", "b", final),
+                             ("update", "c", final), ("add", "d", final)]
+
+
+def test_atomic_replace_is_popped_alone_in_batches() -> None:
+    fifo = atomic_fifo(known())
+    fifo.add(mk("x", 1))
+    fifo.replace([mk("a", 1), mk("b", 1)], "5")
+    fifo.add(mk("y", 1))
+    batches: list[list[str]] = []
+    for _ in range(3):
+        fifo.pop_batch(lambda batch, initial: batches.append([d.type.value for d in batch]),
+                       timeout=1)
+    assert batches == [["Added"], ["ReplacedAll"], ["Added"]]
+
+
+def test_atomic_replace_key_error_queues_nothing() -> None:
+    fifo = atomic_fifo(known())
+    with pytest.raises(KeyFuncError):
+        fifo.replace([mk("a", 1), "not-an-object"], "1")
+    assert len(fifo) == 0

@@ -296,3 +296,86 @@ def test_consistency_helper_detects_corruption() -> None:
     storage._indices["by_val"]["stale"] = {"a"}
     with pytest.raises(AssertionError, match="values"):
         check_indexer_consistency(indexer)
+
+
+# --- kube-rs Store guarantees (seed 000): atomic replace, readiness ------------------------
+
+def test_replace_keeps_readers_on_the_previous_complete_state() -> None:
+    """While a replace builds the new content (here: an index function held on purpose),
+    readers get the old content and old index, complete; then everything at once."""
+    building = threading.Event()
+    release = threading.Event()
+
+    def slow_index(obj: str) -> list[str]:
+        if obj.startswith("new"):
+            building.set()
+            assert release.wait(5)
+        return [obj[:3]]
+
+    store = new_thread_safe_store({"prefix": slow_index}, {})
+    store.replace({f"old{i}": f"old{i}" for i in range(5)}, "1")
+    writer = threading.Thread(
+        target=store.replace, args=({f"new{i}": f"new{i}" for i in range(5)}, "2"),
+        name="test-replace", daemon=True)
+    writer.start()
+    assert building.wait(5)
+    assert sorted(store.list_keys()) == [f"old{i}" for i in range(5)]  # not blocked
+    assert sorted(store.by_index("prefix", "old")) == [f"old{i}" for i in range(5)]
+    assert store.by_index("prefix", "new") == []
+    release.set()
+    writer.join(5)
+    assert sorted(store.list_keys()) == [f"new{i}" for i in range(5)]
+    assert store.by_index("prefix", "old") == []
+    assert store.list_index_func_values("prefix") == ["new"]
+
+
+def test_replace_picks_up_indexers_added_meanwhile() -> None:
+    building = threading.Event()
+    release = threading.Event()
+
+    def slow_index(obj: str) -> list[str]:
+        if obj == "new":
+            building.set()
+            assert release.wait(5)
+        return [obj]
+
+    store = new_thread_safe_store({"self": slow_index}, {})
+    writer = threading.Thread(target=store.replace, args=({"new": "new"}, "1"),
+                              name="test-replace", daemon=True)
+    writer.start()
+    assert building.wait(5)
+    store.add_indexers({"upper": lambda obj: [obj.upper()]})
+    release.set()
+    writer.join(5)
+    assert store.by_index("upper", "NEW") == ["new"]
+    assert store.by_index("self", "new") == ["new"]
+
+
+def test_wait_until_ready() -> None:
+    store = new_indexer(store_key_func, {})
+    assert not store.is_ready()
+    assert store.wait_until_ready(timeout=0.01) is False
+    stop = threading.Event()
+    results: list[bool] = []
+    waiter = threading.Thread(target=lambda: results.append(store.wait_until_ready(stop=stop)),
+                              name="test-ready", daemon=True)
+    waiter.start()
+    stop.set()  # wakes the waiter: not ready
+    waiter.join(1)
+    assert not waiter.is_alive() and results == [False]
+    waiter = threading.Thread(target=lambda: results.append(store.wait_until_ready()),
+                              name="test-ready", daemon=True)
+    waiter.start()
+    store.add(StoreObject("a", "1"))  # a single write is not a complete list
+    assert not store.is_ready()
+    store.replace([StoreObject("a", "1")])
+    waiter.join(1)
+    assert not waiter.is_alive() and results == [False, True]
+    assert store.wait_until_ready(timeout=0) is True
+
+
+def test_mark_ready_by_the_owner() -> None:
+    store = new_indexer(store_key_func, {})
+    store.mark_ready()
+    store.mark_ready()  # idempotent
+    assert store.is_ready() and store.wait_until_ready(0)

@@ -57,11 +57,13 @@ __all__ = [
     "ListerWatcherWithContext",
     "WatchFunc",
     "Watcher",
+    "discover",
     "keep_alive",
     "model_decoder",
     "new_filtered_list_watch_from_client",
     "new_list_watch_from_client",
     "request_headers",
+    "resource_kind",
     "resource_path",
     "served_resources",
     "to_lister_watcher_with_context",
@@ -181,21 +183,37 @@ def request_headers(api_client: Any) -> dict[str, str]:
     return headers
 
 
-def served_resources(api_client: Any, group: str, version: str) -> set[str]:
-    """The resources (plural names, subresources left out) the server serves in
-    ``group``/``version``, by discovery (``GET /api/v1`` or ``/apis/<group>/<version>``);
-    empty when the server does not serve that group version (404). Other failures
-    raise (an :class:`~client_cache.errors.ApiStatusError`, or urllib3's network errors)."""
+def discover(api_client: Any, group: str, version: str) -> list[dict[str, Any]]:
+    """The ``resources`` of the server's discovery document for ``group``/``version``
+    (``GET /api/v1`` or ``/apis/<group>/<version>``); empty when the server does not
+    serve that group version (404). Other failures raise (an
+    :class:`~client_cache.errors.ApiStatusError`, or urllib3's network errors)."""
     host = str(api_client.configuration.host).rstrip("/")
     path = f"/apis/{group}/{version}" if group else f"/api/{version}"
     response = api_client.rest_client.pool_manager.request(
         "GET", host + path, headers=request_headers(api_client), timeout=30.0, retries=False)
     if response.status == 404:
-        return set()
+        return []
     if not 200 <= response.status < 300:
         raise from_status({"code": response.status, "message": f"discovery of {path} failed"})
     body = wire.loads(response.data)
-    return {r["name"] for r in body.get("resources") or [] if "/" not in r.get("name", "/")}
+    return [r for r in body.get("resources") or [] if isinstance(r, dict)]
+
+
+def served_resources(api_client: Any, group: str, version: str) -> set[str]:
+    """The resources (plural names, subresources left out) the server serves in
+    ``group``/``version``, by discovery (:func:`discover`)."""
+    return {r["name"] for r in discover(api_client, group, version)
+            if "/" not in r.get("name", "/")}
+
+
+def resource_kind(api_client: Any, gvr: GroupVersionResource) -> tuple[str, bool] | None:
+    """``(kind, namespaced)`` of ``gvr`` by discovery (Go: a RESTMapper lookup); None
+    when the server does not serve it."""
+    for r in discover(api_client, gvr.group, gvr.version):
+        if r.get("name") == gvr.resource:
+            return str(r.get("kind", "")), bool(r.get("namespaced", True))
+    return None
 
 
 def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:

@@ -73,7 +73,9 @@ class SharedInformerFactoryOptions:
     watch is abandoned and re-established from its resourceVersion, without a relist
     (None: the watch's server timeout plus one minute); ``request_timeout`` (a port
     addition): how long a LIST waits for data and a WATCH for its headers (Go's client
-    timeout; default 60 s, the server's own request timeout)."""
+    timeout; default 60 s, the server's own request timeout); ``atomic_relist`` (a port
+    addition, kube-rs's store swap): every informer applies a relist in one step (see
+    :class:`~client_cache.shared_informer.SharedIndexInformerOptions`)."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
@@ -81,6 +83,7 @@ class SharedInformerFactoryOptions:
     transform: TransformFunc | None = None
     watch_idle_timeout: float | None = None
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT
+    atomic_relist: bool = False
 
 
 class UnknownResourceError(ClientCacheError, LookupError):
@@ -126,6 +129,7 @@ class SharedInformerFactory:
         self.transform = options.transform
         self.watch_idle_timeout = options.watch_idle_timeout
         self.request_timeout = options.request_timeout
+        self.atomic_relist = options.atomic_relist
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
         self._started: set[GroupVersionResource] = set()
@@ -147,7 +151,8 @@ class SharedInformerFactory:
                     resync_period=resync,
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
                     object_description=gvr.label(),
-                    watch_idle_timeout=self.watch_idle_timeout))
+                    watch_idle_timeout=self.watch_idle_timeout,
+                    atomic_relist=self.atomic_relist))
         return build
 
     def informer_for(

@@ -418,9 +418,17 @@ class ApiStore:
     ) -> dict[str, Any]:
         md = obj.setdefault("metadata", {})
         cur_md = current["metadata"]
-        for kept in ("name", "uid", "creationTimestamp", "generation"):
+        for kept in ("name", "uid", "creationTimestamp", "generation", "deletionTimestamp",
+                     "deletionGracePeriodSeconds"):
             if kept in cur_md:
                 md[kept] = cur_md[kept]
+        if md.get("deletionTimestamp") and not md.get("finalizers"):
+            # the last finalizer of an object being deleted is gone: delete it now
+            self._rv += 1
+            final = dict(obj, metadata=dict(md, resourceVersion=str(self._rv)))
+            del self._objects[rtype.key][key]
+            self._record_locked(rtype, "DELETED", key, final, current)
+            return final
         if rtype.namespaced:
             md["namespace"] = cur_md.get("namespace", "")
         obj["apiVersion"] = rtype.api_version
@@ -447,6 +455,21 @@ class ApiStore:
             return copy.deepcopy(self._replace_locked(rtype, key, current, merged))
 
     def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        """DELETE. An object with finalizers is only marked (``deletionTimestamp``, a
+        MODIFIED event) and goes when its last finalizer is removed, as on a real server."""
+        with self._lock:
+            key, current = self._existing_locked(rtype, namespace, name)
+            if current["metadata"].get("finalizers"):
+                if current["metadata"].get("deletionTimestamp"):
+                    return copy.deepcopy(current)
+                marked = copy.deepcopy(current)
+                marked["metadata"]["deletionTimestamp"] = _now()
+                marked["metadata"]["deletionGracePeriodSeconds"] = 0
+                self._rv += 1
+                marked["metadata"]["resourceVersion"] = str(self._rv)
+                self._objects[rtype.key][key] = marked
+                self._record_locked(rtype, "MODIFIED", key, marked, current)
+                return copy.deepcopy(marked)
         return copy.deepcopy(self.remove(rtype, namespace, name))
 
     def remove(self, rtype: ResourceType, namespace: str, name: str,

@@ -78,6 +78,20 @@ class TokenBucket:
             self._tokens = tokens
             return wait
 
+    def try_reserve(self) -> bool:
+        """Take a token only if one is available now (Go ``rate.Limiter.Allow``)."""
+        with self._lock:
+            if math.isinf(self.limit):
+                return True
+            now = self._clock.monotonic()
+            tokens = min(self._tokens + (now - min(self._last, now)) * self.limit,
+                         float(self.burst))
+            if tokens < 1.0:
+                return False
+            self._last = now
+            self._tokens = tokens - 1.0
+            return True
+
 
 class BucketRateLimiter(Generic[T]):
     """An overall (not per-item) token bucket (Go ``BucketRateLimiter``)."""

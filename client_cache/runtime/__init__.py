@@ -1,0 +1,56 @@
+"""The controller runtime (kube-rs ``kube::runtime`` on this library's informers): the
+:class:`Controller`, its scheduler and the helpers a controller needs. See
+:mod:`client_cache.runtime.controller`."""
+
+from client_cache.runtime.controller import Controller, ControllerConfig, Mapper
+from client_cache.runtime.finalizer import FinalizerError, finalizer
+from client_cache.runtime.metrics import (
+    ControllerMetricsProvider,
+    NoopControllerMetricsProvider,
+    get_controller_metrics_provider,
+    reset_controller_metrics_provider_for_tests,
+    set_controller_metrics_provider,
+)
+from client_cache.runtime.objectref import (
+    ObjectRef,
+    OwnerConflictError,
+    controller_owner_ref,
+    object_ref,
+    set_controller_reference,
+)
+from client_cache.runtime.reconcile import (
+    Action,
+    Context,
+    ReasonKind,
+    ReconcileReason,
+    ReconcileRequest,
+    RunSummary,
+    deep_copy,
+)
+from client_cache.runtime.scheduler import Scheduler
+
+__all__ = [
+    "Action",
+    "Context",
+    "Controller",
+    "ControllerConfig",
+    "ControllerMetricsProvider",
+    "FinalizerError",
+    "Mapper",
+    "NoopControllerMetricsProvider",
+    "ObjectRef",
+    "OwnerConflictError",
+    "ReasonKind",
+    "ReconcileReason",
+    "ReconcileRequest",
+    "RunSummary",
+    "Scheduler",
+    "controller_owner_ref",
+    "deep_copy",
+    "finalizer",
+    "get_controller_metrics_provider",
+    "object_ref",
+    "reset_controller_metrics_provider_for_tests",
+    "set_controller_metrics_provider",
+    "set_controller_reference",
+]

@@ -1,0 +1,523 @@
+"""The controller runtime: kube-rs's ``Controller``, threaded, on shared informers.
+
+::
+
+    factory = new_shared_informer_factory(api_client, 0)
+    foos = GroupVersionResource("samplecontroller.k8s.io", "v1alpha1", "foos")
+    deployments = GroupVersionResource("apps", "v1", "deployments")
+
+    def reconcile(foo, ctx):            # foo: the cached object, read only
+        ...                              # ctx.data, ctx.reason, ctx.stopping
+        return Action.await_change()     # or Action.requeue(300)
+
+    summary = (Controller(factory, foos)
+               .owns(deployments)
+               .with_config(ControllerConfig(debounce=0.5, concurrency=2))
+               .shutdown_on_signal()
+               .run(reconcile, error_policy=None, data=my_clients))
+
+What it does, as kube-rs:
+
+* **Triggers.** Every applied primary object (added, updated, listed again) requests its
+  own reconcile (``ObjectUpdated``); deletions do not (an object with a finalizer is
+  updated with a deletionTimestamp first, which does). ``owns(child)``: a child's add,
+  update or delete requests the reconcile of each owner in its ``ownerReferences`` whose
+  apiVersion and kind are the primary's (on an update, the old object's owners too, as
+  controller-runtime, so an owner that lost a child hears of it). ``watches(related,
+  mapper)``: the mapper turns a related object into refs to reconcile. ``reconcile_on``
+  and ``reconcile_all_on`` take external sources.
+* **Scheduling** (:class:`~client_cache.runtime.scheduler.Scheduler`): one pending request
+  per object, the earliest kept; ``debounce``; an object being reconciled is held and runs
+  once more afterwards if triggered meanwhile.
+* **Running.** No reconcile starts before every involved cache holds its first complete
+  list (the readiness gate, ``wait_until_ready``). At most ``concurrency`` reconciles run
+  at once, each on its own worker thread. The default is 1 (controller-runtime's
+  ``MaxConcurrentReconciles``): kube-rs's unlimited default suits tasks, not threads, and
+  one worker keeps a controller's writes ordered; raise it for slow, independent
+  reconciles.
+* **Results.** ``Action.requeue(s)`` schedules the object again; ``Action.await_change()``
+  waits for a trigger. An exception goes to ``error_policy(obj, error, ctx) -> Action``;
+  without one, the retry follows the per-object exponential backoff of client-go's default
+  controller rate limiter (5 ms doubling to 1000 s), reset by the next success.
+* **Shutdown.** ``shutdown_on_signal()`` (SIGINT/SIGTERM; ``run`` must then be called on the
+  main thread; a second signal gets the previous handler, so a second Ctrl-C interrupts),
+  ``graceful_shutdown_on(event)``, :meth:`Controller.shutdown`, or the ``stop`` given to
+  ``run`` being set: no new reconcile starts, the ones running get ``shutdown_timeout``
+  seconds to finish (the refs still running then are reported in the summary; a thread
+  cannot be killed), then the informers stop if the controller started them.
+* **Informers.** The controller asks ``factory`` for its informers, so controllers on one
+  factory share watches. ``run(stop=...)``: the informers run until that event is set (the
+  caller owns their lifetime, e.g. to run several controllers); without it, ``run`` makes
+  one and sets it at the end.
+* **Writes.** ``ControllerConfig.client_qps``/``client_burst`` (default 20/30,
+  controller-runtime's; 0 turns it off) throttle every request the factory's API client
+  sends (:func:`~client_cache.util.flowcontrol.throttle_client`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Generic, TypeVar
+
+from client_cache import meta
+from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.index import ReadyIndexer
+from client_cache.informers.factory import GenericInformer, SharedInformerFactory
+from client_cache.listwatch import resource_kind
+from client_cache.runtime.metrics import get_controller_metrics_provider
+from client_cache.runtime.objectref import ObjectRef, object_ref
+from client_cache.runtime.reconcile import (
+    Action,
+    Context,
+    ReconcileReason,
+    ReconcileRequest,
+    RunSummary,
+)
+from client_cache.runtime.scheduler import Scheduler
+from client_cache.schema import GroupVersionResource
+from client_cache.shared_informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from client_cache.store import DeletedFinalStateUnknown
+from client_cache.util.clock import WithTicker
+from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
+from client_cache.util.stop import on_stop
+
+__all__ = ["Controller", "ControllerConfig", "Mapper"]
+
+_log = logging.getLogger(__name__)
+
+D = TypeVar("D")
+Mapper = Callable[[Any], "ObjectRef | Iterable[ObjectRef] | None"]
+"""``watches``' function: a related object -> the refs to reconcile (or None)."""
+
+
+@dataclass
+class ControllerConfig:
+    """Settings of a :class:`Controller` (kube-rs ``controller::Config`` plus the port's):
+    ``debounce`` seconds (default 0); ``concurrency`` reconciles at once (default 1, see the
+    module documentation); ``shutdown_timeout`` seconds given to running reconciles at
+    shutdown; ``client_qps``/``client_burst`` write throttling (0: off); ``name`` of the
+    controller in thread names, logs and metrics (default: the primary resource)."""
+
+    debounce: float = 0.0
+    concurrency: int = 1
+    shutdown_timeout: float = 30.0
+    client_qps: float = 20.0
+    client_burst: int = 30
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
+        if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0:
+            raise ValueError("debounce, shutdown_timeout and client_qps must not be negative")
+
+
+@dataclass
+class _Watched:
+    informer: SharedIndexInformer
+    handler: ResourceEventHandlerFuncs
+
+
+def _unwrap(obj: Any) -> Any:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+class Controller(Generic[D]):
+    """See the module documentation (kube-rs ``Controller``)."""
+
+    def __init__(self, factory: SharedInformerFactory,
+                 for_: GroupVersionResource | GenericInformer, *, kind: str = "",
+                 namespaced: bool | None = None, config: ControllerConfig | None = None,
+                 clock: WithTicker | None = None) -> None:
+        self._factory = factory
+        self._gvr, self._informer = self._informer_of(for_)
+        self.api_version = self._gvr.group_version()
+        if not kind or namespaced is None:
+            found = resource_kind(factory.api_client, self._gvr)
+            if found is None:
+                raise LookupError(f"the server does not serve {self._gvr.label()}")
+            kind = kind or found[0]
+            namespaced = found[1] if namespaced is None else namespaced
+        self.kind = kind
+        self.namespaced = namespaced
+        self._clock = clock
+        self._config = config or ControllerConfig()
+        self._watched: list[_Watched] = []
+        self._sources: list[tuple[Any, bool]] = []
+        self._shutdown_events: list[threading.Event] = []
+        self._on_signal = False
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._summary = RunSummary()
+        self._running: set[ObjectRef] = set()
+        self._scheduler: Scheduler | None = None
+        self._watch(self._informer, ResourceEventHandlerFuncs(
+            add_func=self._primary_applied,
+            update_func=lambda old, new: self._primary_applied(new)))
+
+    # -- building ---------------------------------------------------------------------------
+    def _informer_of(self, what: GroupVersionResource | GenericInformer,
+                     ) -> tuple[GroupVersionResource, SharedIndexInformer]:
+        if isinstance(what, GenericInformer):
+            return what.resource, what.informer()
+        if isinstance(what, GroupVersionResource):
+            return what, self._factory.for_resource(what).informer()
+        raise TypeError(f"expected a GroupVersionResource or a typed accessor's informer, "
+                        f"not {type(what).__name__}")
+
+    def _watch(self, informer: SharedIndexInformer, handler: ResourceEventHandlerFuncs) -> None:
+        self._watched.append(_Watched(informer, handler))
+
+    @property
+    def name(self) -> str:
+        return self._config.name or self._gvr.label()
+
+    def with_config(self, config: ControllerConfig) -> Controller[D]:
+        """Use ``config`` (kube-rs ``with_config``)."""
+        self._config = config
+        return self
+
+    def owns(self, child: GroupVersionResource | GenericInformer) -> Controller[D]:
+        """Reconcile the owners of changed ``child`` objects (kube-rs ``owns``)."""
+        _, informer = self._informer_of(child)
+
+        def changed(*objs: Any) -> None:
+            owners: dict[ObjectRef, ObjectRef] = {}
+            for changed_obj in objs:
+                obj = _unwrap(changed_obj)
+                try:
+                    md = meta.accessor(obj)
+                    refs = md.owner_references
+                except Exception:  # an unreadable child owns nothing
+                    continue
+                for ref in refs:
+                    if ref.kind == self.kind and ref.api_version == self.api_version:
+                        owner = ObjectRef(ref.name, md.namespace if self.namespaced else "",
+                                          self.kind, self.api_version, ref.uid)
+                        owners[owner] = object_ref(obj)
+            for owner, related in owners.items():
+                self._trigger(owner, ReconcileReason.related_object_updated(related))
+
+        self._watch(informer, ResourceEventHandlerFuncs(
+            add_func=changed, update_func=changed, delete_func=changed))
+        return self
+
+    def watches(self, related: GroupVersionResource | GenericInformer,
+                mapper: Mapper) -> Controller[D]:
+        """Reconcile the refs ``mapper`` returns for each changed ``related`` object (kube-rs
+        ``watches``); a ref without kind means the primary kind."""
+        _, informer = self._informer_of(related)
+
+        def changed(obj: Any) -> None:
+            obj = _unwrap(obj)
+            try:
+                refs = mapper(obj)
+            except Exception:
+                _log.exception("controller %s: the mapper failed on %s", self.name,
+                               meta.describe(obj))
+                return
+            if refs is None:
+                return
+            reason = ReconcileReason.related_object_updated(object_ref(obj))
+            for ref in [refs] if isinstance(refs, ObjectRef) else refs:
+                self._trigger(ref, reason)
+
+        self._watch(informer, ResourceEventHandlerFuncs(
+            add_func=changed, update_func=lambda old, new: changed(new),
+            delete_func=changed))
+        return self
+
+    def reconcile_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[D]:
+        """Reconcile each :class:`ObjectRef` (reason ``UNKNOWN``) or
+        :class:`ReconcileRequest` that ``source`` yields (kube-rs ``reconcile_on``). A
+        ``queue.Queue`` is read until shutdown (the controller puts a wake-up marker in it
+        then); another iterable until it ends, so a blocking one should be a Queue."""
+        self._sources.append((source, False))
+        return self
+
+    def reconcile_all_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[D]:
+        """Reconcile every cached primary object each time ``source`` yields (kube-rs
+        ``reconcile_all_on``; reason ``BULK_RECONCILE``)."""
+        self._sources.append((source, True))
+        return self
+
+    def shutdown_on_signal(self) -> Controller[D]:
+        """Shut down gracefully on SIGINT or SIGTERM (kube-rs ``shutdown_on_signal``)."""
+        self._on_signal = True
+        return self
+
+    def graceful_shutdown_on(self, event: threading.Event) -> Controller[D]:
+        """Shut down gracefully when ``event`` is set (kube-rs ``graceful_shutdown_on``)."""
+        self._shutdown_events.append(event)
+        return self
+
+    def shutdown(self) -> None:
+        """Begin a graceful shutdown now (from any thread)."""
+        self._stopping.set()
+
+    # -- triggers ---------------------------------------------------------------------------
+    def _primary_applied(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._trigger(object_ref(obj, self.kind, self.api_version),
+                      ReconcileReason.object_updated())
+
+    def _trigger(self, ref: ObjectRef, reason: ReconcileReason) -> None:
+        if not ref.kind:
+            ref = ObjectRef(ref.name, ref.namespace, self.kind, self.api_version, ref.uid)
+        elif ref.kind != self.kind or (ref.api_version or self.api_version) != self.api_version:
+            _log.warning("controller %s: ignoring a request for %s, not a %s", self.name,
+                         ref, self.kind)
+            return
+        elif not ref.api_version:
+            ref = ObjectRef(ref.name, ref.namespace, ref.kind, self.api_version, ref.uid)
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.schedule(ref, reason)
+
+    def _trigger_all(self) -> None:
+        for obj in self._informer.get_indexer().list():
+            self._trigger(object_ref(obj, self.kind, self.api_version),
+                          ReconcileReason.bulk_reconcile())
+
+    def _pump(self, source: Any, bulk: bool) -> None:
+        def handle(item: Any) -> None:
+            if bulk:
+                self._trigger_all()
+            elif isinstance(item, ReconcileRequest):
+                self._trigger(item.obj_ref, item.reason)
+            elif isinstance(item, ObjectRef):
+                self._trigger(item, ReconcileReason.unknown())
+            else:
+                _log.error("controller %s: a reconcile_on source yielded a %s, not an "
+                           "ObjectRef or ReconcileRequest", self.name, type(item).__name__)
+
+        if isinstance(source, queue.Queue):
+            while not self._stopping.is_set():
+                item = source.get()
+                if item is _WAKE or self._stopping.is_set():
+                    return
+                handle(item)
+            return
+        for item in source:
+            if self._stopping.is_set():
+                return
+            handle(item)
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, reconcile: Callable[[Any, Context[D]], Action],
+            error_policy: Callable[[Any, BaseException, Context[D]], Action] | None = None,
+            data: D = None,  # type: ignore[assignment]
+            *, stop: threading.Event | None = None) -> RunSummary:
+        """Run until shut down (see the module documentation); returns what it did."""
+        if self._on_signal and threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("shutdown_on_signal() needs run() on the main thread")
+        config = self._config
+        if config.client_qps > 0:
+            throttle_client(self._factory.api_client,
+                            TokenBucketRateLimiter(config.client_qps, config.client_burst))
+        self._stopping.clear()
+        self._summary = RunSummary()
+        self._scheduler = Scheduler(self.name, config.debounce, clock=self._clock)
+        metrics = _Metrics(self.name, config.concurrency)
+        registrations: list[tuple[SharedIndexInformer, ResourceEventHandlerRegistration]] = []
+        hooks = [on_stop(event, self._stopping.set) for event in self._shutdown_events]
+        informer_stop = stop if stop is not None else threading.Event()
+        if stop is not None:
+            hooks.append(on_stop(stop, self._stopping.set))
+        previous = self._install_signals() if self._on_signal else {}
+        workers: list[threading.Thread] = []
+        pumps: list[threading.Thread] = []
+        try:
+            for watched in self._watched:
+                registrations.append((watched.informer,
+                                      watched.informer.add_event_handler(watched.handler)))
+            self._factory.start(informer_stop)
+            for i, (source, bulk) in enumerate(self._sources):
+                if isinstance(source, queue.Queue):
+                    hooks.append(on_stop(self._stopping, _waker(source)))
+                pumps.append(self._thread(self._pump, f"source-{i}", source, bulk))
+            _log.info("controller %s: waiting for %d caches to sync", self.name,
+                      len(self._watched))
+            if self._wait_ready():
+                _log.info("controller %s: caches synced; starting %d workers", self.name,
+                          config.concurrency)
+                workers = [self._thread(self._work, f"worker-{i}", reconcile, error_policy,
+                                        data, metrics)
+                           for i in range(config.concurrency)]
+            self._stopping.wait()
+            _log.info("controller %s: shutting down; waiting up to %.1f s for %d running "
+                      "reconciles", self.name, config.shutdown_timeout, len(self._running))
+        finally:
+            self._stopping.set()
+            self._scheduler.shut_down()
+            deadline = time.monotonic() + config.shutdown_timeout
+            for worker in workers:
+                worker.join(max(0.0, deadline - time.monotonic()))
+            with self._lock:
+                self._summary.unfinished = sorted(self._running, key=str)
+            for informer, registration in registrations:
+                informer.remove_event_handler(registration)
+            for hook in hooks:
+                hook.cancel()
+            for pump in pumps:
+                pump.join(1.0)
+            if stop is None:
+                informer_stop.set()
+                self._factory.shutdown(timeout=5.0)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        if self._summary.unfinished:
+            _log.error("controller %s: reconciles still running at the shutdown deadline: %s",
+                       self.name, ", ".join(map(str, self._summary.unfinished)))
+        return self._summary
+
+    def _thread(self, target: Callable[..., None], role: str, *args: Any) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, daemon=True,
+                                  name=f"controller-{self.name}-{role}")
+        thread.start()
+        return thread
+
+    def _wait_ready(self) -> bool:
+        """The readiness gate: every involved cache holds its first complete list."""
+        for watched in self._watched:
+            indexer = watched.informer.get_indexer()
+            if isinstance(indexer, ReadyIndexer) and not indexer.wait_until_ready(
+                    stop=self._stopping):
+                return False
+        return not self._stopping.is_set()
+
+    def _install_signals(self) -> dict[int, Any]:
+        previous: dict[int, Any] = {}
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            _log.info("controller %s: signal %d: shutting down gracefully (again to "
+                      "force)", self.name, signum)
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            self._stopping.set()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handle)
+        return previous
+
+    def _work(self, reconcile: Callable[[Any, Context[D]], Action],
+              error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
+              data: D, metrics: _Metrics) -> None:
+        scheduler = self._scheduler
+        assert scheduler is not None
+        while True:
+            request = scheduler.get()
+            if request is None:
+                return
+            ref = request.obj_ref
+            try:
+                if self._stopping.is_set():
+                    return
+                with self._lock:
+                    self._running.add(ref)
+                self._reconcile_one(scheduler, request, reconcile, error_policy, data, metrics)
+            finally:
+                with self._lock:
+                    self._running.discard(ref)
+                scheduler.done(ref)
+
+    def _reconcile_one(self, scheduler: Scheduler, request: ReconcileRequest,
+                       reconcile: Callable[[Any, Context[D]], Action],
+                       error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
+                       data: D, metrics: _Metrics) -> None:
+        ref = request.obj_ref
+        obj, exists = self._informer.get_indexer().get_by_key(ref.key())
+        if not exists:
+            _log.debug("controller %s: %s is no longer cached; not reconciled", self.name, ref)
+            with self._lock:
+                self._summary.not_found += 1
+            return
+        ctx = Context(data, request, self._stopping)
+        _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
+                   request.reason)
+        started = time.monotonic()
+        metrics.active.inc()
+        try:
+            action = reconcile(obj, ctx)
+            if not isinstance(action, Action):
+                raise TypeError(f"reconcile returned {type(action).__name__}, not an Action")
+        except Exception as err:
+            metrics.observe(started, "error")
+            with self._lock:
+                self._summary.reconciles += 1
+                self._summary.errors += 1
+            _log.error("controller %s: reconcile of %s failed: %s: %s", self.name,
+                       meta.describe(obj), type(err).__name__, err)
+            self._after_error(scheduler, obj, err, ctx, error_policy)
+            return
+        finally:
+            metrics.active.dec()
+        scheduler.forget(ref)
+        with self._lock:
+            self._summary.reconciles += 1
+        if action.requeue_after is None:
+            metrics.observe(started, "success")
+            return
+        metrics.observe(started, "requeue_after")
+        with self._lock:
+            self._summary.requeues += 1
+        scheduler.schedule(ref, ReconcileReason.reconciler_requested_retry(),
+                           action.requeue_after)
+
+    def _after_error(self, scheduler: Scheduler, obj: Any, err: Exception, ctx: Context[D],
+                     error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
+                     ) -> None:
+        reason = ReconcileReason.error_policy_requested_retry()
+        action: Action | None = None
+        if error_policy is not None:
+            try:
+                action = error_policy(obj, err, ctx)
+            except Exception:
+                _log.exception("controller %s: error_policy failed; backing off", self.name)
+        if isinstance(action, Action):
+            if action.requeue_after is None:
+                return
+            scheduler.schedule(ctx.obj_ref, reason, action.requeue_after)
+        else:
+            scheduler.backoff(ctx.obj_ref, reason)
+        with self._lock:
+            self._summary.requeues += 1
+
+
+class _Wake:
+    """The marker put in a ``reconcile_on`` queue to wake its reader at shutdown."""
+
+
+_WAKE = _Wake()
+
+
+def _waker(source: queue.Queue[Any]) -> Callable[[], None]:
+    def wake() -> None:
+        # a full queue: its reader is not blocked, and sees the stop at its next item
+        with contextlib.suppress(queue.Full):
+            source.put_nowait(_WAKE)
+    return wake
+
+
+class _Metrics:
+    def __init__(self, name: str, concurrency: int) -> None:
+        provider = get_controller_metrics_provider()
+        self.total = {result: provider.new_reconcile_total_metric(name, result)
+                      for result in ("success", "error", "requeue_after")}
+        self.errors = provider.new_reconcile_errors_metric(name)
+        self.time = provider.new_reconcile_time_metric(name)
+        self.active = provider.new_active_workers_metric(name)
+        provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
+
+    def observe(self, started: float, result: str) -> None:
+        self.time.observe(time.monotonic() - started)
+        self.total[result].inc()
+        if result == "error":
+            self.errors.inc()

@@ -1,0 +1,122 @@
+"""Run cleanup before an object goes away (kube-rs ``kube::runtime::finalizer``).
+
+Call :func:`finalizer` from a reconcile::
+
+    def reconcile(foo, ctx):
+        return finalizer(api_client, FOOS, "example.com/cleanup", foo,
+                         apply=lambda obj: ensure_children(obj),
+                         cleanup=lambda obj: release_external_things(obj))
+
+* an object that is not being deleted and lacks the finalizer gets it (a patch; the update
+  it causes triggers the next reconcile, so this one returns ``Action.await_change()``);
+* an object that is not being deleted and has it: ``apply(obj)`` runs and its Action is
+  returned;
+* an object being deleted (deletionTimestamp set) that has it: ``cleanup(obj)`` runs; when
+  it returns, the finalizer is removed (the server then deletes the object) and its
+  Action is returned; when it raises, the finalizer stays and the exception goes to the
+  controller's error policy, so the cleanup is retried;
+* an object being deleted without it: nothing to do.
+
+Both patches are JSON merge patches of ``metadata.finalizers`` conditional on the
+object's resourceVersion; on a conflict (409) the object is read again and the patch
+recomputed, up to ``conflict_retries`` times, so other finalizers added or removed
+meanwhile are kept. The writes go through the client's ``rest_client`` (and so through
+its throttling, :func:`~client_cache.util.flowcontrol.throttle_client`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from client_cache import meta, wire
+from client_cache.errors import ClientCacheError
+from client_cache.listwatch import request_headers, resource_path
+from client_cache.runtime.reconcile import Action
+from client_cache.schema import GroupVersionResource
+
+__all__ = ["FinalizerError", "finalizer", "finalizers_of"]
+
+
+class FinalizerError(ClientCacheError):
+    """Adding or removing a finalizer failed (kube-rs ``finalizer::Error``); the cause is
+    chained."""
+
+
+def finalizers_of(obj: Any) -> list[str]:
+    """``metadata.finalizers`` of a wire dict, a model or a dynamic object."""
+    md = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
+    if md is None:
+        return []
+    values = md.get("finalizers") if isinstance(md, Mapping) else getattr(md, "finalizers", None)
+    return list(values or [])
+
+
+def finalizer(api_client: Any, gvr: GroupVersionResource, name: str, obj: Any,
+              apply: Callable[[Any], Action], cleanup: Callable[[Any], Action],
+              conflict_retries: int = 5) -> Action:
+    """See the module documentation."""
+    present = name in finalizers_of(obj)
+    if meta.accessor(obj).deletion_timestamp is None:
+        if not present:
+            _patch(api_client, gvr, obj, name, add=True, retries=conflict_retries)
+            return Action.await_change()
+        return apply(obj)
+    if not present:
+        return Action.await_change()
+    action = cleanup(obj)
+    _patch(api_client, gvr, obj, name, add=False, retries=conflict_retries)
+    return action
+
+
+def _url(api_client: Any, gvr: GroupVersionResource, obj: Any) -> str:
+    md = meta.accessor(obj)
+    host = str(api_client.configuration.host).rstrip("/")
+    return f"{host}{resource_path(gvr, md.namespace)}/{md.name}"
+
+
+def _patch(api_client: Any, gvr: GroupVersionResource, obj: Any, name: str, *, add: bool,
+           retries: int) -> None:
+    url = _url(api_client, gvr, obj)
+    headers = dict(request_headers(api_client), **{"Content-Type": "application/merge-patch+json"})
+    what = "add" if add else "remove"
+    for _ in range(retries + 1):
+        current = finalizers_of(obj)
+        wanted = ([*current, name] if name not in current else current) if add \
+            else [f for f in current if f != name]
+        if wanted == current:
+            return
+        body = {"metadata": {"finalizers": wanted,
+                             "resourceVersion": meta.get_resource_version(obj)}}
+        status = _send(api_client, "PATCH", url, headers, body)
+        if 200 <= status[0] < 300:
+            return
+        if status[0] == 404 and not add:
+            return  # gone already: nothing left to hold
+        if status[0] != 409:
+            raise FinalizerError(f"could not {what} finalizer {name} on "
+                                 f"{meta.describe(obj)}: HTTP {status[0]}")
+        code, data = _send(api_client, "GET", url, request_headers(api_client), None)
+        if code == 404 and not add:
+            return
+        if not 200 <= code < 300:
+            raise FinalizerError(f"could not read {meta.describe(obj)} again after a "
+                                 f"conflict: HTTP {code}")
+        obj = wire.loads(data)
+    raise FinalizerError(f"could not {what} finalizer {name} on {meta.describe(obj)}: "
+                         f"{retries + 1} conflicts in a row")
+
+
+def _send(api_client: Any, method: str, url: str, headers: dict[str, str],
+          body: dict[str, Any] | None) -> tuple[int, bytes]:
+    """One request through the client's REST client; (status, body) also for errors."""
+    try:
+        response = api_client.rest_client.request(method, url, headers=headers, body=body,
+                                                  _preload_content=True)
+    except Exception as err:  # the client raises ApiException for non-2xx answers
+        status = getattr(err, "status", None)
+        if isinstance(status, int):
+            return status, getattr(err, "body", b"") or b""
+        raise FinalizerError(f"{method} failed: {type(err).__name__}") from err
+    data = response.data
+    return int(response.status), data if isinstance(data, bytes) else str(data).encode()

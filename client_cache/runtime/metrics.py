@@ -1,0 +1,100 @@
+"""Controller metrics through a provider protocol (controller-runtime's
+``controller_runtime_reconcile_*`` family), no-op by default as the work queue's.
+
+A provider builds, per controller name: a counter per reconcile result (``success``,
+``error``, ``requeue``, ``requeue_after``, controller-runtime's labels), an error counter,
+a histogram of reconcile seconds, the gauge of active workers and the gauge of the
+concurrency bound. Queue depth, waits and retries come from the work-queue metrics of the
+scheduler's queue (named after the controller). The operability work exports both through
+``prometheus_client``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+from client_cache.workqueue.metrics import (
+    CounterMetric,
+    GaugeMetric,
+    HistogramMetric,
+    SettableGaugeMetric,
+)
+
+__all__ = [
+    "RECONCILE_RESULTS",
+    "ControllerMetricsProvider",
+    "NoopControllerMetricsProvider",
+    "get_controller_metrics_provider",
+    "reset_controller_metrics_provider_for_tests",
+    "set_controller_metrics_provider",
+]
+
+RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+
+class ControllerMetricsProvider(Protocol):
+    """Makes one controller's metrics."""
+
+    def new_reconcile_total_metric(self, name: str, result: str) -> CounterMetric: ...
+    def new_reconcile_errors_metric(self, name: str) -> CounterMetric: ...
+    def new_reconcile_time_metric(self, name: str) -> HistogramMetric: ...
+    def new_active_workers_metric(self, name: str) -> GaugeMetric: ...
+    def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric: ...
+
+
+class _Noop:
+    def inc(self) -> None:
+        pass
+
+    def dec(self) -> None:
+        pass
+
+    def set(self, value: float) -> None:
+        pass
+
+    def observe(self, value: float) -> None:
+        pass
+
+
+_NOOP = _Noop()
+
+
+class NoopControllerMetricsProvider:
+    """The default provider: every metric does nothing."""
+
+    def new_reconcile_total_metric(self, name: str, result: str) -> CounterMetric:
+        return _NOOP
+
+    def new_reconcile_errors_metric(self, name: str) -> CounterMetric:
+        return _NOOP
+
+    def new_reconcile_time_metric(self, name: str) -> HistogramMetric:
+        return _NOOP
+
+    def new_active_workers_metric(self, name: str) -> GaugeMetric:
+        return _NOOP
+
+    def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric:
+        return _NOOP
+
+
+_lock = threading.Lock()
+_provider: ControllerMetricsProvider = NoopControllerMetricsProvider()
+
+
+def set_controller_metrics_provider(provider: ControllerMetricsProvider) -> None:
+    """Set the global provider (controllers built afterwards use it)."""
+    global _provider  # noqa: PLW0603 - the documented global, as the work queue's
+    with _lock:
+        _provider = provider
+
+
+def get_controller_metrics_provider() -> ControllerMetricsProvider:
+    with _lock:
+        return _provider
+
+
+def reset_controller_metrics_provider_for_tests() -> None:
+    """Restore the no-op provider."""
+    set_controller_metrics_provider(NoopControllerMetricsProvider())

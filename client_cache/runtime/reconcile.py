@@ -1,0 +1,160 @@
+"""What a reconcile receives and returns (kube-rs ``Action``, ``ReconcileReason``,
+``ReconcileRequest``; the context object).
+
+``reconcile(obj, ctx) -> Action`` and ``error_policy(obj, error, ctx) -> Action`` are the
+two functions a user gives :meth:`~client_cache.runtime.controller.Controller.run`. ``obj``
+is the cached object itself, shared with the cache and with every other reader: read it,
+never change it (:func:`deep_copy` makes a copy to edit and send).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from client_cache.runtime.objectref import ObjectRef
+
+__all__ = [
+    "Action",
+    "Context",
+    "ReasonKind",
+    "ReconcileReason",
+    "ReconcileRequest",
+    "RunSummary",
+    "deep_copy",
+]
+
+D = TypeVar("D")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What to do after a reconcile (kube-rs ``Action``): run it again after
+    ``requeue_after`` seconds, or (None) only when something changes."""
+
+    requeue_after: float | None = None
+
+    @classmethod
+    def requeue(cls, seconds: float) -> Action:
+        """Reconcile this object again in ``seconds`` (kube-rs ``Action::requeue``)."""
+        if seconds < 0:
+            raise ValueError(f"requeue delay must not be negative, not {seconds}")
+        return cls(float(seconds))
+
+    @classmethod
+    def await_change(cls) -> Action:
+        """Reconcile again only when a trigger fires (kube-rs ``Action::await_change``)."""
+        return cls(None)
+
+
+class ReasonKind(str, enum.Enum):
+    """The variants of :class:`ReconcileReason`."""
+
+    UNKNOWN = "unknown"
+    OBJECT_UPDATED = "object updated"
+    RELATED_OBJECT_UPDATED = "related object updated"
+    RECONCILER_REQUESTED_RETRY = "reconciler requested retry"
+    ERROR_POLICY_REQUESTED_RETRY = "error policy requested retry"
+    BULK_RECONCILE = "bulk reconcile requested"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReason:
+    """Why a reconcile was requested (kube-rs ``ReconcileReason``): ``str()`` reads as
+    kube-rs displays it; ``related`` is the object that changed for
+    ``RELATED_OBJECT_UPDATED``; ``text`` the user's words for ``CUSTOM``."""
+
+    kind: ReasonKind
+    related: ObjectRef | None = None
+    text: str = ""
+
+    @classmethod
+    def unknown(cls) -> ReconcileReason:
+        return cls(ReasonKind.UNKNOWN)
+
+    @classmethod
+    def object_updated(cls) -> ReconcileReason:
+        return cls(ReasonKind.OBJECT_UPDATED)
+
+    @classmethod
+    def related_object_updated(cls, related: ObjectRef) -> ReconcileReason:
+        return cls(ReasonKind.RELATED_OBJECT_UPDATED, related)
+
+    @classmethod
+    def reconciler_requested_retry(cls) -> ReconcileReason:
+        return cls(ReasonKind.RECONCILER_REQUESTED_RETRY)
+
+    @classmethod
+    def error_policy_requested_retry(cls) -> ReconcileReason:
+        return cls(ReasonKind.ERROR_POLICY_REQUESTED_RETRY)
+
+    @classmethod
+    def bulk_reconcile(cls) -> ReconcileReason:
+        return cls(ReasonKind.BULK_RECONCILE)
+
+    @classmethod
+    def custom(cls, text: str) -> ReconcileReason:
+        return cls(ReasonKind.CUSTOM, text=text)
+
+    def __str__(self) -> str:
+        if self.kind is ReasonKind.UNKNOWN:
+            return "unknown (some unregistered source)"
+        if self.kind is ReasonKind.RELATED_OBJECT_UPDATED:
+            return f"related object updated: {self.related}"
+        if self.kind is ReasonKind.CUSTOM:
+            return self.text
+        return str(self.kind.value)
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileRequest:
+    """A request to reconcile ``obj_ref`` (kube-rs ``ReconcileRequest``); what a
+    ``reconcile_on`` source may yield to give its own reason (a bare :class:`ObjectRef`
+    gets ``UNKNOWN``)."""
+
+    obj_ref: ObjectRef
+    reason: ReconcileReason = field(default_factory=ReconcileReason.unknown)
+
+
+@dataclass(frozen=True)
+class Context(Generic[D]):
+    """The second argument of ``reconcile`` and the third of ``error_policy``: the user's
+    ``data`` given to ``run`` (kube-rs passes that object itself; here it sits beside the
+    request), the request being served and its reason, and ``stopping``, an event set when
+    graceful shutdown begins (a long reconcile may check it)."""
+
+    data: D
+    request: ReconcileRequest
+    stopping: threading.Event
+
+    @property
+    def reason(self) -> ReconcileReason:
+        return self.request.reason
+
+    @property
+    def obj_ref(self) -> ObjectRef:
+        return self.request.obj_ref
+
+
+@dataclass
+class RunSummary:
+    """What :meth:`~client_cache.runtime.controller.Controller.run` did: reconciles run,
+    failed (the reconcile raised), requeued (a requeue was scheduled after success or
+    error), skipped because the object was no longer cached, and the refs still being
+    reconciled when the shutdown deadline passed."""
+
+    reconciles: int = 0
+    errors: int = 0
+    requeues: int = 0
+    not_found: int = 0
+    unfinished: list[ObjectRef] = field(default_factory=list)
+
+
+def deep_copy(obj: Any) -> Any:
+    """A deep copy of a cached object, to change and send to the server (Go
+    ``obj.DeepCopy()``)."""
+    return copy.deepcopy(obj)

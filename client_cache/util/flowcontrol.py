@@ -1,0 +1,70 @@
+"""Client-side request throttling (Go ``k8s.io/client-go/util/flowcontrol``).
+
+:class:`TokenBucketRateLimiter` lets ``qps`` requests a second through on average, with
+bursts of up to ``burst``; :meth:`~TokenBucketRateLimiter.accept` blocks the caller until
+its turn. :func:`throttle_client` puts one in front of every request a ``kubernetes``
+``ApiClient`` sends (its ``rest_client.request``), as client-go's REST client does with
+``rest.Config.QPS``/``Burst``, so that a controller stuck in an error loop cannot hammer
+the apiserver. The library's own LIST and WATCH requests use a pool of their own and are
+not throttled (a watch is one long request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from client_cache.util.clock import REAL_CLOCK, Clock
+from client_cache.workqueue.default_rate_limiters import TokenBucket
+
+__all__ = ["TokenBucketRateLimiter", "new_token_bucket_rate_limiter", "throttle_client"]
+
+_ATTR = "_client_cache_rate_limiter"
+
+
+class TokenBucketRateLimiter:
+    """A blocking token bucket (Go ``flowcontrol.tokenBucketRateLimiter``)."""
+
+    def __init__(self, qps: float, burst: int, clock: Clock = REAL_CLOCK) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError(f"qps must be > 0 and burst >= 1, not {qps} and {burst}")
+        self._qps = qps
+        self._bucket = TokenBucket(qps, burst, clock)
+        self._clock = clock
+
+    def qps(self) -> float:
+        return self._qps
+
+    def try_accept(self) -> bool:
+        """Take a token if one is free now (Go ``TryAccept``)."""
+        return self._bucket.try_reserve()
+
+    def accept(self) -> None:
+        """Take a token, waiting for it as long as needed (Go ``Accept``)."""
+        wait = self._bucket.reserve()
+        if wait > 0:
+            self._clock.sleep(wait)
+
+
+def new_token_bucket_rate_limiter(qps: float, burst: int) -> TokenBucketRateLimiter:
+    """Go ``flowcontrol.NewTokenBucketRateLimiter``."""
+    return TokenBucketRateLimiter(qps, burst)
+
+
+def throttle_client(api_client: Any, limiter: TokenBucketRateLimiter) -> TokenBucketRateLimiter:
+    """Make every request ``api_client`` sends wait for ``limiter`` first (Go: the REST
+    client's rate limiter). A client throttled already keeps its limiter, which is
+    returned."""
+    rest = api_client.rest_client
+    current: TokenBucketRateLimiter | None = getattr(rest, _ATTR, None)
+    if current is not None:
+        return current
+    send: Callable[..., Any] = rest.request
+
+    def request(*args: Any, **kwargs: Any) -> Any:
+        limiter.accept()
+        return send(*args, **kwargs)
+
+    rest.request = request
+    setattr(rest, _ATTR, limiter)
+    return limiter

@@ -57,6 +57,7 @@ What it does, as kube-rs:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import queue
 import signal
@@ -262,6 +263,17 @@ class Controller(Generic[D]):
     def shutdown(self) -> None:
         """Begin a graceful shutdown now (from any thread)."""
         self._stopping.set()
+
+    def pending(self) -> int:
+        """Requests scheduled and not yet started (due or not), held ones included."""
+        scheduler = self._scheduler
+        return 0 if scheduler is None else len(scheduler)
+
+    def summary(self) -> RunSummary:
+        """A copy of the counts of the current (or last) run so far."""
+        with self._lock:
+            return dataclasses.replace(self._summary,
+                                       unfinished=list(self._summary.unfinished))
 
     # -- triggers ---------------------------------------------------------------------------
     def _primary_applied(self, obj: Any, is_in_initial_list: bool = False) -> None:

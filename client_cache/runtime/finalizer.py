@@ -111,8 +111,7 @@ def _send(api_client: Any, method: str, url: str, headers: dict[str, str],
           body: dict[str, Any] | None) -> tuple[int, bytes]:
     """One request through the client's REST client; (status, body) also for errors."""
     try:
-        response = api_client.rest_client.request(method, url, headers=headers, body=body,
-                                                  _preload_content=True)
+        response = api_client.rest_client.request(method, url, headers=headers, body=body)
     except Exception as err:  # the client raises ApiException for non-2xx answers
         status = getattr(err, "status", None)
         if isinstance(status, int):

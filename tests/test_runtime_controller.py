@@ -1,0 +1,510 @@
+"""runtime/controller.py: the Controller on the embedded API server (triggers, reasons,
+readiness gate, hold, concurrency bound, requeue, error policy, shutdown, sources)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import AppsV1Api, CoreV1Api
+
+from client_cache.informers import SharedInformerFactory, new_shared_informer_factory
+from client_cache.labels import everything
+from client_cache.listwatch import ListWatch, new_list_watch_from_client
+from client_cache.runtime import (
+    Action,
+    Context,
+    Controller,
+    ControllerConfig,
+    ObjectRef,
+    ReasonKind,
+    ReconcileReason,
+    ReconcileRequest,
+    RunSummary,
+    controller_owner_ref,
+    finalizer,
+)
+from client_cache.schema import GroupVersionResource
+from client_cache.shared_informer import (
+    SharedIndexInformerOptions,
+    new_shared_index_informer_with_options,
+)
+from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import eventually
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+SECRETS = GroupVersionResource("", "v1", "secrets")
+DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
+NS = "default"
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer(bookmark_interval=0.2) as srv:
+        yield srv
+
+
+@pytest.fixture
+def core(server: EmbeddedApiServer) -> CoreV1Api:
+    return CoreV1Api(server.api_client())
+
+
+@pytest.fixture
+def factory(server: EmbeddedApiServer) -> SharedInformerFactory:
+    return new_shared_informer_factory(server.api_client(), 0)
+
+
+def cm(core: CoreV1Api, name: str, **labels: str) -> Any:
+    return core.create_namespaced_config_map(NS, {"metadata": {"name": name,
+                                                               "labels": labels}})
+
+
+class Recorder:
+    """A reconcile that records (name, reason kind) and wakes waiters."""
+
+    def __init__(self, action: Action | None = None) -> None:
+        self.cond = threading.Condition()
+        self.calls: list[tuple[str, ReasonKind]] = []
+        self.reasons: list[ReconcileReason] = []
+        self.action = action or Action.await_change()
+
+    def __call__(self, obj: Any, ctx: Context[Any]) -> Action:
+        with self.cond:
+            self.calls.append((obj["metadata"]["name"], ctx.reason.kind))
+            self.reasons.append(ctx.reason)
+            self.cond.notify_all()
+        return self.action
+
+    def wait(self, pred: Callable[[list[tuple[str, ReasonKind]]], bool],
+             timeout: float = 10) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: pred(self.calls), timeout), self.calls
+
+
+class Running:
+    """``Controller.run`` on a thread; :meth:`stop` shuts it down and returns the summary."""
+
+    def __init__(self, controller: Controller[Any], reconcile: Any, **kwargs: Any) -> None:
+        self.controller = controller
+        self.summary: RunSummary | None = None
+        self.thread = threading.Thread(target=self._run, args=(reconcile,), kwargs=kwargs,
+                                       name="test-controller-run", daemon=True)
+        self.thread.start()
+
+    def _run(self, reconcile: Any, **kwargs: Any) -> None:
+        self.summary = self.controller.run(reconcile, **kwargs)
+
+    def stop(self, timeout: float = 10) -> RunSummary:
+        self.controller.shutdown()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive()
+        assert self.summary is not None
+        return self.summary
+
+
+def no_throttle(**kwargs: Any) -> ControllerConfig:
+    return ControllerConfig(client_qps=0, **kwargs)
+
+
+def test_trigger_self_reasons_and_deletes(server: EmbeddedApiServer, core: CoreV1Api,
+                                          factory: SharedInformerFactory) -> None:
+    cm(core, "a")
+    rec = Recorder()
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    assert (controller.kind, controller.api_version, controller.namespaced) == \
+        ("ConfigMap", "v1", True)
+    running = Running(controller, rec)
+    try:
+        rec.wait(lambda calls: ("a", ReasonKind.OBJECT_UPDATED) in calls)
+        core.patch_namespaced_config_map("a", NS, {"data": {"k": "v"}})
+        rec.wait(lambda calls: len(calls) >= 2)
+        cm(core, "b")
+        rec.wait(lambda calls: ("b", ReasonKind.OBJECT_UPDATED) in calls)
+        before = len(rec.calls)
+        core.delete_namespaced_config_map("b", NS)
+        cm(core, "c")  # a marker: handled after the delete
+        rec.wait(lambda calls: ("c", ReasonKind.OBJECT_UPDATED) in calls)
+        assert all(name != "b" for name, _ in rec.calls[before:])  # a delete triggers nothing
+    finally:
+        summary = running.stop()
+    assert summary.errors == 0 and summary.reconciles == len(rec.calls)
+
+
+def test_owns_maps_children_to_owners_and_recreates_deleted_children(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
+    apps = AppsV1Api(server.api_client())
+
+    def reconcile(owner: Any, ctx: Context[Any]) -> Action:
+        name = f"{owner['metadata']['name']}-child"
+        try:
+            apps.read_namespaced_deployment(name, NS)
+        except Exception:
+            apps.create_namespaced_deployment(NS, {
+                "metadata": {"name": name, "ownerReferences": [
+                    controller_owner_ref(owner, "ConfigMap", "v1")]},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}}}}})
+        return rec(owner, ctx)
+
+    rec = Recorder()
+    for i in range(3):
+        cm(core, f"owner{i}")
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle()) \
+        .owns(DEPLOYMENTS)
+    running = Running(controller, reconcile)
+    try:
+        deployments = factory.for_resource(DEPLOYMENTS).lister()
+        eventually(lambda: len(deployments.list(_everything())) == 3, 10)
+        apps.delete_namespaced_deployment("owner1-child", NS)
+        rec.wait(lambda calls: ("owner1", ReasonKind.RELATED_OBJECT_UPDATED) in calls)
+        related = [r.related for r in rec.reasons
+                   if r.kind is ReasonKind.RELATED_OBJECT_UPDATED]
+        assert ObjectRef("owner1-child", NS, "Deployment", "apps/v1") in related
+        eventually(lambda: len(deployments.list(_everything())) == 3, 10,
+                   "the deleted child was not recreated")
+        # a child owned by something else triggers nothing for us
+        apps.create_namespaced_deployment(NS, {
+            "metadata": {"name": "stranger", "ownerReferences": [{
+                "apiVersion": "v1", "kind": "Secret", "name": "owner0", "uid": "x"}]},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}}}}})
+        cm(core, "marker")
+        rec.wait(lambda calls: ("marker", ReasonKind.OBJECT_UPDATED) in calls)
+        assert str(ObjectRef("stranger", NS, "Deployment", "apps/v1")) not in map(str, related)
+    finally:
+        running.stop()
+
+
+def _everything() -> Any:
+    return everything()
+
+
+def test_watches_mapper_and_sources(server: EmbeddedApiServer, core: CoreV1Api,
+                                    factory: SharedInformerFactory) -> None:
+    """``watches``: a Secret labelled app=<name> reconciles ConfigMap <name>;
+    ``reconcile_on``: refs and requests from a queue; ``reconcile_all_on``: every cached
+    primary object."""
+    cm(core, "a")
+    cm(core, "b")
+    refs: queue.Queue[Any] = queue.Queue()
+    bulk: queue.Queue[Any] = queue.Queue()
+    rec = Recorder()
+
+    def mapper(secret: Any) -> ObjectRef | None:
+        app = (secret["metadata"].get("labels") or {}).get("app")
+        return ObjectRef(app).within(NS) if app else None
+
+    controller: Controller[Any] = (Controller(factory, CONFIGMAPS, config=no_throttle())
+                                   .watches(SECRETS, mapper)
+                                   .reconcile_on(refs).reconcile_all_on(bulk))
+    running = Running(controller, rec)
+    try:
+        rec.wait(lambda calls: {n for n, _ in calls} == {"a", "b"})
+        core.create_namespaced_secret(NS, {"metadata": {"name": "s", "labels": {"app": "b"}}})
+        rec.wait(lambda calls: ("b", ReasonKind.RELATED_OBJECT_UPDATED) in calls)
+        refs.put(ObjectRef("a", NS))
+        rec.wait(lambda calls: ("a", ReasonKind.UNKNOWN) in calls)
+        refs.put(ReconcileRequest(ObjectRef("b", NS, "ConfigMap", "v1"),
+                                  ReconcileReason.custom("webhook said so")))
+        rec.wait(lambda calls: ("b", ReasonKind.CUSTOM) in calls)
+        assert "webhook said so" in map(str, rec.reasons)
+        refs.put(ObjectRef("a", NS, "Secret", "v1"))  # another kind: refused
+        bulk.put("tick")
+        rec.wait(lambda calls: sum(1 for _, k in calls if k is ReasonKind.BULK_RECONCILE) == 2)
+        refs.put(ObjectRef("never-existed", NS))
+        eventually(lambda: controller.summary().not_found == 1, 10)
+    finally:
+        summary = running.stop()
+    assert summary.not_found == 1
+
+
+def test_readiness_gate_waits_for_every_cache(server: EmbeddedApiServer, core: CoreV1Api,
+                                              factory: SharedInformerFactory) -> None:
+    cm(core, "a")
+    release = threading.Event()
+    real = new_list_watch_from_client(server.api_client(), SECRETS)
+
+    def slow_list(options: Any) -> Any:
+        assert release.wait(10)
+        return real.list(options)
+
+    held = ListWatch(list_func=slow_list, watch_func=real.watch)
+    secrets = factory.informer_for(SECRETS, new_func=lambda client, resync:
+                                   new_shared_index_informer_with_options(
+                                       held, None, SharedIndexInformerOptions()))
+    seen_ready: list[bool] = []
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        seen_ready.append(secrets.get_indexer().is_ready())
+        return rec(obj, ctx)
+
+    rec = Recorder()
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle()) \
+        .watches(SECRETS, lambda s: None)
+    running = Running(controller, reconcile)
+    try:
+        eventually(lambda: controller.pending() == 1, 10, "the add was not scheduled")
+        assert rec.calls == []  # the secrets cache is not ready: nothing runs
+        release.set()
+        rec.wait(lambda calls: len(calls) == 1)
+        assert seen_ready == [True]
+    finally:
+        release.set()
+        running.stop()
+
+
+def test_hold_and_concurrency_bound(server: EmbeddedApiServer, core: CoreV1Api,
+                                    factory: SharedInformerFactory) -> None:
+    """Never two reconciles of one object at once; at most ``concurrency`` in all; a
+    trigger during a reconcile runs once after it."""
+    for i in range(6):
+        cm(core, f"c{i}")
+    lock = threading.Lock()
+    active: dict[str, int] = {}
+    peak = {"total": 0, "same": 0}
+    gate = threading.Event()
+    three_running = threading.Event()
+    rec = Recorder()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        name = obj["metadata"]["name"]
+        with lock:
+            active[name] = active.get(name, 0) + 1
+            peak["same"] = max(peak["same"], active[name])
+            peak["total"] = max(peak["total"], sum(active.values()))
+            if sum(active.values()) == 3:
+                three_running.set()
+        assert gate.wait(10)
+        with lock:
+            active[name] -= 1
+        return rec(obj, ctx)
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS,
+                                             config=no_throttle(concurrency=3))
+    running = Running(controller, reconcile)
+    try:
+        assert three_running.wait(10)
+        running_now = [n for n, c in active.items() if c]
+        for name in running_now:  # a trigger while they reconcile
+            core.patch_namespaced_config_map(name, NS, {"data": {"x": "1"}})
+        eventually(lambda: controller.pending() >= 6, 10)  # 3 waiting + 3 held
+        gate.set()
+        rec.wait(lambda calls: len(calls) == 9)  # 6 first runs + 1 rerun per held one
+        assert sorted(n for n, _ in rec.calls if n in running_now) == \
+            sorted(running_now * 2)
+    finally:
+        gate.set()
+        running.stop()
+    assert peak == {"total": 3, "same": 1}
+
+
+def test_requeue_and_error_policies(server: EmbeddedApiServer, core: CoreV1Api,
+                                    factory: SharedInformerFactory) -> None:
+    cm(core, "flaky")
+    cm(core, "requeued")
+    cm(core, "policy")
+    failures = {"flaky": 2, "policy": 1}
+    rec = Recorder()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        name = obj["metadata"]["name"]
+        rec(obj, ctx)
+        if failures.get(name, 0) > 0:
+            failures[name] -= 1
+            raise RuntimeError(f"{name} failed")
+        if name == "requeued" and ctx.reason.kind is ReasonKind.OBJECT_UPDATED:
+            return Action.requeue(0.05)
+        return Action.await_change()
+
+    def error_policy(obj: Any, err: BaseException, ctx: Context[Any]) -> Action:
+        if obj["metadata"]["name"] == "policy":
+            return Action.requeue(0.05)
+        return Action.requeue(0.01) if ctx.data == "retry-fast" else Action.await_change()
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    running = Running(controller, reconcile, error_policy=error_policy, data="retry-fast")
+    try:
+        rec.wait(lambda calls: calls.count(("flaky", ReasonKind.ERROR_POLICY_REQUESTED_RETRY))
+                 == 2)
+        rec.wait(lambda calls: ("requeued", ReasonKind.RECONCILER_REQUESTED_RETRY) in calls)
+        rec.wait(lambda calls: ("policy", ReasonKind.ERROR_POLICY_REQUESTED_RETRY) in calls)
+    finally:
+        summary = running.stop()
+    assert summary.errors == 3 and summary.requeues >= 4
+
+
+def test_default_error_policy_backs_off(server: EmbeddedApiServer, core: CoreV1Api,
+                                        factory: SharedInformerFactory) -> None:
+    cm(core, "x")
+    rec = Recorder()
+    attempts: list[float] = []
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        attempts.append(time.monotonic())
+        rec(obj, ctx)
+        if len(attempts) < 5:
+            raise ValueError("not yet")
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    running = Running(controller, reconcile)
+    try:
+        rec.wait(lambda calls: len(calls) == 5)
+    finally:
+        summary = running.stop()
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
+    assert [k for _, k in rec.calls[1:]] == [ReasonKind.ERROR_POLICY_REQUESTED_RETRY] * 4
+    assert gaps[3] >= 0.04  # 5, 10, 20, 40 ms: exponential
+    assert summary.errors == 4 and summary.reconciles == 5
+
+
+def test_graceful_shutdown_waits_for_a_slow_reconcile(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
+    cm(core, "slow")
+    started = threading.Event()
+    saw_stopping = threading.Event()
+    shutdown = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        started.set()
+        if ctx.stopping.wait(10):
+            saw_stopping.set()
+        return Action.requeue(0.01)
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle()) \
+        .graceful_shutdown_on(shutdown)
+    running = Running(controller, reconcile)
+    assert started.wait(10)
+    shutdown.set()
+    running.thread.join(10)
+    assert not running.thread.is_alive() and saw_stopping.is_set()
+    assert running.summary is not None
+    assert running.summary.reconciles == 1 and running.summary.unfinished == []
+
+
+def test_shutdown_deadline_reports_unfinished(server: EmbeddedApiServer, core: CoreV1Api,
+                                              factory: SharedInformerFactory) -> None:
+    cm(core, "stuck")
+    started, release = threading.Event(), threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        started.set()
+        assert release.wait(10)
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(
+        factory, CONFIGMAPS, config=no_throttle(shutdown_timeout=0.1))
+    running = Running(controller, reconcile)
+    assert started.wait(10)
+    summary = running.stop()
+    assert summary.unfinished == [ObjectRef("stuck", NS, "ConfigMap", "v1")]
+    release.set()  # let the worker end before the leak check
+    eventually(lambda: not [t for t in threading.enumerate()
+                            if t.name.startswith("controller-configmaps-worker")], 5)
+
+
+def test_caller_owned_stop_and_shared_watch(server: EmbeddedApiServer, core: CoreV1Api,
+                                            factory: SharedInformerFactory) -> None:
+    """Two controllers on one factory share the ConfigMap watch; with ``stop`` given, the
+    informers outlive ``run`` until the caller sets it, and setting it ends both runs."""
+    cm(core, "a")
+    first, second = Recorder(), Recorder()
+    stop = threading.Event()
+    one: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle(name="one"))
+    two: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle(name="two"))
+    run_one = Running(one, first, stop=stop)
+    run_two = Running(two, second, stop=stop)
+    try:
+        first.wait(lambda calls: len(calls) == 1)
+        second.wait(lambda calls: len(calls) == 1)
+        eventually(lambda: server.watch_requests == 1, 10, "no watch")
+        run_two.stop()
+        informer = factory.for_resource(CONFIGMAPS).informer()
+        assert not informer.is_stopped()  # the caller owns the informers
+        cm(core, "b")
+        first.wait(lambda calls: len(calls) == 2)
+        assert server.watch_requests == 1 and server.list_requests == 1  # one shared informer
+    finally:
+        stop.set()
+        run_one.thread.join(10)
+        factory.shutdown(5)
+    assert not run_one.thread.is_alive()
+    assert second.calls == [("a", ReasonKind.OBJECT_UPDATED)]
+
+
+def test_shutdown_on_signal(server: EmbeddedApiServer, core: CoreV1Api,
+                            factory: SharedInformerFactory) -> None:
+    cm(core, "a")
+    previous = signal.getsignal(signal.SIGTERM)
+    reconciled = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled on the main thread, in run
+        reconciled.set()
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle()) \
+        .shutdown_on_signal()
+    summary = controller.run(reconcile)  # on the main thread, as required
+    assert reconciled.is_set() and summary.reconciles == 1
+    assert signal.getsignal(signal.SIGTERM) is previous
+    with pytest.raises(RuntimeError, match="main thread"):
+        holder: list[BaseException] = []
+
+        def off_main() -> None:
+            try:
+                controller.run(reconcile)
+            except RuntimeError as err:
+                holder.append(err)
+
+        thread = threading.Thread(target=off_main, name="test-off-main", daemon=True)
+        thread.start()
+        thread.join(5)
+        raise holder[0]
+
+
+def test_finalizer_runs_cleanup_before_the_object_goes(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
+    client = server.api_client()
+    cm(core, "guarded")
+    cleaned: list[str] = []
+    applied: list[str] = []
+    name = "example.com/cleanup"
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        return finalizer(client, CONFIGMAPS, name, obj,
+                         apply=lambda o: applied.append(o["metadata"]["name"]) or
+                         Action.await_change(),
+                         cleanup=lambda o: cleaned.append(o["metadata"]["name"]) or
+                         Action.await_change())
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    running = Running(controller, reconcile)
+    try:
+        eventually(lambda: applied == ["guarded"], 10)
+        assert core.read_namespaced_config_map("guarded", NS).metadata.finalizers == [name]
+        core.delete_namespaced_config_map("guarded", NS)
+        eventually(lambda: cleaned == ["guarded"], 10)
+        lister = factory.for_resource(CONFIGMAPS).lister()
+        eventually(lambda: not lister.list(_everything()), 10, "the object was not deleted")
+    finally:
+        running.stop()
+
+
+def test_config_validation(factory: SharedInformerFactory) -> None:
+    with pytest.raises(ValueError, match="concurrency"):
+        ControllerConfig(concurrency=0)
+    with pytest.raises(ValueError, match="negative"):
+        ControllerConfig(debounce=-1)
+    with pytest.raises(TypeError, match="GroupVersionResource"):
+        Controller(factory, "configmaps", kind="ConfigMap", namespaced=True)  # type: ignore[arg-type]
+    with pytest.raises(LookupError, match="does not serve"):
+        Controller(factory, GroupVersionResource("example.com", "v1", "nothings"),
+                   kind="Nothing", namespaced=True)

@@ -60,6 +60,7 @@ __all__ = [
     "is_gone",
     "is_internal_error",
     "is_not_found",
+    "describe_error",
     "is_resource_expired",
     "is_timeout",
     "is_too_large_resource_version",
@@ -383,6 +384,18 @@ def _status_of(err: BaseException | None) -> ApiStatusError | None:
         err = err.__cause__ or err.__context__
         seen += 1
     return None
+
+
+def describe_error(err: BaseException) -> str:
+    """A one-line description of ``err`` that is safe to log: for an API error (ours or the
+    ``kubernetes`` client's ``ApiException``, whose text carries response headers and a
+    body that may quote the object) its type, HTTP code and reason only; for anything
+    else its type and message (the raiser's words)."""
+    if isinstance(err, ApiStatusError) or _is_client_api_exception(err):
+        status = _status_of(err)
+        if status is not None:
+            return f"{type(err).__name__}: {status.code} {status.reason or 'Unknown'}"
+    return f"{type(err).__name__}: {err}"
 
 
 def reason_for_error(err: BaseException | None) -> str:

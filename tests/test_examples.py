@@ -44,6 +44,16 @@ def test_workqueue_controller_example() -> None:
     assert "processed" in out.splitlines()[-1]
 
 
+@pytest.mark.parametrize("name", ["sample_controller.py", "sample_controller_plain.py"])
+def test_sample_controller_examples_converge(name: str) -> None:
+    """Both ports of sample-controller apply the CRD, reconcile five Foos and print them in
+    sync (the full scenarios run in tests/conformance/test_sample_controller.py)."""
+    out = run(name)
+    lines = [line for line in out.splitlines() if line.startswith("example-foo-")]
+    assert lines == [f"example-foo-{i}: deployment foo-{i} available {1 + i % 3}/{1 + i % 3}"
+                     for i in range(5)]
+
+
 def test_cache_controller_example_deletes_everything_it_sees() -> None:
     out = run("cache_controller.py", "--pods", "4")
     deleted = sorted(line.split()[-1] for line in out.splitlines()

@@ -70,6 +70,7 @@ from typing import Any, Generic, TypeVar
 
 from client_cache import meta
 from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.errors import describe_error
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
 from client_cache.listwatch import resource_kind
@@ -465,8 +466,8 @@ class Controller(Generic[D]):
             with self._lock:
                 self._summary.reconciles += 1
                 self._summary.errors += 1
-            _log.error("controller %s: reconcile of %s failed: %s: %s", self.name,
-                       meta.describe(obj), type(err).__name__, err)
+            _log.error("controller %s: reconcile of %s failed: %s", self.name,
+                       meta.describe(obj), describe_error(err))
             self._after_error(scheduler, obj, err, ctx, error_policy)
             return
         finally:

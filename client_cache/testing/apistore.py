@@ -538,6 +538,10 @@ class ApiStore:
         with open(path, encoding="utf-8") as fh:
             state = json.load(fh)
         with self._lock:
+            for entry in state["objects"]:  # custom resources first: their types
+                if (entry["group"], entry["plural"]) == _CRD_KEY:
+                    for crd in entry["items"]:
+                        self.register(_crd_resource_type(crd))
             for entry in state["objects"]:
                 key = (entry["group"], entry["plural"])
                 if key not in self._types:

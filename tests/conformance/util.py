@@ -43,6 +43,11 @@ class Backend:
         current revision); on the embedded one, compact."""
         raise NotImplementedError
 
+    def restart_apiserver(self, state_path: str) -> None:
+        """Restart the API server keeping the data (the embedded one through a dump at
+        ``state_path``; the real one's etcd keeps it)."""
+        raise NotImplementedError
+
 
 class EmbeddedBackend(Backend):
     name = "embedded"
@@ -70,6 +75,9 @@ class EmbeddedBackend(Backend):
     def expire_watch_cache(self) -> None:
         self.server.compact()
 
+    def restart_apiserver(self, state_path: str) -> None:
+        self.server.kill_and_restart(state_path)
+
 
 class RealBackend(Backend):
     name = "real"
@@ -85,6 +93,9 @@ class RealBackend(Backend):
 
     def expire_watch_cache(self) -> None:
         self.plane.compact()
+        self.plane.restart_apiserver()
+
+    def restart_apiserver(self, state_path: str) -> None:
         self.plane.restart_apiserver()
 
 

@@ -1,0 +1,89 @@
+"""The Foo API of Kubernetes' sample-controller (its ``pkg/apis/samplecontroller/v1alpha1``
+and ``artifacts/examples/crd-status-subresource.yaml``), shared by ``sample_controller.py``
+(written with the runtime) and ``sample_controller_plain.py`` (the Go ``controller.go``
+line by line): the resource names, the CRD, and ``new_deployment``.
+
+Objects are wire dicts, as the informers hand them out: ``foo["spec"]["deploymentName"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client import ApiClient, ApiException, ApiextensionsV1Api, CustomObjectsApi
+
+from client_cache.runtime import controller_owner_ref
+from client_cache.schema import GroupVersionResource
+
+GROUP, VERSION, KIND = "samplecontroller.k8s.io", "v1alpha1", "Foo"
+API_VERSION = f"{GROUP}/{VERSION}"
+FOOS = GroupVersionResource(GROUP, VERSION, "foos")
+DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
+CRD_FILE = Path(__file__).resolve().parent / "artifacts" / "crd.yaml"
+
+# The messages of sample-controller's events (logged here until the event recorder lands).
+SUCCESS_SYNCED = "Synced"
+ERR_RESOURCE_EXISTS = "ErrResourceExists"
+MESSAGE_RESOURCE_EXISTS = "Resource %s already exists and is not managed by Foo"
+MESSAGE_RESOURCE_SYNCED = "Foo synced successfully"
+
+
+def install_crd(api_client: ApiClient, timeout: float = 60) -> None:
+    """Create the Foo CRD from ``artifacts/crd.yaml`` (if absent) and wait until Foos are
+    served (``kubectl apply -f artifacts/crd.yaml`` and a wait, in one call)."""
+    body = yaml.safe_load(CRD_FILE.read_text())
+    extensions = ApiextensionsV1Api(api_client)
+    try:
+        extensions.create_custom_resource_definition(body)
+    except ApiException as err:
+        if err.status != 409:
+            raise
+    deadline = time.monotonic() + timeout
+    objects = CustomObjectsApi(api_client)
+    while True:
+        try:
+            objects.list_cluster_custom_object(GROUP, VERSION, FOOS.resource, limit=1)
+            return
+        except ApiException as err:  # 404 until served; 429 while the storage initialises
+            if err.status not in (404, 429, 503) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def foo(name: str, deployment_name: str, replicas: int) -> dict[str, Any]:
+    """A Foo to create (as ``artifacts/examples/example-foo.yaml``)."""
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
+            "spec": {"deploymentName": deployment_name, "replicas": replicas}}
+
+
+def new_deployment(foo: Any) -> dict[str, Any]:
+    """The Deployment a Foo asks for, owned by it (Go ``newDeployment``)."""
+    labels = {"app": "nginx", "controller": foo["metadata"]["name"]}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": foo["spec"]["deploymentName"],
+                     "namespace": foo["metadata"]["namespace"],
+                     "ownerReferences": [controller_owner_ref(foo, KIND, API_VERSION)]},
+        "spec": {"replicas": foo["spec"].get("replicas"),
+                 "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "nginx",
+                                                       "image": "nginx:latest"}]}}},
+    }
+
+
+def is_controlled_by(obj: Any, owner: Any) -> bool:
+    """Whether ``owner`` is the controller of ``obj`` (Go ``metav1.IsControlledBy``)."""
+    uid = owner["metadata"].get("uid")
+    return any(ref.get("controller") and ref.get("uid") == uid
+               for ref in obj["metadata"].get("ownerReferences") or [])
+
+
+def with_available_replicas(foo: Any, deployment: Any) -> dict[str, Any]:
+    """A copy of ``foo`` whose status carries the Deployment's availableReplicas (the body
+    of Go's ``updateFooStatus``)."""
+    available = (deployment.get("status") or {}).get("availableReplicas") or 0
+    return {**foo, "status": {**(foo.get("status") or {}), "availableReplicas": available}}

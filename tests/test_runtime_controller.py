@@ -3,12 +3,14 @@ readiness gate, hold, concurrency bound, requeue, error policy, shutdown, source
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import queue
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -30,6 +32,8 @@ from client_cache.runtime import (
     RunSummary,
     controller_owner_ref,
     finalizer,
+    reset_controller_metrics_provider_for_tests,
+    set_controller_metrics_provider,
 )
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
@@ -508,3 +512,99 @@ def test_config_validation(factory: SharedInformerFactory) -> None:
     with pytest.raises(LookupError, match="does not serve"):
         Controller(factory, GroupVersionResource("example.com", "v1", "nothings"),
                    kind="Nothing", namespaced=True)
+
+
+class CountingProvider:
+    """A controller metrics provider that counts, by metric and result."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def metric(self, key: str) -> Any:
+        provider = self
+
+        class Metric:
+            def inc(self) -> None:
+                provider.add(key, 1)
+
+            def dec(self) -> None:
+                provider.add(key, -1)
+
+            def set(self, value: float) -> None:
+                with provider.lock:
+                    provider.counts[key] = value
+
+            def observe(self, value: float) -> None:
+                provider.add(f"{key}_count", 1)
+
+        return Metric()
+
+    def add(self, key: str, n: float) -> None:
+        with self.lock:
+            self.counts[key] = self.counts.get(key, 0) + n
+
+    def new_reconcile_total_metric(self, name: str, result: str) -> Any:
+        return self.metric(f"{name}/total/{result}")
+
+    def new_reconcile_errors_metric(self, name: str) -> Any:
+        return self.metric(f"{name}/errors")
+
+    def new_reconcile_time_metric(self, name: str) -> Any:
+        return self.metric(f"{name}/time")
+
+    def new_active_workers_metric(self, name: str) -> Any:
+        return self.metric(f"{name}/active")
+
+    def new_max_concurrent_reconciles_metric(self, name: str) -> Any:
+        return self.metric(f"{name}/max")
+
+
+def test_metrics_through_the_provider(server: EmbeddedApiServer, core: CoreV1Api,
+                                      factory: SharedInformerFactory) -> None:
+    provider = CountingProvider()
+    set_controller_metrics_provider(provider)
+    try:
+        cm(core, "ok")
+        cm(core, "bad")
+        cm(core, "again")
+        rec = Recorder()
+
+        def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+            name = obj["metadata"]["name"]
+            rec(obj, ctx)
+            if name == "bad" and ctx.reason.kind is ReasonKind.OBJECT_UPDATED:
+                raise RuntimeError("once")
+            if name == "again" and ctx.reason.kind is ReasonKind.OBJECT_UPDATED:
+                return Action.requeue(0.01)
+            return Action.await_change()
+
+        controller: Controller[Any] = Controller(factory, CONFIGMAPS,
+                                                 config=no_throttle(concurrency=2))
+        running = Running(controller, reconcile)
+        try:
+            rec.wait(lambda calls: len(calls) == 5)
+        finally:
+            running.stop()
+    finally:
+        reset_controller_metrics_provider_for_tests()
+    counts = provider.counts
+    assert counts["configmaps/total/success"] == 3  # ok, bad's retry, again's requeue
+    assert counts["configmaps/total/error"] == 1 and counts["configmaps/errors"] == 1
+    assert counts["configmaps/total/requeue_after"] == 1
+    assert counts["configmaps/time_count"] == 5
+    assert counts["configmaps/active"] == 0 and counts["configmaps/max"] == 2
+
+
+def test_a_stopped_controller_is_collected(server: EmbeddedApiServer, core: CoreV1Api,
+                                           factory: SharedInformerFactory) -> None:
+    cm(core, "a")
+    rec = Recorder()
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    running = Running(controller, rec)
+    rec.wait(lambda calls: len(calls) == 1)
+    running.stop()
+    ref = weakref.ref(controller)
+    del controller, running
+    gc.collect()
+    assert ref() is None

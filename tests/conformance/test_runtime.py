@@ -1,0 +1,95 @@
+"""The runtime's server-facing parts on both servers: the finalizer helper (a deletion held
+until the cleanup ran), and the reflector Store guarantees (ready after the first list, a
+relist after a lost watch history applied in one step, subscriptions)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kubernetes.client import CoreV1Api
+
+from client_cache.informers import SharedInformerFactoryOptions
+from client_cache.informers import new_shared_informer_factory_with_options as new_factory
+from client_cache.labels import everything
+from client_cache.runtime import Action, Context, Controller, ControllerConfig, finalizer
+from client_cache.watch import EventType
+from tests.conformance.util import CONFIGMAPS, Backend, configmap, create_configmaps, name_of
+from tests.fixtures import eventually
+
+FINALIZER = "example.com/cleanup"
+
+
+def test_finalizer_holds_the_deletion_until_cleanup(api: Any, ns: str) -> None:
+    core = CoreV1Api(api)
+    core.create_namespaced_config_map(ns, configmap("guarded"))
+    factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns))
+    cleaned: list[str] = []
+    release = threading.Event()
+
+    def cleanup(obj: Any) -> Action:
+        assert release.wait(10)  # the object must still exist while we clean up
+        cleaned.append(name_of(obj))
+        return Action.await_change()
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        return finalizer(api, CONFIGMAPS, FINALIZER, obj, apply=lambda o: Action.await_change(),
+                         cleanup=cleanup)
+
+    controller: Controller[None] = Controller(factory, CONFIGMAPS,
+                                              config=ControllerConfig(client_qps=0))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(reconcile,),
+                              kwargs={"stop": stop}, name="test-runtime", daemon=True)
+    runner.start()
+    try:
+        eventually(lambda: core.read_namespaced_config_map("guarded", ns).metadata.finalizers
+                   == [FINALIZER], 20, "the finalizer was not added")
+        core.delete_namespaced_config_map("guarded", ns)
+        held = core.read_namespaced_config_map("guarded", ns)
+        assert held.metadata.deletion_timestamp is not None  # held by our finalizer
+        release.set()
+        lister = factory.for_resource(CONFIGMAPS).lister()
+        eventually(lambda: not lister.list(everything()), 20, "not deleted after cleanup")
+        assert cleaned == ["guarded"]
+    finally:
+        release.set()
+        stop.set()
+        runner.join(10)
+        factory.shutdown(5)
+    assert not runner.is_alive()
+
+
+def test_atomic_relist_readiness_and_subscriptions(api: Any, ns: str,
+                                                   backend: Backend) -> None:
+    """An informer with ``atomic_relist``: its lister is ready once the first list is in,
+    a relist after the watch history is lost (compaction, and on the real server an API
+    server restart) brings the cache to the server's state, and a subscription sees the
+    changes."""
+    create_configmaps(api, ns, [f"c{i}" for i in range(50)])
+    factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns,
+                                                               atomic_relist=True))
+    generic = factory.for_resource(CONFIGMAPS)
+    subscription = generic.informer().get_indexer().subscribe()
+    stop = threading.Event()
+    factory.start(stop)
+    try:
+        assert generic.lister().wait_until_ready(timeout=30)
+        assert len(generic.lister().list(everything())) == 50
+        core = CoreV1Api(api)
+        backend.expire_watch_cache()
+        for i in range(10):
+            core.delete_namespaced_config_map(f"c{i}", ns)
+        create_configmaps(api, ns, ["late"])
+        eventually(lambda: sorted(name_of(o) for o in generic.lister().list(everything()))
+                   == sorted([f"c{i}" for i in range(10, 50)] + ["late"]), 60,
+                   "the cache did not converge")
+        seen: dict[str, EventType] = {}
+        while (event := subscription.get(timeout=0)) is not None:
+            seen[name_of(event.object)] = event.type
+        assert seen["late"] is EventType.ADDED
+        assert all(seen[f"c{i}"] is EventType.DELETED for i in range(10))
+    finally:
+        stop.set()
+        factory.shutdown(10)
+    assert subscription.closed

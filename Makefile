@@ -55,8 +55,8 @@ lint: $(STAMP)
 
 # The side-by-side benchmark (issue 10): client_cache vs the kubernetes package's informer
 # and Watch loops vs client-go (needs Go; about 20 minutes), then the idle-CPU figure (1 min)
-# and metadata-only vs full informer memory (2 min). Writes bench/results/latest.*, idle.*,
-# metadata.*
+# metadata-only vs full informer memory (2 min), and the controller runtime vs a hand-written
+# work-queue controller (1 min). Writes bench/results/latest.*, idle.*, metadata.*, runtime.*
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install -e '.[test,bench]'
@@ -66,6 +66,7 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.bench_compare
 	$(PY) -m bench.bench_idle
 	$(PY) -m bench.bench_metadata
+	$(PY) -m bench.bench_runtime
 
 # Micro-benchmarks of client_cache alone: queues, workqueue, wire decoding, reflector, informer.
 bench-micro: $(STAMP)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench.contenders import save_results
 
 
 def child(url: str, seconds: float) -> None:
@@ -98,8 +98,6 @@ def main() -> int:
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["core_percent"] = 100.0 * result["cpu_seconds"] / result["wall_seconds"]
     result["load_1min"] = os.getloadavg()[0]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "idle.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     text = (
         "# Idle CPU\n\n"
         "3 synced informers (pods, configmaps, secrets; 200 objects each) and 2 workers "
@@ -113,8 +111,7 @@ def main() -> int:
         f"{result['load_1min']:.2f} |\n\n"
         "Target (issue 16): well under 1 % of a core: "
         f"{'met' if result['core_percent'] < 1.0 else 'missed'}.\n")
-    (RESULTS / "idle.md").write_text(text, encoding="utf-8")
-    print(text)
+    save_results("idle", result, text)
     return 0
 
 

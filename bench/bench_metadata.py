@@ -25,9 +25,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.contenders import rss_kb
+from bench.contenders import rss_kb, save_results
 
-RESULTS = Path(__file__).resolve().parent / "results"
 PODS_GVR = ("", "v1", "pods")
 
 
@@ -92,9 +91,6 @@ def main() -> int:
               for mode, rs in runs.items()}
     ratio = report["metadata"]["bytes_per_pod"] / report["full"]["bytes_per_pod"]
     report["metadata_vs_full"] = ratio
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "metadata.json").write_text(json.dumps(report, indent=2) + "\n",
-                                           encoding="utf-8")
     text = (
         "# Metadata-only informers: memory per cached pod\n\n"
         f"{int(report['full']['pods']):,} realistic pods on the embedded server; one informer "
@@ -107,8 +103,7 @@ def main() -> int:
         f"{report['metadata']['bytes_per_pod']:,.0f} | "
         f"{report['metadata']['sync_seconds']:.2f} |\n\n"
         f"Metadata-only holds {ratio:.2f}x the bytes of the full informer.\n")
-    (RESULTS / "metadata.md").write_text(text, encoding="utf-8")
-    print(text)
+    save_results("metadata", report, text)
     return 0
 
 

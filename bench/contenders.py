@@ -32,10 +32,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from kubernetes import watch as kwatch
 from kubernetes.client import ApiClient, Configuration, CoreV1Api
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def save_results(stem: str, report: Any, text: str) -> None:
+    """Write ``bench/results/<stem>.json`` (the numbers) and ``<stem>.md`` (the table)
+    and print the table."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n",
+                                          encoding="utf-8")
+    (RESULTS / f"{stem}.md").write_text(text, encoding="utf-8")
+    print(text)
 
 
 def rss_kb(field: str = "VmRSS") -> int:

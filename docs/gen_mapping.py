@@ -154,6 +154,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "VeryShortWatchError": ("VeryShortWatchError", ""),
     "WatchStalledError": ("—", "a watch idle past its timeout (port addition)"),
     "ReadyIndexer": ("—", "an Indexer with kube-rs Store readiness and subscriptions"),
+    "describe_error": ("—", "an error as a log line: API errors by code and reason only"),
     "discover": ("discovery.ServerResourcesForGroupVersion", "the resources list"),
     "resource_kind": ("RESTMapper.KindFor", "kind and scope by discovery"),
     "throttle_client": ("rest.Config.RateLimiter", "on a kubernetes ApiClient"),

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from _cluster import connect, parser
-from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
-from sample_apis import (
+from _sample_apis import (
     DEPLOYMENTS,
     FOOS,
     GROUP,
@@ -36,7 +35,8 @@ from sample_apis import (
     new_deployment,
     with_available_replicas,
 )
-from sample_demo import run_demo
+from _sample_demo import run_demo
+from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
 
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.informers import (

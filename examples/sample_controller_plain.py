@@ -15,8 +15,7 @@ import threading
 from typing import Any
 
 from _cluster import connect, parser
-from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
-from sample_apis import (
+from _sample_apis import (
     DEPLOYMENTS,
     ERR_RESOURCE_EXISTS,
     FOOS,
@@ -31,7 +30,8 @@ from sample_apis import (
     new_deployment,
     with_available_replicas,
 )
-from sample_demo import run_demo
+from _sample_demo import run_demo
+from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
 
 from client_cache import (
     DeletedFinalStateUnknown,

@@ -453,8 +453,9 @@ class Controller(Generic[D]):
                 self._summary.not_found += 1
             return
         ctx = Context(data, request, self._stopping)
-        _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
-                   request.reason)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
+                       request.reason)
         started = time.monotonic()
         metrics.active.inc()
         try:

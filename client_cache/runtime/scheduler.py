@@ -79,7 +79,10 @@ class Scheduler:
             if current is not None and current[0] <= run_at:
                 return  # the earlier request stands
             self._pending[ref] = (run_at, reason)
-        self._queue.add_after(ref, delay)
+        if delay > 0:
+            self._queue.add_after(ref, delay)
+        else:
+            self._queue.add(ref)  # add_after would count a retry
 
     def backoff(self, ref: ObjectRef, reason: ReconcileReason) -> float:
         """Schedule a retry after the rate limiter's next delay for ``ref``; returns it."""

@@ -44,7 +44,7 @@ class Harness:
     def __init__(self, backend: Backend, ns: str, implementation: ModuleType) -> None:
         self.backend, self.ns = backend, ns
         self.api = backend.api_client()
-        self.apis = example("sample_apis")
+        self.apis = example("_sample_apis")
         self.objects = CustomObjectsApi(self.api)
         self.apps = AppsV1Api(self.api)
         self.stop = threading.Event()
@@ -53,7 +53,7 @@ class Harness:
         if implementation.__name__ == "sample_controller":
             options["client_qps"] = 0  # unthrottled: the test makes hundreds of writes
         self.threads = [
-            example("sample_demo").play_deployment_controller(self.clients[0], self.stop, ns),
+            example("_sample_demo").play_deployment_controller(self.clients[0], self.stop, ns),
             threading.Thread(target=implementation.run, args=(self.clients[1], self.stop),
                              kwargs=options, name="test-sample-controller", daemon=True)]
         self.threads[1].start()
@@ -127,7 +127,7 @@ class Harness:
 @pytest.fixture
 def harness(backend: Backend, api: Any, ns: str, implementation: ModuleType,
             ) -> Iterator[Harness]:
-    example("sample_apis").install_crd(api)
+    example("_sample_apis").install_crd(api)
     running = Harness(backend, ns, implementation)
     try:
         yield running

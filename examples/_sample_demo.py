@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from _cluster import Cluster, stop_on_signals
+from _sample_apis import DEPLOYMENTS, FOOS, GROUP, VERSION, foo
 from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
-from sample_apis import DEPLOYMENTS, FOOS, GROUP, VERSION, foo
 
 from client_cache.informers import (
     SharedInformerFactoryOptions,

@@ -118,4 +118,6 @@ def _send(api_client: Any, method: str, url: str, headers: dict[str, str],
             return status, getattr(err, "body", b"") or b""
         raise FinalizerError(f"{method} failed: {type(err).__name__}") from err
     data = response.data
+    if data is None:  # newer clients read the body on demand
+        data = response.read()
     return int(response.status), data if isinstance(data, bytes) else str(data).encode()

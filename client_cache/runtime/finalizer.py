@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from client_cache import meta, wire
+from client_cache import meta
 from client_cache.errors import ClientCacheError
-from client_cache.listwatch import request_headers, resource_path
+from client_cache.listwatch import resource_path
+from client_cache.rest import JSON_MERGE_PATCH, RestError, request_json
 from client_cache.runtime.reconcile import Action
 from client_cache.schema import GroupVersionResource
 
@@ -69,16 +70,14 @@ def finalizer(api_client: Any, gvr: GroupVersionResource, name: str, obj: Any,
     return action
 
 
-def _url(api_client: Any, gvr: GroupVersionResource, obj: Any) -> str:
+def _path(gvr: GroupVersionResource, obj: Any) -> str:
     md = meta.accessor(obj)
-    host = str(api_client.configuration.host).rstrip("/")
-    return f"{host}{resource_path(gvr, md.namespace)}/{md.name}"
+    return f"{resource_path(gvr, md.namespace)}/{md.name}"
 
 
 def _patch(api_client: Any, gvr: GroupVersionResource, obj: Any, name: str, *, add: bool,
            retries: int) -> None:
-    url = _url(api_client, gvr, obj)
-    headers = dict(request_headers(api_client), **{"Content-Type": "application/merge-patch+json"})
+    path = _path(gvr, obj)
     what = "add" if add else "remove"
     for _ in range(retries + 1):
         current = finalizers_of(obj)
@@ -88,36 +87,22 @@ def _patch(api_client: Any, gvr: GroupVersionResource, obj: Any, name: str, *, a
             return
         body = {"metadata": {"finalizers": wanted,
                              "resourceVersion": meta.get_resource_version(obj)}}
-        status = _send(api_client, "PATCH", url, headers, body)
-        if 200 <= status[0] < 300:
-            return
-        if status[0] == 404 and not add:
-            return  # gone already: nothing left to hold
-        if status[0] != 409:
+        try:
+            status, _ = request_json(api_client, "PATCH", path, body, JSON_MERGE_PATCH)
+            if 200 <= status < 300 or (status == 404 and not add):
+                return  # done, or gone already: nothing left to hold
+            if status != 409:
+                raise FinalizerError(f"could not {what} finalizer {name} on "
+                                     f"{meta.describe(obj)}: HTTP {status}")
+            status, fresh = request_json(api_client, "GET", path)
+        except RestError as err:
             raise FinalizerError(f"could not {what} finalizer {name} on "
-                                 f"{meta.describe(obj)}: HTTP {status[0]}")
-        code, data = _send(api_client, "GET", url, request_headers(api_client), None)
-        if code == 404 and not add:
+                                 f"{meta.describe(obj)}") from err
+        if status == 404 and not add:
             return
-        if not 200 <= code < 300:
+        if not 200 <= status < 300 or fresh is None:
             raise FinalizerError(f"could not read {meta.describe(obj)} again after a "
-                                 f"conflict: HTTP {code}")
-        obj = wire.loads(data)
+                                 f"conflict: HTTP {status}")
+        obj = fresh
     raise FinalizerError(f"could not {what} finalizer {name} on {meta.describe(obj)}: "
                          f"{retries + 1} conflicts in a row")
-
-
-def _send(api_client: Any, method: str, url: str, headers: dict[str, str],
-          body: dict[str, Any] | None) -> tuple[int, bytes]:
-    """One request through the client's REST client; (status, body) also for errors."""
-    try:
-        response = api_client.rest_client.request(method, url, headers=headers, body=body)
-    except Exception as err:  # the client raises ApiException for non-2xx answers
-        status = getattr(err, "status", None)
-        if isinstance(status, int):
-            return status, getattr(err, "body", b"") or b""
-        raise FinalizerError(f"{method} failed: {type(err).__name__}") from err
-    data = response.data
-    if data is None:  # newer clients read the body on demand
-        data = response.read()
-    return int(response.status), data if isinstance(data, bytes) else str(data).encode()

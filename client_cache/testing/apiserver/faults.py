@@ -77,6 +77,11 @@ class FaultInjection:
         with self._fault_lock:
             self._faults.append(_Fault(count, status, watch_only))
 
+    def clear_faults(self) -> None:
+        """Forget the injected failures not served yet (:meth:`fail_next`)."""
+        with self._fault_lock:
+            self._faults.clear()
+
     def take_fault(self, is_watch: bool) -> ApiStatusError | None:
         """The injected error the next request (a watch or not) must get, if any."""
         with self._fault_lock:

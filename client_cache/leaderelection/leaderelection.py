@@ -1,0 +1,388 @@
+"""Leader election on a resource lock (Go ``tools/leaderelection``).
+
+Several replicas of a controller run an elector each on one lock (a Lease); one of them
+leads and acts, the others wait. The protocol, as client-go's:
+
+* **acquire**: every ``retry_period`` (jittered by 1.2) a candidate reads the lock; when
+  it is free, or its holder has not renewed it for ``lease_duration`` *as observed by this
+  candidate's own monotonic clock* (clocks of different machines are never compared), the
+  candidate writes itself in. Writes are optimistic (resourceVersion), so two candidates
+  cannot both win a round.
+* **renew**: the leader rewrites the lock every ``retry_period``. When it has not managed
+  to for ``renew_deadline``, it stops leading: the stop event handed to
+  ``on_started_leading`` is set at that moment (fencing: work must stop there), then
+  ``on_stopped_leading`` runs. Since ``lease_duration`` > ``renew_deadline``, the others
+  cannot take over before the old leader has stopped.
+* **release** (``release_on_cancel``): a leader told to stop writes an empty holder with a
+  one-second lease, so a successor takes over after about ``retry_period`` instead of
+  ``lease_duration``.
+
+:meth:`LeaderElector.run` blocks; it returns when ``stop`` is set or leadership is lost.
+:meth:`LeaderElector.check` is the health check of client-go's ``HealthzAdaptor``.
+Timers use the clock given (monotonic readings); times written to the lock are wall time.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from client_cache.errors import ClientCacheError
+from client_cache.leaderelection.resourcelock import (
+    Interface,
+    LeaderElectionRecord,
+    LockConflictError,
+    LockError,
+    LockNotFoundError,
+)
+from client_cache.util.clock import REAL_CLOCK, WithDelayedExecution
+from client_cache.util.stop import on_stop
+
+__all__ = [
+    "JITTER_FACTOR",
+    "HealthzAdaptor",
+    "LeaderCallbacks",
+    "LeaderElectionConfig",
+    "LeaderElectionError",
+    "LeaderElector",
+    "new_leader_elector",
+    "run_or_die",
+]
+
+_log = logging.getLogger(__name__)
+
+JITTER_FACTOR = 1.2
+"""How much ``retry_period`` may be stretched at random (Go ``JitterFactor``)."""
+
+
+class LeaderElectionError(ClientCacheError):
+    """A configuration client-go would refuse, or a failed health check."""
+
+
+@dataclass
+class LeaderCallbacks:
+    """What the elector calls (Go ``LeaderCallbacks``): ``on_started_leading(stop)`` on a
+    thread of its own when this candidate becomes leader (``stop`` is set when it stops
+    leading); ``on_stopped_leading()`` when ``run`` ends (also when it never led);
+    ``on_new_leader(identity)`` when the observed leader changes (optional)."""
+
+    on_started_leading: Callable[[threading.Event], None]
+    on_stopped_leading: Callable[[], None]
+    on_new_leader: Callable[[str], None] | None = None
+
+
+@dataclass
+class LeaderElectionConfig:
+    """Go ``LeaderElectionConfig``. Durations in seconds, client-go's defaults; validated
+    as client-go validates them (see :func:`new_leader_elector`)."""
+
+    lock: Interface
+    callbacks: LeaderCallbacks
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    release_on_cancel: bool = False
+    name: str = ""
+    clock: WithDelayedExecution = field(default=REAL_CLOCK)
+
+
+def _validate(config: LeaderElectionConfig) -> None:
+    if config.lease_duration <= config.renew_deadline:
+        raise LeaderElectionError("leaseDuration must be greater than renewDeadline")
+    if config.renew_deadline <= JITTER_FACTOR * config.retry_period:
+        raise LeaderElectionError("renewDeadline must be greater than retryPeriod*JitterFactor")
+    if config.lease_duration < 1:
+        raise LeaderElectionError("leaseDuration must be greater than zero")
+    if config.renew_deadline < 1:
+        raise LeaderElectionError("renewDeadline must be greater than zero")
+    if config.retry_period <= 0:
+        raise LeaderElectionError("retryPeriod must be greater than zero")
+    if config.callbacks.on_started_leading is None:
+        raise LeaderElectionError("OnStartedLeading callback must not be nil")
+    if config.callbacks.on_stopped_leading is None:
+        raise LeaderElectionError("OnStoppedLeading callback must not be nil")
+    if config.lock is None:
+        raise LeaderElectionError("Lock must not be nil")
+    if not config.lock.identity():
+        raise LeaderElectionError("Lock identity is empty")
+
+
+class LeaderElector:
+    """See the module documentation. Build with :func:`new_leader_elector`."""
+
+    def __init__(self, config: LeaderElectionConfig) -> None:
+        _validate(config)
+        self.config = config
+        self._clock = config.clock
+        self._lock = threading.Lock()
+        self._observed = LeaderElectionRecord()
+        self._observed_raw = b""
+        self._observed_at = 0.0  # monotonic reading when the record last changed
+        self._reported_leader = ""
+        self._wake = threading.Condition()
+
+    def __repr__(self) -> str:
+        return f"<LeaderElector {self.config.lock.describe()} as {self.identity()!r}>"
+
+    # -- observation ------------------------------------------------------------------------
+    def identity(self) -> str:
+        return self.config.lock.identity()
+
+    def get_leader(self) -> str:
+        """The identity of the leader last observed ("" when none)."""
+        with self._lock:
+            return self._observed.holder_identity
+
+    def is_leader(self) -> bool:
+        """Whether this candidate was the leader at its last observation."""
+        return self.get_leader() == self.identity()
+
+    def _set_observed(self, record: LeaderElectionRecord) -> None:
+        with self._lock:
+            self._observed = record
+            self._observed_raw = record.raw()
+            self._observed_at = self._clock.monotonic()
+
+    def _lease_valid(self, now: float) -> bool:
+        with self._lock:
+            return self._observed_at + self._observed.lease_duration_seconds > now
+
+    def check(self, max_tolerable_expired_lease: float) -> None:
+        """Raise :class:`LeaderElectionError` when this candidate believes it leads but has
+        not renewed for ``lease_duration + max_tolerable_expired_lease`` (Go ``Check``, the
+        liveness check: such a leader is stuck)."""
+        if not self.is_leader():
+            return
+        with self._lock:
+            since = self._clock.monotonic() - self._observed_at
+        if since > self.config.lease_duration + max_tolerable_expired_lease:
+            raise LeaderElectionError(
+                f"failed election to renew leadership on lease {self.config.name}")
+
+    # -- the protocol -----------------------------------------------------------------------
+    def try_acquire_or_renew(self) -> bool:
+        """One round: take or renew the lock if allowed; True when this candidate holds it
+        afterwards (Go ``tryAcquireOrRenew``)."""
+        lock = self.config.lock
+        wall = datetime.now(timezone.utc)
+        record = LeaderElectionRecord(
+            holder_identity=self.identity(),
+            lease_duration_seconds=int(self.config.lease_duration),
+            acquire_time=wall, renew_time=wall)
+        now = self._clock.monotonic()
+        if self.is_leader() and self._lease_valid(now):  # the fast path: renew blindly
+            with self._lock:
+                old = self._observed
+            renewed = LeaderElectionRecord(record.holder_identity,
+                                           record.lease_duration_seconds, old.acquire_time,
+                                           wall, old.leader_transitions)
+            try:
+                lock.update(renewed)
+                self._set_observed(renewed)
+                return True
+            except LockError as err:
+                _log.debug("renewing lease %s optimistically failed (%s); reading it",
+                           lock.describe(), type(err).__name__)
+        try:
+            old, raw = lock.get()
+        except LockNotFoundError:
+            try:
+                lock.create(record)
+            except LockError as err:
+                _log.error("error initially creating leader election record: %s", err)
+                return False
+            self._set_observed(record)
+            return True
+        except LockError as err:
+            _log.error("error retrieving resource lock %s: %s", lock.describe(), err)
+            return False
+        with self._lock:
+            changed = raw != self._observed_raw
+        if changed:
+            self._set_observed(old)
+        if old.holder_identity and self._lease_valid(now) and not self.is_leader():
+            _log.debug("lock is held by %s and has not yet expired", old.holder_identity)
+            return False
+        if self.is_leader():
+            record = LeaderElectionRecord(record.holder_identity,
+                                          record.lease_duration_seconds, old.acquire_time,
+                                          wall, old.leader_transitions)
+        else:
+            record = LeaderElectionRecord(record.holder_identity,
+                                          record.lease_duration_seconds, wall, wall,
+                                          old.leader_transitions + 1)
+        try:
+            lock.update(record)
+        except LockConflictError:
+            _log.debug("lost the race for lease %s", lock.describe())
+            return False
+        except LockError as err:
+            _log.error("Failed to update lock: %s", err)
+            return False
+        self._set_observed(record)
+        return True
+
+    def _report_transition(self) -> None:
+        leader = self.get_leader()
+        if leader == self._reported_leader:
+            return
+        self._reported_leader = leader
+        callback = self.config.callbacks.on_new_leader
+        if callback is not None:
+            threading.Thread(target=_guarded(callback, leader), daemon=True,
+                             name=f"leaderelection-new-leader-{self.config.name}").start()
+
+    def _sleep(self, seconds: float, stop: threading.Event) -> bool:
+        """Wait ``seconds`` on the clock or until ``stop``; False when stopped."""
+        if stop.is_set():
+            return False
+        fired = threading.Event()
+
+        def ring() -> None:
+            fired.set()
+            self._notify()
+
+        timer = self._clock.after_func(seconds, ring)
+        registration = on_stop(stop, self._notify)
+        try:
+            with self._wake:
+                self._wake.wait_for(lambda: stop.is_set() or fired.is_set(), None)
+        finally:
+            registration.cancel()
+            timer.stop()
+        return not stop.is_set()
+
+    def _notify(self) -> None:
+        with self._wake:
+            self._wake.notify_all()
+
+    def _acquire(self, stop: threading.Event) -> bool:
+        """Retry every jittered ``retry_period`` until the lock is ours (True) or stop."""
+        desc = self.config.lock.describe()
+        _log.info("attempting to acquire leader lease %s...", desc)
+        while not stop.is_set():
+            acquired = self.try_acquire_or_renew()
+            self._report_transition()
+            if acquired:
+                self.config.lock.record_event("became leader")
+                _log.info("successfully acquired lease %s", desc)
+                return True
+            _log.debug("failed to acquire lease %s", desc)
+            jittered = self.config.retry_period * (1 + random.random() * (JITTER_FACTOR - 1))
+            if not self._sleep(jittered, stop):
+                break
+        return False
+
+    def _renew(self, stop: threading.Event) -> None:
+        """Renew every ``retry_period`` until stop or until a renewal has not succeeded for
+        ``renew_deadline``."""
+        desc = self.config.lock.describe()
+        last_success = self._clock.monotonic()
+        while not stop.is_set():
+            if self.try_acquire_or_renew():
+                last_success = self._clock.monotonic()
+                self._report_transition()
+            else:
+                self._report_transition()
+                left = last_success + self.config.renew_deadline - self._clock.monotonic()
+                if left <= 0:
+                    _log.info("failed to renew lease %s: timed out waiting for the condition",
+                              desc)
+                    return
+            wait = self.config.retry_period
+            left = last_success + self.config.renew_deadline - self._clock.monotonic()
+            if not self._sleep(max(0.0, min(wait, left)), stop):
+                return
+
+    def release(self) -> bool:
+        """Give the lock up if held: an empty holder with a one-second lease (Go
+        ``release``). True when released or not held."""
+        if not self.is_leader():
+            return True
+        wall = datetime.now(timezone.utc)
+        with self._lock:
+            transitions = self._observed.leader_transitions
+        record = LeaderElectionRecord("", 1, wall, wall, transitions)
+        try:
+            self.config.lock.update(record)
+        except LockError as err:
+            _log.error("Failed to release lock: %s", err)
+            return False
+        self._set_observed(record)
+        return True
+
+    def run(self, stop: threading.Event) -> None:
+        """Acquire, lead, renew until ``stop`` or a lost lease; ``on_stopped_leading`` runs
+        at the end in any case (Go ``Run``)."""
+        leading = threading.Event()  # set: stop leading
+        worker: threading.Thread | None = None
+        try:
+            if not self._acquire(stop):
+                return
+            forward = on_stop(stop, leading.set)
+            worker = threading.Thread(
+                target=_guarded(self.config.callbacks.on_started_leading, leading),
+                name=f"leaderelection-leading-{self.config.name or self.identity()}",
+                daemon=True)
+            worker.start()
+            try:
+                self._renew(stop)
+            finally:
+                leading.set()  # fencing: before anything else, stop the leader's work
+                forward.cancel()
+                if self.config.release_on_cancel:
+                    self.release()
+        finally:
+            _guarded(self.config.callbacks.on_stopped_leading)()
+            if worker is not None:
+                worker.join(1.0)
+
+
+def _guarded(callback: Callable[..., None], *args: object) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            callback(*args)
+        except Exception:
+            _log.exception("leader election callback %s failed",
+                           getattr(callback, "__name__", repr(callback)))
+    return run
+
+
+def new_leader_elector(config: LeaderElectionConfig) -> LeaderElector:
+    """Go ``NewLeaderElector``: raises :class:`LeaderElectionError` for a configuration
+    client-go refuses (lease_duration must exceed renew_deadline, which must exceed 1.2 x
+    retry_period; all positive; both callbacks; a lock with an identity)."""
+    return LeaderElector(config)
+
+
+def run_or_die(stop: threading.Event, config: LeaderElectionConfig) -> None:
+    """Go ``RunOrDie``: build the elector (raising on a bad configuration) and run it."""
+    new_leader_elector(config).run(stop)
+
+
+class HealthzAdaptor:
+    """A liveness check for an elector (Go ``HealthzAdaptor``): healthy unless the elector
+    believes it leads while its lease expired more than ``timeout`` seconds ago."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._elector: LeaderElector | None = None
+        self._lock = threading.Lock()
+
+    def name(self) -> str:
+        return "leaderElection"
+
+    def set_leader_election(self, elector: LeaderElector) -> None:
+        with self._lock:
+            self._elector = elector
+
+    def check(self) -> None:
+        """Raise :class:`LeaderElectionError` when unhealthy (no elector yet: healthy)."""
+        with self._lock:
+            elector = self._elector
+        if elector is not None:
+            elector.check(self.timeout)

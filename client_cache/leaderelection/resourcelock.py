@@ -1,0 +1,207 @@
+"""Resource locks for leader election (Go ``tools/leaderelection/resourcelock``).
+
+A lock is an object on the server that candidates race to write: :class:`Interface` is the
+protocol, :class:`LeaseLock` the implementation on ``coordination.k8s.io/v1`` Leases (the
+only lock client-go still offers). Writes are optimistic: an update carries the
+resourceVersion of the last read, so a candidate that lost a race gets a 409, which
+:meth:`LeaseLock.update` raises as :class:`LockConflictError` and the elector treats as a
+lost round, not a failure.
+
+:class:`LeaderElectionRecord` is what a Lease's spec holds, field for field as client-go
+writes it (holderIdentity, leaseDurationSeconds, acquireTime, renewTime,
+leaseTransitions), so Go and Python candidates can share one Lease. Times are written as
+RFC 3339 with microseconds in UTC (Kubernetes ``MicroTime``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol, runtime_checkable
+
+from client_cache.errors import ClientCacheError
+from client_cache.rest import request_json
+
+__all__ = [
+    "LEASES_RESOURCE_LOCK",
+    "Interface",
+    "LeaderElectionRecord",
+    "LeaseLock",
+    "LockConflictError",
+    "LockError",
+    "LockNotFoundError",
+    "ResourceLockConfig",
+    "format_micro_time",
+    "parse_micro_time",
+]
+
+LEASES_RESOURCE_LOCK = "leases"
+"""Go ``LeasesResourceLock``."""
+
+
+class LockError(ClientCacheError):
+    """Reading or writing the lock failed (a server error or no answer)."""
+
+
+class LockNotFoundError(LockError):
+    """The lock object does not exist yet (the elector then creates it)."""
+
+
+class LockConflictError(LockError):
+    """Someone else wrote the lock first (409): a lost race, not a failure."""
+
+
+def format_micro_time(when: datetime) -> str:
+    """``when`` as Kubernetes ``MicroTime``: ``2026-11-23T12:00:00.123456Z``."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_micro_time(text: str | None) -> datetime | None:
+    """A ``MicroTime`` (or any RFC 3339 time) as an aware datetime; None for none."""
+    if not text:
+        return None
+    value = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    return datetime.fromisoformat(value)
+
+
+@dataclass(frozen=True)
+class LeaderElectionRecord:
+    """Who holds the lock and since when (Go ``LeaderElectionRecord``). An empty
+    ``holder_identity`` means nobody (a released lock)."""
+
+    holder_identity: str = ""
+    lease_duration_seconds: int = 0
+    acquire_time: datetime | None = None
+    renew_time: datetime | None = None
+    leader_transitions: int = 0
+
+    def to_lease_spec(self) -> dict[str, Any]:
+        """The Lease spec (wire form) holding this record (Go
+        ``LeaderElectionRecordToLeaseSpec``)."""
+        spec: dict[str, Any] = {"holderIdentity": self.holder_identity,
+                                "leaseDurationSeconds": self.lease_duration_seconds,
+                                "leaseTransitions": self.leader_transitions}
+        if self.acquire_time is not None:
+            spec["acquireTime"] = format_micro_time(self.acquire_time)
+        if self.renew_time is not None:
+            spec["renewTime"] = format_micro_time(self.renew_time)
+        return spec
+
+    @classmethod
+    def from_lease_spec(cls, spec: dict[str, Any] | None) -> LeaderElectionRecord:
+        """Go ``LeaseSpecToLeaderElectionRecord``."""
+        spec = spec or {}
+        return cls(holder_identity=str(spec.get("holderIdentity") or ""),
+                   lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+                   acquire_time=parse_micro_time(spec.get("acquireTime")),
+                   renew_time=parse_micro_time(spec.get("renewTime")),
+                   leader_transitions=int(spec.get("leaseTransitions") or 0))
+
+    def raw(self) -> bytes:
+        """A canonical encoding, to tell whether the record changed (Go compares the
+        JSON of the record)."""
+        return json.dumps(self.to_lease_spec(), sort_keys=True).encode()
+
+
+@dataclass
+class ResourceLockConfig:
+    """Go ``ResourceLockConfig``: the candidate's ``identity`` (unique per candidate:
+    hostname plus a random suffix, typically) and an optional event recorder (anything
+    with ``eventf(obj, type, reason, fmt, *args)``) told about leadership changes."""
+
+    identity: str
+    event_recorder: Any = None
+
+
+@runtime_checkable
+class Interface(Protocol):
+    """A resource lock (Go ``resourcelock.Interface``)."""
+
+    def get(self) -> tuple[LeaderElectionRecord, bytes]:
+        """The current record and its raw form; :class:`LockNotFoundError` if absent."""
+        ...
+
+    def create(self, record: LeaderElectionRecord) -> None: ...
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        """Write ``record`` over the version last read; :class:`LockConflictError` if
+        someone wrote since."""
+        ...
+
+    def record_event(self, message: str) -> None: ...
+
+    def identity(self) -> str: ...
+
+    def describe(self) -> str: ...
+
+
+class LeaseLock:
+    """A lock on ``coordination.k8s.io/v1`` Lease ``namespace/name`` (Go ``LeaseLock``).
+    ``timeout`` bounds each request (seconds; the elector's renew deadline applies on top).
+    """
+
+    def __init__(self, namespace: str, name: str, api_client: Any,
+                 lock_config: ResourceLockConfig, timeout: float = 10.0) -> None:
+        if not lock_config.identity:
+            raise ValueError("a lease lock needs a non-empty identity")
+        self.namespace = namespace
+        self.name = name
+        self.api_client = api_client
+        self.lock_config = lock_config
+        self.timeout = timeout
+        self._lease: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<LeaseLock {self.describe()} as {self.identity()!r}>"
+
+    def _path(self, named: bool = True) -> str:
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+        return f"{base}/{self.name}" if named else base
+
+    def _request(self, method: str, named: bool, body: Any = None) -> tuple[int, Any]:
+        try:
+            return request_json(self.api_client, method, self._path(named), body,
+                                timeout=self.timeout)
+        except ClientCacheError as err:
+            raise LockError(f"{method} lease {self.describe()}: no answer") from err
+
+    def _keep(self, status: int, lease: Any, what: str) -> LeaderElectionRecord:
+        if status == 409:
+            raise LockConflictError(f"{what} lease {self.describe()}: conflict")
+        if status == 404:
+            raise LockNotFoundError(f"lease {self.describe()} not found")
+        if not 200 <= status < 300 or not isinstance(lease, dict):
+            raise LockError(f"{what} lease {self.describe()}: HTTP {status}")
+        self._lease = lease
+        return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
+
+    def get(self) -> tuple[LeaderElectionRecord, bytes]:
+        record = self._keep(*self._request("GET", True), "get")
+        return record, record.raw()
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": record.to_lease_spec()}
+        self._keep(*self._request("POST", False, body), "create")
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        if self._lease is None:
+            raise LockError("lease not initialized, call get or create first")
+        body = dict(self._lease, spec=record.to_lease_spec())  # the whole spec, as Go
+        self._keep(*self._request("PUT", True, body), "update")
+
+    def record_event(self, message: str) -> None:
+        recorder = self.lock_config.event_recorder
+        if recorder is None or self._lease is None:
+            return
+        subject = dict(self._lease, apiVersion="coordination.k8s.io/v1", kind="Lease")
+        recorder.eventf(subject, "Normal", "LeaderElection", "%s %s",
+                        self.lock_config.identity, message)
+
+    def identity(self) -> str:
+        return self.lock_config.identity
+
+    def describe(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -1,0 +1,203 @@
+"""leaderelection: the elector and the Lease lock on the embedded server, in one process
+(short durations on the real clock; the multi-process scenarios are in
+tests/conformance/test_leaderelection.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from client_cache.leaderelection import (
+    HealthzAdaptor,
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElectionError,
+    LeaderElectionRecord,
+    LeaseLock,
+    LockConflictError,
+    ResourceLockConfig,
+    format_micro_time,
+    new_leader_elector,
+    parse_micro_time,
+)
+from client_cache.rest import request_json
+from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import eventually
+
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/ctl"
+FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.1}
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer() as srv:
+        yield srv
+
+
+class Candidate:
+    """An elector on a thread, recording what its callbacks saw."""
+
+    def __init__(self, server: EmbeddedApiServer, identity: str, **options: Any) -> None:
+        self.api = server.api_client()
+        self.leading = threading.Event()
+        self.lead_stop: threading.Event | None = None
+        self.stopped = threading.Event()
+        self.leaders: list[str] = []
+        self.stop = threading.Event()
+        lock = LeaseLock("default", "ctl", self.api, ResourceLockConfig(identity))
+        self.elector = new_leader_elector(LeaderElectionConfig(
+            lock=lock, callbacks=LeaderCallbacks(
+                on_started_leading=self._started, on_stopped_leading=self.stopped.set,
+                on_new_leader=self.leaders.append),
+            name="ctl", **{**FAST, **options}))
+        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,),
+                                       name=f"test-candidate-{identity}", daemon=True)
+        self.thread.start()
+
+    def _started(self, stop: threading.Event) -> None:
+        self.lead_stop = stop
+        self.leading.set()
+
+    def halt(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        assert not self.thread.is_alive()
+        self.api.close()
+
+
+def lease(server: EmbeddedApiServer) -> dict[str, Any]:
+    api = server.api_client()
+    status, body = request_json(api, "GET", LEASE)
+    api.close()
+    assert status == 200
+    spec: dict[str, Any] = body["spec"]
+    return spec
+
+
+def test_record_round_trips_as_client_go_writes_it() -> None:
+    when = datetime(2026, 11, 23, 12, 0, 0, 5, tzinfo=timezone.utc)
+    record = LeaderElectionRecord("a", 15, when, when, 3)
+    spec = record.to_lease_spec()
+    assert spec == {"holderIdentity": "a", "leaseDurationSeconds": 15, "leaseTransitions": 3,
+                    "acquireTime": "2026-11-23T12:00:00.000005Z",
+                    "renewTime": "2026-11-23T12:00:00.000005Z"}
+    assert LeaderElectionRecord.from_lease_spec(spec) == record
+    assert format_micro_time(when) == "2026-11-23T12:00:00.000005Z"
+    assert parse_micro_time("2026-11-23T12:00:00.5+01:00") == datetime(
+        2026, 11, 23, 11, 0, 0, 500000, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"lease_duration": 10, "renew_deadline": 10}, "leaseDuration must be greater than"),
+    ({"renew_deadline": 2.0, "retry_period": 2.0}, "renewDeadline must be greater than ret"),
+    ({"lease_duration": 0.5, "renew_deadline": 0.4, "retry_period": 0.1}, "leaseDuration"),
+])
+def test_configuration_is_validated_as_client_go(server: EmbeddedApiServer,
+                                                 options: dict[str, float],
+                                                 message: str) -> None:
+    lock = LeaseLock("default", "x", server.api_client(), ResourceLockConfig("me"))
+    callbacks = LeaderCallbacks(lambda stop: None, lambda: None)
+    with pytest.raises(LeaderElectionError, match=message):
+        new_leader_elector(LeaderElectionConfig(lock=lock, callbacks=callbacks, **options))
+    with pytest.raises(ValueError, match="identity"):
+        LeaseLock("default", "x", None, ResourceLockConfig(""))
+
+
+def test_one_leader_then_takeover_after_the_lease_expires(server: EmbeddedApiServer) -> None:
+    a = Candidate(server, "a")
+    try:
+        assert a.leading.wait(5)
+        b = Candidate(server, "b")
+        try:
+            eventually(lambda: b.elector.get_leader() == "a", 5)
+            assert not b.leading.is_set() and not b.elector.is_leader()
+            spec = lease(server)
+            assert spec["holderIdentity"] == "a" and spec["leaseDurationSeconds"] == 1
+            # a dies without releasing (its elector stops, the lease stays as it was)
+            a.halt()
+            assert a.stopped.is_set() and a.lead_stop is not None and a.lead_stop.is_set()
+            assert b.leading.wait(5)
+            spec = lease(server)
+            assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
+            eventually(lambda: b.leaders[-1:] == ["b"], 5)
+            assert b.leaders[0] == "a"
+        finally:
+            b.halt()
+    finally:
+        a.halt()
+
+
+def test_release_on_cancel_hands_over_at_once(server: EmbeddedApiServer) -> None:
+    a = Candidate(server, "a", release_on_cancel=True,
+                  lease_duration=30, renew_deadline=20, retry_period=0.1)
+    assert a.leading.wait(5)
+    b = Candidate(server, "b", lease_duration=30, renew_deadline=20, retry_period=0.1)
+    try:
+        eventually(lambda: b.elector.get_leader() == "a", 5)
+        a.halt()
+        assert lease(server)["holderIdentity"] in ("", "b")
+        assert b.leading.wait(5)  # long before the 30 s lease would have expired
+    finally:
+        b.halt()
+
+
+def test_a_leader_that_cannot_renew_stops_within_the_deadline(
+        server: EmbeddedApiServer) -> None:
+    a = Candidate(server, "a")
+    try:
+        assert a.leading.wait(5)
+        server.fail_next(1000, 500)  # every request fails from now on
+        assert a.lead_stop is not None
+        assert a.lead_stop.wait(5)  # fenced: renew_deadline (1 s) after the last renewal
+        assert a.stopped.wait(5)
+        a.thread.join(5)
+        assert not a.thread.is_alive()  # run returns when leadership is lost
+    finally:
+        server.clear_faults()
+        a.halt()
+
+
+def test_a_race_has_one_winner(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    first = LeaseLock("default", "ctl", api, ResourceLockConfig("a"))
+    second = LeaseLock("default", "ctl", api, ResourceLockConfig("b"))
+    now = datetime.now(timezone.utc)
+    first.create(LeaderElectionRecord("a", 15, now, now))
+    first.get()
+    second.get()
+    first.update(LeaderElectionRecord("a", 15, now, now, 0))
+    with pytest.raises(LockConflictError):
+        second.update(LeaderElectionRecord("b", 15, now, now, 1))  # wrote over a stale read
+    assert lease(server)["holderIdentity"] == "a"
+    api.close()
+
+
+def test_health_check_flags_a_stuck_leader(server: EmbeddedApiServer) -> None:
+    """Healthy while leading and renewing; unhealthy once the elector still believes it
+    leads but has not renewed for lease_duration + timeout (here: it lost the server)."""
+    a = Candidate(server, "a")
+    adaptor = HealthzAdaptor(timeout=0.2)
+    adaptor.check()  # no elector yet: healthy
+    adaptor.set_leader_election(a.elector)
+    try:
+        assert a.leading.wait(5)
+        adaptor.check()
+        assert adaptor.name() == "leaderElection"
+        server.fail_next(1000, 500)
+        assert a.stopped.wait(5)
+
+        def unhealthy() -> bool:
+            try:
+                adaptor.check()
+            except LeaderElectionError as err:
+                return "failed election to renew leadership on lease ctl" in str(err)
+            return False
+
+        eventually(unhealthy, 5, "the stuck leader was not flagged")
+    finally:
+        server.clear_faults()
+        a.halt()

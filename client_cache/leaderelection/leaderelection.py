@@ -164,9 +164,9 @@ class LeaderElector:
                 f"failed election to renew leadership on lease {self.config.name}")
 
     # -- the protocol -----------------------------------------------------------------------
-    def try_acquire_or_renew(self) -> bool:
+    def try_acquire_or_renew(self, timeout: float | None = None) -> bool:
         """One round: take or renew the lock if allowed; True when this candidate holds it
-        afterwards (Go ``tryAcquireOrRenew``)."""
+        afterwards (Go ``tryAcquireOrRenew``). ``timeout`` bounds each request."""
         lock = self.config.lock
         wall = datetime.now(timezone.utc)
         record = LeaderElectionRecord(
@@ -181,17 +181,17 @@ class LeaderElector:
                                            record.lease_duration_seconds, old.acquire_time,
                                            wall, old.leader_transitions)
             try:
-                lock.update(renewed)
+                lock.update(renewed, timeout)
                 self._set_observed(renewed)
                 return True
             except LockError as err:
                 _log.debug("renewing lease %s optimistically failed (%s); reading it",
                            lock.describe(), type(err).__name__)
         try:
-            old, raw = lock.get()
+            old, raw = lock.get(timeout)
         except LockNotFoundError:
             try:
-                lock.create(record)
+                lock.create(record, timeout)
             except LockError as err:
                 _log.error("error initially creating leader election record: %s", err)
                 return False
@@ -216,7 +216,7 @@ class LeaderElector:
                                           record.lease_duration_seconds, wall, wall,
                                           old.leader_transitions + 1)
         try:
-            lock.update(record)
+            lock.update(record, timeout)
         except LockConflictError:
             _log.debug("lost the race for lease %s", lock.describe())
             return False
@@ -277,26 +277,32 @@ class LeaderElector:
                 break
         return False
 
-    def _renew(self, stop: threading.Event) -> None:
-        """Renew every ``retry_period`` until stop or until a renewal has not succeeded for
-        ``renew_deadline``."""
+    def _renew(self, stop: threading.Event, leading: threading.Event) -> None:
+        """Renew every ``retry_period`` until ``stop`` or until no renewal has succeeded
+        for ``renew_deadline``. A timer fences at that deadline, setting ``leading``
+        even while a renewal request still hangs (a server gone silent); each request is
+        bounded by the time left (Go: the renew context's deadline)."""
         desc = self.config.lock.describe()
-        last_success = self._clock.monotonic()
-        while not stop.is_set():
-            if self.try_acquire_or_renew():
-                last_success = self._clock.monotonic()
-                self._report_transition()
-            else:
-                self._report_transition()
-                left = last_success + self.config.renew_deadline - self._clock.monotonic()
+        deadline = self._clock.monotonic() + self.config.renew_deadline
+        fence = self._clock.after_func(self.config.renew_deadline, leading.set)
+        try:
+            while not stop.is_set() and not leading.is_set():
+                left = deadline - self._clock.monotonic()
                 if left <= 0:
-                    _log.info("failed to renew lease %s: timed out waiting for the condition",
-                              desc)
-                    return
-            wait = self.config.retry_period
-            left = last_success + self.config.renew_deadline - self._clock.monotonic()
-            if not self._sleep(max(0.0, min(wait, left)), stop):
-                return
+                    break
+                if self.try_acquire_or_renew(timeout=left):
+                    fence.stop()
+                    deadline = self._clock.monotonic() + self.config.renew_deadline
+                    fence = self._clock.after_func(self.config.renew_deadline, leading.set)
+                self._report_transition()
+                left = deadline - self._clock.monotonic()
+                if left <= 0 or not self._sleep(min(self.config.retry_period, left), stop):
+                    break
+        finally:
+            fence.stop()
+        if not stop.is_set():
+            leading.set()
+            _log.info("failed to renew lease %s: timed out waiting for the condition", desc)
 
     def release(self) -> bool:
         """Give the lock up if held: an empty holder with a one-second lease (Go
@@ -330,7 +336,7 @@ class LeaderElector:
                 daemon=True)
             worker.start()
             try:
-                self._renew(stop)
+                self._renew(stop, leading)
             finally:
                 leading.set()  # fencing: before anything else, stop the leader's work
                 forward.cancel()

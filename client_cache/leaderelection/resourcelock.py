@@ -118,13 +118,14 @@ class ResourceLockConfig:
 class Interface(Protocol):
     """A resource lock (Go ``resourcelock.Interface``)."""
 
-    def get(self) -> tuple[LeaderElectionRecord, bytes]:
-        """The current record and its raw form; :class:`LockNotFoundError` if absent."""
+    def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
+        """The current record and its raw form; :class:`LockNotFoundError` if absent.
+        ``timeout`` (seconds) bounds the request, as Go's context deadline does."""
         ...
 
-    def create(self, record: LeaderElectionRecord) -> None: ...
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None: ...
 
-    def update(self, record: LeaderElectionRecord) -> None:
+    def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
         """Write ``record`` over the version last read; :class:`LockConflictError` if
         someone wrote since."""
         ...
@@ -138,8 +139,7 @@ class Interface(Protocol):
 
 class LeaseLock:
     """A lock on ``coordination.k8s.io/v1`` Lease ``namespace/name`` (Go ``LeaseLock``).
-    ``timeout`` bounds each request (seconds; the elector's renew deadline applies on top).
-    """
+    ``timeout`` bounds each request whose caller gives none (seconds)."""
 
     def __init__(self, namespace: str, name: str, api_client: Any,
                  lock_config: ResourceLockConfig, timeout: float = 10.0) -> None:
@@ -159,10 +159,12 @@ class LeaseLock:
         base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
         return f"{base}/{self.name}" if named else base
 
-    def _request(self, method: str, named: bool, body: Any = None) -> tuple[int, Any]:
+    def _request(self, method: str, named: bool, body: Any = None,
+                 timeout: float | None = None) -> tuple[int, Any]:
+        limit = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
         try:
             return request_json(self.api_client, method, self._path(named), body,
-                                timeout=self.timeout)
+                                timeout=limit)
         except ClientCacheError as err:
             raise LockError(f"{method} lease {self.describe()}: no answer") from err
 
@@ -176,21 +178,21 @@ class LeaseLock:
         self._lease = lease
         return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
 
-    def get(self) -> tuple[LeaderElectionRecord, bytes]:
-        record = self._keep(*self._request("GET", True), "get")
+    def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
+        record = self._keep(*self._request("GET", True, None, timeout), "get")
         return record, record.raw()
 
-    def create(self, record: LeaderElectionRecord) -> None:
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": record.to_lease_spec()}
-        self._keep(*self._request("POST", False, body), "create")
+        self._keep(*self._request("POST", False, body, timeout), "create")
 
-    def update(self, record: LeaderElectionRecord) -> None:
+    def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
         if self._lease is None:
             raise LockError("lease not initialized, call get or create first")
         body = dict(self._lease, spec=record.to_lease_spec())  # the whole spec, as Go
-        self._keep(*self._request("PUT", True, body), "update")
+        self._keep(*self._request("PUT", True, body, timeout), "update")
 
     def record_event(self, message: str) -> None:
         recorder = self.lock_config.event_recorder

@@ -48,6 +48,10 @@ class Backend:
         ``state_path``; the real one's etcd keeps it)."""
         raise NotImplementedError
 
+    def kubeconfig(self) -> dict[str, Any]:
+        """A kubeconfig for another process (an admin's, on the real server)."""
+        raise NotImplementedError
+
 
 class EmbeddedBackend(Backend):
     name = "embedded"
@@ -78,6 +82,14 @@ class EmbeddedBackend(Backend):
     def restart_apiserver(self, state_path: str) -> None:
         self.server.kill_and_restart(state_path)
 
+    def kubeconfig(self) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "embedded", "cluster": {"server": self.server.url}}],
+                "users": [{"name": "anyone", "user": {}}],
+                "contexts": [{"name": "embedded",
+                              "context": {"cluster": "embedded", "user": "anyone"}}],
+                "current-context": "embedded"}
+
 
 class RealBackend(Backend):
     name = "real"
@@ -97,6 +109,9 @@ class RealBackend(Backend):
 
     def restart_apiserver(self, state_path: str) -> None:
         self.plane.restart_apiserver()
+
+    def kubeconfig(self) -> dict[str, Any]:
+        return self.plane.kubeconfig()
 
 
 # -- objects ---------------------------------------------------------------------------------------

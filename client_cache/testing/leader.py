@@ -1,0 +1,191 @@
+"""Leader-election candidates in processes of their own, for tests and benchmarks.
+
+``python -m client_cache.testing.leader --kubeconfig PATH --id ID ...`` runs one elector
+on a Lease and prints one JSON line per thing that happens, stamped with
+``time.monotonic()`` (one clock for every process on the machine, so timelines of several
+candidates compare): ``wrote`` (a successful create or update of the Lease), ``leading``
+(``on_started_leading`` ran), ``stopped`` (its stop event was set: it no longer acts),
+``leader`` (the observed leader changed), ``exit``. SIGTERM or SIGINT stops it
+gracefully (with ``--release``, releasing the Lease).
+
+:class:`CandidateProcess` starts one and collects its lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CandidateProcess", "Timing", "main"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """An elector's durations (seconds)."""
+
+    lease_duration: float = 2.0
+    renew_deadline: float = 1.5
+    retry_period: float = 0.25
+
+
+class CandidateProcess:
+    """A candidate in a child process; :attr:`events` fills as it prints."""
+
+    def __init__(self, kubeconfig: str, identity: str, lease: str, namespace: str,
+                 timing: Timing, release: bool = False) -> None:
+        self.identity = identity
+        self.events: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "client_cache.testing.leader", "--kubeconfig", kubeconfig,
+             "--id", identity, "--lease", lease, "--namespace", namespace,
+             "--lease-duration", str(timing.lease_duration),
+             "--renew-deadline", str(timing.renew_deadline),
+             "--retry-period", str(timing.retry_period), *(["--release"] if release else [])],
+            stdout=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name=f"candidate-reader-{identity}")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                self.events.append(event)
+                self._cond.notify_all()
+        with self._cond:
+            self.events.append({"e": "eof", "t": time.monotonic()})
+            self._cond.notify_all()
+
+    def first(self, kind: str, after: float = 0.0, timeout: float = 30.0,
+              ) -> dict[str, Any] | None:
+        """The first ``kind`` event stamped after ``after``, waiting up to ``timeout``."""
+        def find() -> dict[str, Any] | None:
+            return next((e for e in self.events if e["e"] == kind and e["t"] > after), None)
+        with self._cond:
+            self._cond.wait_for(lambda: find() is not None or any(
+                e["e"] == "eof" for e in self.events), timeout)
+            return find()
+
+    def last(self, kind: str, before: float = float("inf")) -> dict[str, Any] | None:
+        with self._cond:
+            return next((e for e in reversed(self.events)
+                         if e["e"] == kind and e["t"] <= before), None)
+
+    def leading(self) -> bool:
+        """Leading now: a ``leading`` event not followed by ``stopped``."""
+        with self._cond:
+            kinds = [e["e"] for e in self.events if e["e"] in ("leading", "stopped")]
+        return bool(kinds) and kinds[-1] == "leading"
+
+    def kill(self) -> float:
+        """SIGKILL; returns the monotonic time of the kill."""
+        at = time.monotonic()
+        self.proc.kill()
+        self.proc.wait(10)
+        self._reader.join(5)
+        return at
+
+    def terminate(self) -> float:
+        """SIGTERM (a graceful stop); returns the monotonic time it was sent."""
+        at = time.monotonic()
+        self.proc.terminate()
+        return at
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._reader.join(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+_OUT = threading.Lock()
+
+
+def _emit(kind: str, **fields: Any) -> None:
+    """One whole line per event (threads print concurrently: a shared print could
+    interleave two lines)."""
+    line = json.dumps({"e": kind, "t": time.monotonic(), **fields}) + "\n"
+    with _OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kubernetes import config as kube_config  # noqa: PLC0415 - the child's imports
+
+    from client_cache.leaderelection import (  # noqa: PLC0415
+        LeaderCallbacks,
+        LeaderElectionConfig,
+        LeaderElectionRecord,
+        LeaseLock,
+        ResourceLockConfig,
+        new_leader_elector,
+    )
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--id", required=True)
+    parser.add_argument("--lease", default="candidates")
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--lease-duration", type=float, default=2.0)
+    parser.add_argument("--renew-deadline", type=float, default=1.5)
+    parser.add_argument("--retry-period", type=float, default=0.25)
+    parser.add_argument("--release", action="store_true")
+    args = parser.parse_args(argv)
+
+    class Recording(LeaseLock):
+        def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+            super().create(record, timeout)
+            _emit("wrote", holder=record.holder_identity)
+
+        def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+            super().update(record, timeout)
+            _emit("wrote", holder=record.holder_identity)
+
+    def lead(stop: threading.Event) -> None:
+        _emit("leading")
+        stop.wait()
+        _emit("stopped")
+
+    api = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=args.kubeconfig)
+    lock = Recording(args.namespace, args.lease, api, ResourceLockConfig(args.id))
+    elector = new_leader_elector(LeaderElectionConfig(
+        lock=lock, callbacks=LeaderCallbacks(
+            on_started_leading=lead, on_stopped_leading=lambda: None,
+            on_new_leader=lambda leader: _emit("leader", leader=leader)),
+        lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period, release_on_cancel=args.release, name=args.lease))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    runner = threading.Thread(target=elector.run, args=(stop,), daemon=True,
+                              name="candidate-elector")
+    runner.start()
+    runner.join()  # a signal interrupts the wait, runs its handler, and the wait goes on
+    _emit("exit")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""A loopback TCP proxy that can turn into a black hole (for leader election and stall
+tests).
+
+:class:`TcpProxy` forwards every connection to ``target`` byte for byte (TLS passes through
+untouched). :meth:`TcpProxy.blackhole` makes it swallow everything from then on, in both
+directions, on open connections and new ones alike, without closing anything: the client
+sees no FIN, no RST, no answer, as when a network path silently drops packets.
+:meth:`TcpProxy.blackhole` with ``False`` forwards again (for new bytes). Only loopback
+addresses are accepted.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from client_cache.testing.apiserver.server import LOOPBACK_NAMES
+
+__all__ = ["TcpProxy"]
+
+
+class TcpProxy:
+    """See the module documentation. ``port`` 0 picks a free one."""
+
+    def __init__(self, target_host: str, target_port: int, port: int = 0) -> None:
+        if target_host not in LOOPBACK_NAMES:
+            raise ValueError(f"the proxy only forwards to loopback, not {target_host!r}")
+        self.target = (target_host, target_port)
+        self._listener = socket.create_server(("127.0.0.1", port))
+        self.port: int = self._listener.getsockname()[1]
+        self._holed = threading.Event()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url_host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> TcpProxy:
+        with self._lock:
+            self._spawn_locked(self._accept, "proxy-accept")
+        return self
+
+    def _spawn_locked(self, target: Callable[..., None], name: str, *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                if self._stopped.is_set():  # stop() ran meanwhile: it will not see these
+                    client.close()
+                    upstream.close()
+                    return
+                self._sockets += [client, upstream]
+                self._spawn_locked(self._pump, "proxy-up", client, upstream)
+                self._spawn_locked(self._pump, "proxy-down", upstream, client)
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                return
+            if not data:
+                if not self._holed.is_set():
+                    try:
+                        sink.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                return
+            if self._holed.is_set():
+                continue  # swallowed
+            try:
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def blackhole(self, on: bool = True) -> None:
+        """Swallow all traffic from now on (``on``), or forward again."""
+        if on:
+            self._holed.set()
+        else:
+            self._holed.clear()
+
+    def stop(self) -> None:
+        """Close the listener and every connection; the proxy's threads end."""
+        with self._lock:
+            self._stopped.set()
+        try:  # on Linux only a shutdown wakes a thread blocked in accept()
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+            threads = list(self._threads)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        for thread in threads:
+            thread.join(1.0)
+
+    def __enter__(self) -> TcpProxy:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

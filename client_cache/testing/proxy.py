@@ -11,6 +11,7 @@ addresses are accepted.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
@@ -79,10 +80,8 @@ class TcpProxy:
                 return
             if not data:
                 if not self._holed.is_set():
-                    try:
+                    with contextlib.suppress(OSError):
                         sink.shutdown(socket.SHUT_WR)
-                    except OSError:
-                        pass
                 return
             if self._holed.is_set():
                 continue  # swallowed
@@ -102,19 +101,15 @@ class TcpProxy:
         """Close the listener and every connection; the proxy's threads end."""
         with self._lock:
             self._stopped.set()
-        try:  # on Linux only a shutdown wakes a thread blocked in accept()
+        with contextlib.suppress(OSError):  # on Linux only this wakes a blocked accept()
             self._listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._listener.close()
         with self._lock:
             sockets, self._sockets = self._sockets, []
             threads = list(self._threads)
         for sock in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
         for thread in threads:
             thread.join(1.0)

@@ -146,5 +146,5 @@ def test_a_leader_cut_off_stops_before_anyone_else_starts(
         last_write = cut.last("wrote", before=stopped["t"])
         assert last_write is not None
         assert stopped["t"] <= last_write["t"] + TIMING.renew_deadline + 0.2
-        successor, started = candidates.leader(others, after=holed_at)
+        _, started = candidates.leader(others, after=holed_at)
         assert started > stopped["t"], "leading windows overlap"

@@ -37,19 +37,26 @@ class Timing:
 
 
 class CandidateProcess:
-    """A candidate in a child process; :attr:`events` fills as it prints."""
+    """A candidate in a child process; :attr:`events` fills as it prints. ``program`` runs
+    another candidate taking the same flags (client-go's, for the Go/Python handover),
+    whose lines are stamped when they arrive if they carry no time."""
 
     def __init__(self, kubeconfig: str, identity: str, lease: str, namespace: str,
-                 timing: Timing, release: bool = False) -> None:
+                 timing: Timing, release: bool = False,
+                 program: list[str] | None = None) -> None:
         self.identity = identity
         self.events: list[dict[str, Any]] = []
         self._cond = threading.Condition()
+        go_style = program is not None
+        seconds = (lambda v: f"{v}s") if go_style else str
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "client_cache.testing.leader", "--kubeconfig", kubeconfig,
-             "--id", identity, "--lease", lease, "--namespace", namespace,
-             "--lease-duration", str(timing.lease_duration),
-             "--renew-deadline", str(timing.renew_deadline),
-             "--retry-period", str(timing.retry_period), *(["--release"] if release else [])],
+            [*(program or [sys.executable, "-m", "client_cache.testing.leader"]),
+             "--kubeconfig", kubeconfig, "--id", identity, "--lease", lease,
+             "--namespace", namespace,
+             "--lease-duration", seconds(timing.lease_duration),
+             "--renew-deadline", seconds(timing.renew_deadline),
+             "--retry-period", seconds(timing.retry_period),
+             *(["--release"] if release else [])],
             stdout=subprocess.PIPE, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"candidate-reader-{identity}")
@@ -62,6 +69,7 @@ class CandidateProcess:
                 event = json.loads(line)
             except ValueError:
                 continue
+            event.setdefault("t", time.monotonic())
             with self._cond:
                 self.events.append(event)
                 self._cond.notify_all()

@@ -6,9 +6,12 @@ black-hole proxy stops acting by its renew deadline, before anyone else starts."
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
 import statistics
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +20,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from client_cache.leaderelection import LeaderElectionRecord
+from client_cache.rest import request_json
+from client_cache.testing.envtest import cache_dir, find_go
 from client_cache.testing.leader import CandidateProcess, Timing
 from client_cache.testing.proxy import TcpProxy
 from tests.conformance.util import Backend
@@ -43,9 +49,12 @@ class Candidates:
         self.all: list[CandidateProcess] = []
         self._ids = itertools.count()
 
-    def start(self, release: bool = False, kubeconfig: str | None = None) -> CandidateProcess:
-        candidate = CandidateProcess(kubeconfig or self.kubeconfig, f"c{next(self._ids)}",
-                                     self.lease, self.ns, TIMING, release)
+    def start(self, release: bool = False, kubeconfig: str | None = None,
+              program: list[str] | None = None) -> CandidateProcess:
+        prefix = "go" if program else "c"
+        candidate = CandidateProcess(kubeconfig or self.kubeconfig,
+                                     f"{prefix}{next(self._ids)}", self.lease, self.ns,
+                                     TIMING, release, program)
         self.all.append(candidate)
         return candidate
 
@@ -148,3 +157,61 @@ def test_a_leader_cut_off_stops_before_anyone_else_starts(
         assert stopped["t"] <= last_write["t"] + TIMING.renew_deadline + 0.2
         _, started = candidates.leader(others, after=holed_at)
         assert started > stopped["t"], "leading windows overlap"
+
+
+GO_SOURCE = Path(__file__).resolve().parents[1] / "go" / "leader"
+
+
+def go_candidate() -> list[str]:
+    """client-go's elector as a program (tests/go/leader), built once per source version
+    into the envtest cache directory; skipped without Go (failed under CI=true)."""
+    go = find_go()
+    if go is None:
+        message = "the Go toolchain is needed to build the client-go candidate"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    digest = hashlib.sha256(b"".join((GO_SOURCE / name).read_bytes()
+                                     for name in ("main.go", "go.mod", "go.sum"))).hexdigest()
+    binary = cache_dir().parent / f"go-leader-{digest[:16]}"
+    if not binary.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_SOURCE, check=True,
+                       timeout=1200,
+                       env=dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0"))
+    return [str(binary)]
+
+
+def lease_record(backend: Backend, ns: str, name: str) -> LeaderElectionRecord:
+    api = backend.api_client()
+    try:
+        status, lease = request_json(
+            api, "GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}")
+    finally:
+        api.close()
+    assert status == 200
+    return LeaderElectionRecord.from_lease_spec(lease["spec"])
+
+
+def test_go_and_python_candidates_hand_over(candidates: Candidates, backend: Backend,
+                                            ns: str) -> None:
+    """client-go's elector and ours share a Lease: each reads the other's record, and each
+    takes over at once when the other releases it."""
+    go_first = candidates.start(release=True, program=go_candidate())
+    candidates.leader([go_first])
+    python = candidates.start(release=True)
+    seen = python.first("leader", timeout=10)
+    assert seen is not None and seen["leader"] == go_first.identity
+    released_at = go_first.terminate()
+    _, started = candidates.leader([python], after=released_at)
+    assert started - released_at <= 1.2 * TIMING.retry_period + 1.0
+    record = lease_record(backend, ns, candidates.lease)
+    assert record.holder_identity == python.identity and record.leader_transitions >= 1
+    go_second = candidates.start(release=True, program=go_candidate())
+    seen = go_second.first("leader", timeout=10)
+    assert seen is not None and seen["leader"] == python.identity
+    released_at = python.terminate()
+    _, started = candidates.leader([go_second], after=released_at)
+    assert started - released_at <= 1.2 * TIMING.retry_period + 1.0
+    assert lease_record(backend, ns, candidates.lease).leader_transitions > \
+        record.leader_transitions

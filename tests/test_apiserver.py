@@ -45,6 +45,7 @@ from client_cache.listwatch import (
     new_list_watch_from_client,
 )
 from client_cache.pager import ListPager, new_list_pager
+from client_cache.rest import request_json
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import (
     WRITTEN_AT_ANNOTATION,
@@ -576,3 +577,17 @@ def test_the_server_process_exits_when_its_parent_dies() -> None:
             raise AssertionError("the server process outlived its parent")
         time.sleep(0.02)
     assert time.monotonic() - killed_at < 2.0
+
+
+def test_a_failed_write_leaves_the_kept_alive_connection_usable(
+        server: EmbeddedApiServer) -> None:
+    """An injected failure still reads the request body, so the next request on the same
+    connection is not parsed from its leftovers (it used to get a 400)."""
+    api = server.api_client()
+    body = {"metadata": {"name": "cm"}, "data": {"k": "v" * 1000}}
+    server.fail_next(1, 500)
+    path = "/api/v1/namespaces/default/configmaps"
+    assert request_json(api, "POST", path, body)[0] == 500
+    status, created = request_json(api, "POST", path, body)
+    assert status == 201 and created["metadata"]["name"] == "cm"
+    api.close()

@@ -128,8 +128,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(err.code or 500, _status_bytes(err), headers)
 
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._raw_body
         if not raw:
             return {}
         try:
@@ -155,6 +154,10 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         owner = self.owner
         owner.count_request("requests")
+        # Read the body first, whatever the answer: one left unread on a kept-alive
+        # connection would be taken for the next request (a 400 for the client's next call).
+        length = int(self.headers.get("Content-Length") or 0)
+        self._raw_body = self.rfile.read(length) if length else b""
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]

@@ -78,10 +78,12 @@ class LeaderCallbacks:
 @dataclass
 class LeaderElectionConfig:
     """Go ``LeaderElectionConfig``. Durations in seconds, client-go's defaults; validated
-    as client-go validates them (see :func:`new_leader_elector`)."""
+    as client-go validates them (see :func:`new_leader_elector`). ``callbacks`` default to
+    doing nothing (the controller runtime adds its own around them)."""
 
     lock: Interface
-    callbacks: LeaderCallbacks
+    callbacks: LeaderCallbacks = field(default_factory=lambda: LeaderCallbacks(
+        lambda stop: None, lambda: None))
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0

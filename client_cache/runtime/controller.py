@@ -52,6 +52,13 @@ What it does, as kube-rs:
 * **Writes.** ``ControllerConfig.client_qps``/``client_burst`` (default 20/30,
   controller-runtime's; 0 turns it off) throttle every request the factory's API client
   sends (:func:`~client_cache.util.flowcontrol.throttle_client`).
+* **Events.** ``ctx.recorder`` posts core/v1 Events as the controller (client-go's
+  correlator and spam filter; flushed at shutdown); ``ControllerConfig(events=False)``
+  leaves it None.
+* **Replicas.** ``ControllerConfig(leader_election=LeaderElectionConfig(lock=LeaseLock(...)))``:
+  every replica keeps its caches warm, only the leader reconciles; a replica that stops
+  leading stops starting reconciles at once and its run ends
+  (``RunSummary.lost_leadership``), as controller-runtime's manager exits.
 """
 
 from __future__ import annotations
@@ -73,7 +80,10 @@ from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import describe_error
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
+from client_cache.leaderelection import LeaderElectionConfig
 from client_cache.listwatch import resource_kind
+from client_cache.record import CoreV1EventSink, EventBroadcaster, EventRecorder, EventSource
+from client_cache.runtime.leading import LeadershipGate
 from client_cache.runtime.metrics import get_controller_metrics_provider
 from client_cache.runtime.objectref import ObjectRef, object_ref
 from client_cache.runtime.reconcile import (
@@ -106,7 +116,10 @@ class ControllerConfig:
     ``debounce`` seconds (default 0); ``concurrency`` reconciles at once (default 1, see the
     module documentation); ``shutdown_timeout`` seconds given to running reconciles at
     shutdown; ``client_qps``/``client_burst`` write throttling (0: off); ``name`` of the
-    controller in thread names, logs and metrics (default: the primary resource)."""
+    controller in thread names, logs and metrics (default: the primary resource);
+    ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
+    reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
+    this replica leads (see :mod:`client_cache.runtime.leading`)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -114,6 +127,8 @@ class ControllerConfig:
     client_qps: float = 20.0
     client_burst: int = 30
     name: str = ""
+    events: bool = True
+    leader_election: LeaderElectionConfig | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -337,6 +352,13 @@ class Controller(Generic[D]):
                             TokenBucketRateLimiter(config.client_qps, config.client_burst))
         self._stopping.clear()
         self._summary = RunSummary()
+        gate = None if config.leader_election is None else LeadershipGate(
+            config.leader_election, self.name, self._stopping.set)
+        broadcaster = recorder = None
+        if config.events:
+            broadcaster = EventBroadcaster()
+            broadcaster.start_recording_to_sink(CoreV1EventSink(self._factory.api_client))
+            recorder = broadcaster.new_recorder(EventSource(component=self.name))
         self._scheduler = Scheduler(self.name, config.debounce, clock=self._clock)
         metrics = _Metrics(self.name, config.concurrency)
         registrations: list[tuple[SharedIndexInformer, ResourceEventHandlerRegistration]] = []
@@ -352,17 +374,19 @@ class Controller(Generic[D]):
                 registrations.append((watched.informer,
                                       watched.informer.add_event_handler(watched.handler)))
             self._factory.start(informer_stop)
+            if gate is not None:
+                gate.start()
             for i, (source, bulk) in enumerate(self._sources):
                 if isinstance(source, queue.Queue):
                     hooks.append(on_stop(self._stopping, _waker(source)))
                 pumps.append(self._thread(self._pump, f"source-{i}", source, bulk))
             _log.info("controller %s: waiting for %d caches to sync", self.name,
                       len(self._watched))
-            if self._wait_ready():
-                _log.info("controller %s: caches synced; starting %d workers", self.name,
-                          config.concurrency)
+            if self._wait_ready() and (gate is None or gate.wait_leading(self._stopping)):
+                _log.info("controller %s: caches synced%s; starting %d workers", self.name,
+                          "" if gate is None else " and leading", config.concurrency)
                 workers = [self._thread(self._work, f"worker-{i}", reconcile, error_policy,
-                                        data, metrics)
+                                        data, recorder, metrics)
                            for i in range(config.concurrency)]
             self._stopping.wait()
             _log.info("controller %s: shutting down; waiting up to %.1f s for %d running "
@@ -375,6 +399,11 @@ class Controller(Generic[D]):
                 worker.join(max(0.0, deadline - time.monotonic()))
             with self._lock:
                 self._summary.unfinished = sorted(self._running, key=str)
+            if gate is not None:
+                gate.stop()
+                self._summary.lost_leadership = gate.lost
+            if broadcaster is not None:
+                broadcaster.shutdown(1.0)
             for informer, registration in registrations:
                 informer.remove_event_handler(registration)
             for hook in hooks:
@@ -422,7 +451,7 @@ class Controller(Generic[D]):
 
     def _work(self, reconcile: Callable[[Any, Context[D]], Action],
               error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-              data: D, metrics: _Metrics) -> None:
+              data: D, recorder: EventRecorder | None, metrics: _Metrics) -> None:
         scheduler = self._scheduler
         assert scheduler is not None
         while True:
@@ -435,7 +464,8 @@ class Controller(Generic[D]):
                     return
                 with self._lock:
                     self._running.add(ref)
-                self._reconcile_one(scheduler, request, reconcile, error_policy, data, metrics)
+                self._reconcile_one(scheduler, request, reconcile, error_policy,
+                                    Context(data, request, self._stopping, recorder), metrics)
             finally:
                 with self._lock:
                     self._running.discard(ref)
@@ -444,7 +474,7 @@ class Controller(Generic[D]):
     def _reconcile_one(self, scheduler: Scheduler, request: ReconcileRequest,
                        reconcile: Callable[[Any, Context[D]], Action],
                        error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-                       data: D, metrics: _Metrics) -> None:
+                       ctx: Context[D], metrics: _Metrics) -> None:
         ref = request.obj_ref
         obj, exists = self._informer.get_indexer().get_by_key(ref.key())
         if not exists:
@@ -452,7 +482,6 @@ class Controller(Generic[D]):
             with self._lock:
                 self._summary.not_found += 1
             return
-        ctx = Context(data, request, self._stopping)
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
                        request.reason)

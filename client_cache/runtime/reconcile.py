@@ -124,12 +124,15 @@ class ReconcileRequest:
 class Context(Generic[D]):
     """The second argument of ``reconcile`` and the third of ``error_policy``: the user's
     ``data`` given to ``run`` (kube-rs passes that object itself; here it sits beside the
-    request), the request being served and its reason, and ``stopping``, an event set when
-    graceful shutdown begins (a long reconcile may check it)."""
+    request), the request being served and its reason, ``stopping``, an event set when
+    graceful shutdown begins or leadership is lost (a long reconcile may check it), and
+    ``recorder``, an :class:`~client_cache.record.EventRecorder` reporting as the
+    controller (None when the controller was built without events)."""
 
     data: D
     request: ReconcileRequest
     stopping: threading.Event
+    recorder: Any = None
 
     @property
     def reason(self) -> ReconcileReason:
@@ -145,13 +148,15 @@ class RunSummary:
     """What :meth:`~client_cache.runtime.controller.Controller.run` did: reconciles run,
     failed (the reconcile raised), requeued (a requeue was scheduled after success or
     error), skipped because the object was no longer cached, and the refs still being
-    reconciled when the shutdown deadline passed."""
+    reconciled when the shutdown deadline passed; ``lost_leadership`` when the run ended
+    because this replica stopped leading."""
 
     reconciles: int = 0
     errors: int = 0
     requeues: int = 0
     not_found: int = 0
     unfinished: list[ObjectRef] = field(default_factory=list)
+    lost_leadership: bool = False
 
 
 def deep_copy(obj: Any) -> Any:

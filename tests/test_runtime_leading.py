@@ -1,0 +1,122 @@
+"""runtime/leading.py and the runtime's events: two replicas of a controller on one Lease
+(only the leader reconciles; the other takes over), leadership lost mid-run, and
+ctx.recorder posting Events."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from client_cache.informers import new_shared_informer_factory
+from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLockConfig
+from client_cache.runtime import Action, Context, Controller, ControllerConfig, RunSummary
+from client_cache.schema import GroupVersionResource
+from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import eventually
+
+CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
+FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.1}
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer() as srv:
+        yield srv
+
+
+class Replica:
+    """One replica: its own client, factory and controller, run on a thread."""
+
+    def __init__(self, server: EmbeddedApiServer, identity: str, **election: Any) -> None:
+        self.api = server.api_client()
+        self.identity = identity
+        self.reconciled: list[str] = []
+        self.summary: RunSummary | None = None
+        lock = LeaseLock("default", "replicas", self.api, ResourceLockConfig(identity))
+        config = ControllerConfig(client_qps=0, name=f"replica-{identity}",
+                                  leader_election=LeaderElectionConfig(
+                                      lock=lock, **{**FAST, **election}))
+        self.controller: Controller[Any] = Controller(
+            new_shared_informer_factory(self.api, 0), CONFIGMAPS, config=config)
+        self.thread = threading.Thread(target=self._run, name=f"test-replica-{identity}",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+            self.reconciled.append(obj["metadata"]["name"])
+            return Action.await_change()
+
+        self.summary = self.controller.run(reconcile)
+
+    def stop(self) -> RunSummary:
+        self.controller.shutdown()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+        self.api.close()
+        assert self.summary is not None
+        return self.summary
+
+
+def test_only_the_leader_reconciles_and_the_other_takes_over(
+        server: EmbeddedApiServer) -> None:
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    first = Replica(server, "first", release_on_cancel=True)
+    eventually(lambda: first.reconciled == ["a"], 10, "the leader did not reconcile")
+    second = Replica(server, "second", release_on_cancel=True)
+    try:
+        core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+        eventually(lambda: first.reconciled == ["a", "b"], 10)
+        assert second.reconciled == []  # its caches are warm, but it does not lead
+        summary = first.stop()  # releases the lease
+        assert not summary.lost_leadership
+        eventually(lambda: sorted(second.reconciled) == ["a", "b"], 10,
+                   "the second replica did not take over")
+    finally:
+        second.stop()
+
+
+def test_losing_leadership_stops_reconciling(server: EmbeddedApiServer) -> None:
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    replica = Replica(server, "only")
+    eventually(lambda: replica.reconciled == ["a"], 10)
+    server.fail_next(10_000, 500)  # the server stops answering: renewals fail
+    try:
+        replica.thread.join(10)  # fenced by the renew deadline, the run ends
+        assert not replica.thread.is_alive()
+        assert replica.summary is not None and replica.summary.lost_leadership
+    finally:
+        server.clear_faults()
+        replica.stop()
+
+
+def test_reconcilers_get_a_recorder(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    core = CoreV1Api(api)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        ctx.recorder.event(obj, "Normal", "Synced", "synced", kind="ConfigMap",
+                           api_version="v1")
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(
+        new_shared_informer_factory(api, 0), CONFIGMAPS,
+        config=ControllerConfig(client_qps=0, name="recording"))
+    done = threading.Event()
+    runner = threading.Thread(target=lambda: (controller.run(reconcile), done.set()),
+                              name="test-recording", daemon=True)
+    runner.start()
+    eventually(lambda: len(core.list_namespaced_event("default").items) == 1, 10)
+    controller.shutdown()
+    assert done.wait(10)
+    event = core.list_namespaced_event("default").items[0]
+    assert (event.reason, event.source.component, event.involved_object.name) == \
+        ("Synced", "recording", "a")
+    api.close()

@@ -20,16 +20,17 @@ envtest: $(STAMP)
 	$(PY) -m client_cache.testing.envtest build
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suite on the other supported Pythons (pyenv's 3.10 and 3.13), each in its own
-# virtualenv (.venv-3.10, .venv-3.13); CI runs it after `make test`.
+# virtualenv (.venv-3.10, .venv-3.13), without the tests marked slow (the long scenarios on
+# both servers, which `make test` runs): CI runs it after `make test`.
 PYENV_ROOT ?= $(HOME)/.pyenv
 test-pythons:
 	for v in 3.10 3.13; do \
 	  py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python3 | tail -1); \
 	  test -x "$$py" || { echo "no Python $$v under $(PYENV_ROOT)"; exit 1; }; \
-	  $(MAKE) test PYTHON=$$py VENV=.venv-$$v || exit 1; \
+	  $(MAKE) test PYTHON=$$py VENV=.venv-$$v PYTEST_ARGS='-m "not slow"' || exit 1; \
 	done
 
 # One example on the embedded server: make example NAME=workqueue_controller

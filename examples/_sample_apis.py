@@ -24,7 +24,7 @@ FOOS = GroupVersionResource(GROUP, VERSION, "foos")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
 CRD_FILE = Path(__file__).resolve().parent / "artifacts" / "crd.yaml"
 
-# The messages of sample-controller's events (logged here until the event recorder lands).
+# The reasons and messages of sample-controller's Events.
 SUCCESS_SYNCED = "Synced"
 ERR_RESOURCE_EXISTS = "ErrResourceExists"
 MESSAGE_RESOURCE_EXISTS = "Resource %s already exists and is not managed by Foo"

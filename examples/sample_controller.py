@@ -25,10 +25,15 @@ from typing import Any
 
 from _cluster import connect, parser
 from _sample_apis import (
+    API_VERSION,
     DEPLOYMENTS,
+    ERR_RESOURCE_EXISTS,
     FOOS,
     GROUP,
+    KIND,
     MESSAGE_RESOURCE_EXISTS,
+    MESSAGE_RESOURCE_SYNCED,
+    SUCCESS_SYNCED,
     VERSION,
     install_crd,
     is_controlled_by,
@@ -77,7 +82,10 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
         deployment = to_dict(clients.apps.create_namespaced_deployment(
             namespace, new_deployment(foo)))
     if not is_controlled_by(deployment, foo):
-        raise ResourceExistsError(MESSAGE_RESOURCE_EXISTS % deployment_name)
+        message = MESSAGE_RESOURCE_EXISTS % deployment_name
+        ctx.recorder.event(foo, "Warning", ERR_RESOURCE_EXISTS, message, kind=KIND,
+                           api_version=API_VERSION)
+        raise ResourceExistsError(message)
     replicas = foo["spec"].get("replicas")
     if replicas is not None and replicas != deployment["spec"].get("replicas"):
         log.info("Foo %s/%s replicas: %s, deployment replicas: %s", namespace, name,
@@ -88,6 +96,8 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
     if updated.get("status") != foo.get("status"):
         clients.foos.replace_namespaced_custom_object_status(
             GROUP, VERSION, namespace, FOOS.resource, name, updated)
+    ctx.recorder.event(foo, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED, kind=KIND,
+                       api_version=API_VERSION)
     return Action.await_change()
 
 

@@ -1,8 +1,8 @@
 """Kubernetes' sample-controller, ``controller.go`` line by line, with informers and a
 work queue (no runtime): compare with ``sample_controller.py``, the same controller on the
 controller runtime. Go names are kept in snake case (``NewController`` is
-``new_controller``, ``syncHandler`` is ``sync_handler``); events go to the log until the
-event recorder lands.
+``new_controller``, ``syncHandler`` is ``sync_handler``); Events are posted as Go's are
+(``Synced``, ``ErrResourceExists``).
 
     .venv/bin/python examples/sample_controller_plain.py
     .venv/bin/python examples/sample_controller_plain.py --kubeconfig ~/.kube/config
@@ -16,6 +16,7 @@ from typing import Any
 
 from _cluster import connect, parser
 from _sample_apis import (
+    API_VERSION,
     DEPLOYMENTS,
     ERR_RESOURCE_EXISTS,
     FOOS,
@@ -46,6 +47,7 @@ from client_cache.informers import (
     SharedInformerFactoryOptions,
     new_shared_informer_factory_with_options,
 )
+from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
 from client_cache.util.wait import until
 from client_cache.workqueue import (
     BucketRateLimiter,
@@ -65,6 +67,13 @@ class Controller:
 
     def __init__(self, kubeclientset: AppsV1Api, sampleclientset: CustomObjectsApi,
                  deployment_informer: GenericInformer, foo_informer: GenericInformer) -> None:
+        log.info("Creating event broadcaster")
+        self.event_broadcaster = EventBroadcaster()
+        self.event_broadcaster.start_logging(log)
+        self.event_broadcaster.start_recording_to_sink(
+            CoreV1EventSink(kubeclientset.api_client))
+        self.recorder = self.event_broadcaster.new_recorder(
+            EventSource(component=CONTROLLER_AGENT_NAME))
         self.kubeclientset = kubeclientset
         self.sampleclientset = sampleclientset
         self.deployments_lister = deployment_informer.lister()
@@ -110,6 +119,7 @@ class Controller:
         log.info("Shutting down workers")
         for thread in threads:
             thread.join(10)
+        self.event_broadcaster.shutdown()
 
     def run_worker(self) -> None:
         while self.process_next_work_item():
@@ -155,7 +165,8 @@ class Controller:
                 namespace, new_deployment(foo)))
         if not is_controlled_by(deployment, foo):
             msg = MESSAGE_RESOURCE_EXISTS % deployment_name
-            log.warning("event %s on Foo %s: %s", ERR_RESOURCE_EXISTS, key, msg)
+            self.recorder.event(foo, "Warning", ERR_RESOURCE_EXISTS, msg, kind=KIND,
+                                api_version=API_VERSION)
             raise RuntimeError(msg)
         replicas = foo["spec"].get("replicas")
         if replicas is not None and replicas != deployment["spec"].get("replicas"):
@@ -164,7 +175,8 @@ class Controller:
             deployment = to_dict(self.kubeclientset.replace_namespaced_deployment(
                 deployment_name, namespace, new_deployment(foo)))
         self.update_foo_status(foo, deployment)
-        log.debug("event %s on Foo %s: %s", SUCCESS_SYNCED, key, MESSAGE_RESOURCE_SYNCED)
+        self.recorder.event(foo, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED, kind=KIND,
+                            api_version=API_VERSION)
 
     def update_foo_status(self, foo: Any, deployment: Any) -> None:
         foo_copy = with_available_replicas(foo, deployment)

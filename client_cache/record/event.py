@@ -130,6 +130,7 @@ class _Watcher:
         self.queue: queue.Queue[Any] = queue.Queue(max_queued)
         self.handle = handle
         self.dropped = 0
+        self.abandoned = False  # past the shutdown deadline: drop what is left
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
@@ -144,6 +145,9 @@ class _Watcher:
             event = self.queue.get()
             if event is self._DONE:
                 return
+            if self.abandoned:
+                self.dropped += 1
+                continue
             try:
                 self.handle(event)
             except Exception:
@@ -284,7 +288,9 @@ class EventBroadcaster:
     def shutdown(self, timeout: float = 1.0) -> list[str]:
         """Stop accepting watchers, let each finish what is queued (a retry pause is cut
         short: one last try, then the event is given up) and wait for them, ``timeout``
-        seconds in all (Go ``Shutdown``). Returns the watcher threads still alive."""
+        seconds in all (Go ``Shutdown``); what is still queued then is dropped (counted in
+        :meth:`dropped`). Returns the watcher threads still alive (one in the middle of a
+        request, bounded by the sink's timeout)."""
         with self._lock:
             self._shutting_down.set()
             watchers = list(self._watchers)
@@ -293,7 +299,16 @@ class EventBroadcaster:
             watcher.finish()
         for watcher in watchers:
             watcher.thread.join(max(0.0, deadline - self.clock.monotonic()))
-        return [w.thread.name for w in watchers if w.thread.is_alive()]
+        late = [w for w in watchers if w.thread.is_alive()]
+        for watcher in late:  # out of time: what is still queued is dropped and counted
+            watcher.abandoned = True
+        for watcher in late:
+            watcher.thread.join(0.5)
+        alive = [w.thread.name for w in late if w.thread.is_alive()]
+        if late:
+            _log.warning("event broadcaster shut down with %d events unsent (dropped)",
+                         sum(w.dropped for w in late))
+        return alive
 
 
 def _describe_ref(event: dict[str, Any]) -> str:

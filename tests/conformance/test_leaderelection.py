@@ -98,6 +98,7 @@ def candidates(backend: Backend, ns: str, tmp_path: Path) -> Iterator[Candidates
         group.close()
 
 
+@pytest.mark.slow
 def test_a_killed_leader_is_replaced(candidates: Candidates) -> None:
     alive = [candidates.start() for _ in range(3)]
     takeovers = []
@@ -193,6 +194,7 @@ def lease_record(backend: Backend, ns: str, name: str) -> LeaderElectionRecord:
     return LeaderElectionRecord.from_lease_spec(lease["spec"])
 
 
+@pytest.mark.slow
 def test_go_and_python_candidates_hand_over(candidates: Candidates, backend: Backend,
                                             ns: str) -> None:
     """client-go's elector and ours share a Lease: each reads the other's record, and each

@@ -3,8 +3,9 @@ runtime, ``examples/sample_controller_plain.py`` as Go's ``controller.go``), on 
 servers, with the Foo CRD applied from ``examples/artifacts/crd.yaml``: 200 Foos converge
 (each with its Deployment at the right replicas, owned, and the Foo's status updated), 100
 replica changes converge, 50 Deployments deleted behind the controller's back come back, a
-Foo naming a Deployment it does not own gets an error and leaves it alone, and an apiserver
-restart mid-run still converges."""
+Foo naming a Deployment it does not own gets an error (an ErrResourceExists Event) and
+leaves it alone, every Foo gets its Synced Event, and an apiserver restart mid-run still
+converges."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from kubernetes.client import AppsV1Api, CustomObjectsApi
+from kubernetes.client import AppsV1Api, CoreV1Api, CustomObjectsApi
 
 from tests.conformance.util import Backend, parallel
 from tests.fixtures import eventually
@@ -117,6 +118,11 @@ class Harness:
                       for f in self.foos() if f["metadata"]["name"] in state["wrong"][:5]]
             raise AssertionError(f"{len(state['wrong'])} Foos out of sync: {detail}") from None
 
+    def events(self, reason: str) -> set[str]:
+        """Names of the objects with an Event of ``reason`` in the namespace."""
+        listed = CoreV1Api(self.api).list_namespaced_event(self.ns)
+        return {e.involved_object.name for e in listed.items if e.reason == reason}
+
     def set_replicas(self, names: list[str], replicas: int) -> None:
         apis = self.apis
         parallel(lambda n=n: self.objects.patch_namespaced_custom_object(
@@ -167,6 +173,9 @@ def test_sample_controller_converges(harness: Harness, caplog: pytest.LogCapture
         apis.foo("intruder", "taken", 3))
     eventually(lambda: any("taken already exists and is not managed by Foo" in r.getMessage()
                            for r in caplog.records), 30, "no error reported")
+    eventually(lambda: "intruder" in harness.events("ErrResourceExists"), 30,
+               "no ErrResourceExists Event")
+    assert {f"foo-{i}" for i in range(200)} <= harness.events("Synced")
     still = harness.apps.read_namespaced_deployment("taken", harness.ns)
     assert still.metadata.generation == taken.metadata.generation  # its spec untouched
     assert not still.metadata.owner_references and still.spec.replicas == 1

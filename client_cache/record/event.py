@@ -341,6 +341,17 @@ class EventRecorder:
     def __init__(self, broadcaster: EventBroadcaster, source: EventSource) -> None:
         self.broadcaster = broadcaster
         self.source = source
+        self._lock = threading.Lock()
+        self._last_stamp = 0
+
+    def _unique_stamp(self, now: float) -> int:
+        """Nanoseconds for the Event's name (Go: ``<object>.<UnixNano in hex>``), kept
+        strictly increasing: a float clock reading repeats within a burst, and two Events
+        of one name would collide on the server (409)."""
+        with self._lock:
+            stamp = max(int(now * 1e9), self._last_stamp + 1)
+            self._last_stamp = stamp
+            return stamp
 
     def event(self, obj: Any, event_type: str, reason: str, message: str, *,
               kind: str = "", api_version: str = "") -> None:
@@ -379,7 +390,7 @@ class EventRecorder:
             return
         now = self.broadcaster.clock.now()
         stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        md: dict[str, Any] = {"name": f"{ref.get('name', '')}.{int(now * 1e9):x}",
+        md: dict[str, Any] = {"name": f"{ref.get('name', '')}.{self._unique_stamp(now):x}",
                               "namespace": ref.get("namespace") or "default"}
         if annotations:
             md["annotations"] = dict(annotations)

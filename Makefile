@@ -57,7 +57,8 @@ lint: $(STAMP)
 # The side-by-side benchmark (issue 10): client_cache vs the kubernetes package's informer
 # and Watch loops vs client-go (needs Go; about 20 minutes), then the idle-CPU figure (1 min)
 # metadata-only vs full informer memory (2 min), and the controller runtime vs a hand-written
-# work-queue controller (1 min). Writes bench/results/latest.*, idle.*, metadata.*, runtime.*
+# work-queue controller (1 min), and leader-election takeovers over 20 kills per server
+# (5 min). Writes bench/results/latest.*, idle.*, metadata.*, runtime.*, leaderelection.*
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install -e '.[test,bench]'
@@ -68,6 +69,7 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.bench_idle
 	$(PY) -m bench.bench_metadata
 	$(PY) -m bench.bench_runtime
+	$(PY) -m bench.bench_leaderelection
 
 # Micro-benchmarks of client_cache alone: queues, workqueue, wire decoding, reflector, informer.
 bench-micro: $(STAMP)

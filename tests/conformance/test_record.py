@@ -84,3 +84,15 @@ def test_a_silent_server_does_not_block_and_gets_the_event_later(
             direct.close()
             assert broadcaster.shutdown(5) == []
             proxied.close()
+
+
+def test_shutdown_flushes_within_a_second(api: Any, ns: str) -> None:
+    broadcaster = EventBroadcaster()
+    broadcaster.start_recording_to_sink(CoreV1EventSink(api))
+    recorder = broadcaster.new_recorder(EventSource(component="conformance"))
+    for i in range(50):
+        recorder.event(foo(ns, f"obj-{i}"), "Normal", "Synced", "synced")
+    started = time.monotonic()
+    assert broadcaster.shutdown(1.0) == []
+    assert time.monotonic() - started < 1.0
+    assert len(stored(api, ns)) == 50 and broadcaster.dropped() == 0

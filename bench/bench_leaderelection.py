@@ -68,6 +68,19 @@ def leading_now(candidates: list[CandidateProcess], timeout: float = 60) -> Cand
     raise TimeoutError("no leader")
 
 
+def first_leading(candidates: list[CandidateProcess], after: float,
+                  timeout: float = 60) -> float:
+    """When the first of ``candidates`` started leading after ``after``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        started = [e["t"] for c in candidates
+                   if (e := c.first("leading", after, timeout=0)) is not None]
+        if started:
+            return min(started)
+        time.sleep(0.02)
+    raise TimeoutError("no new leader")
+
+
 def takeovers(kubeconfig: str, kills: int) -> list[float]:
     ids = itertools.count()
     alive: list[CandidateProcess] = []
@@ -86,8 +99,7 @@ def takeovers(kubeconfig: str, kills: int) -> list[float]:
             leader = leading_now(alive)
             killed_at = leader.kill()
             alive.remove(leader)
-            started = min(e["t"] for c in alive
-                          if (e := c.first("leading", killed_at, timeout=60)) is not None)
+            started = first_leading(alive, killed_at)
             if leader.last("stopped") is None:  # it was leading when killed
                 times.append(started - killed_at)
             start()

@@ -194,6 +194,9 @@ class LeaderElector:
         except LockNotFoundError:
             try:
                 lock.create(record, timeout)
+            except LockConflictError:
+                _log.debug("another candidate created lease %s first", lock.describe())
+                return False
             except LockError as err:
                 _log.error("error initially creating leader election record: %s", err)
                 return False

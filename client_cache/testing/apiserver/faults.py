@@ -154,15 +154,23 @@ class FaultInjection:
         return self.store.compact()
 
     def drop_all_connections(self) -> None:
-        """Close every client connection at once (watches and keep-alive ones)."""
-        self.end_all_watches(ABORT)
-        for conn in self.connections():
+        """Close every client connection open now, at once (watches and keep-alive ones).
+        The connections are taken before anything is cut, so a client that reconnects
+        at once is not cut again (that would make its new watch a "very short" one)."""
+        connections = list(self.connections())
+        watchers = list(self.store.watchers())
+        for conn in connections:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
+        self.end_watches(watchers, ABORT)
 
     def end_all_watches(self, marker: Marker | None) -> None:
         """End every open watch: cleanly (``None``) or with ``marker`` first."""
-        for watcher in self.store.watchers():
+        self.end_watches(list(self.store.watchers()), marker)
+
+    def end_watches(self, watchers: list[Watcher], marker: Marker | None) -> None:
+        """End ``watchers``: cleanly (``None``) or with ``marker`` first."""
+        for watcher in watchers:
             watcher.ending = True
             if marker is not None:
                 watcher.queue.put(marker)

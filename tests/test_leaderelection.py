@@ -26,6 +26,7 @@ from client_cache.leaderelection import (
 )
 from client_cache.rest import request_json
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.leader import CandidateProcess, Timing
 from tests.fixtures import eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/ctl"
@@ -201,3 +202,20 @@ def test_health_check_flags_a_stuck_leader(server: EmbeddedApiServer) -> None:
     finally:
         server.clear_faults()
         a.halt()
+
+
+def test_a_candidate_process_ends_with_its_parent(server: EmbeddedApiServer,
+                                                  tmp_path: Any) -> None:
+    """The end of a candidate's stdin (its parent died, however) stops it gracefully."""
+    kubeconfig = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
+    candidate = CandidateProcess(kubeconfig, "orphan", "orphans", "default",
+                                 Timing(lease_duration=1.5, renew_deadline=1.0,
+                                        retry_period=0.1))
+    try:
+        assert candidate.first("leading", timeout=30) is not None
+        assert candidate.proc.stdin is not None
+        candidate.proc.stdin.close()  # what the parent's death does to the pipe
+        assert candidate.proc.wait(10) == 0
+        assert candidate.first("exit", timeout=5) is not None
+    finally:
+        candidate.close()

@@ -6,7 +6,9 @@ on a Lease and prints one JSON line per thing that happens, stamped with
 candidates compare): ``wrote`` (a successful create or update of the Lease), ``leading``
 (``on_started_leading`` ran), ``stopped`` (its stop event was set: it no longer acts),
 ``leader`` (the observed leader changed), ``exit``. SIGTERM or SIGINT stops it
-gracefully (with ``--release``, releasing the Lease).
+gracefully (with ``--release``, releasing the Lease), and so does the end of its standard
+input: :class:`CandidateProcess` holds the only writer, so a candidate never outlives the
+process that started it, however that one dies.
 
 :class:`CandidateProcess` starts one and collects its lines.
 """
@@ -57,7 +59,7 @@ class CandidateProcess:
              "--renew-deadline", seconds(timing.renew_deadline),
              "--retry-period", seconds(timing.retry_period),
              *(["--release"] if release else [])],
-            stdout=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"candidate-reader-{identity}")
         self._reader.start()
@@ -113,6 +115,8 @@ class CandidateProcess:
         return at
 
     def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -186,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    def orphaned() -> None:  # our stdin's only writer is the parent: EOF means it is gone
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=orphaned, name="candidate-parent-watch", daemon=True).start()
     runner = threading.Thread(target=elector.run, args=(stop,), daemon=True,
                               name="candidate-elector")
     runner.start()

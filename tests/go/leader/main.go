@@ -1,13 +1,15 @@
 // A client-go leader-election candidate for the Go/Python handover test: it runs one
 // elector on a Lease and prints one JSON line per event ({"e": "leading"}, "stopped",
 // "leader" with the new leader's identity, "exit"); the Python harness stamps them as they
-// arrive. SIGTERM or SIGINT cancels its context (releasing the Lease with -release).
+// arrive. SIGTERM, SIGINT or the end of its standard input (its parent is gone) cancels its
+// context (releasing the Lease with -release).
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -63,6 +65,10 @@ func main() {
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-signals
+		cancel()
+	}()
+	go func() { // stdin's only writer is the parent: its end means the parent is gone
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{

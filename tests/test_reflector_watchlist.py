@@ -12,6 +12,7 @@ from client_cache.errors import ApiStatusError, new_resource_expired, new_too_ma
 from client_cache.reflector import DataInconsistencyError, Reflector, ReflectorOptions
 from client_cache.util.clock import RealClock
 from client_cache.watch import EventType, FakeWatcher, new_fake_with_chan_size
+from tests.fixtures import eventually
 from tests.fixtures import pod as make_pod
 
 
@@ -80,11 +81,24 @@ def run_until(r: Reflector, stop: threading.Event) -> BaseException | None:
     return None
 
 
-def stop_after(stop: threading.Event, script: Callable[[FakeWatcher], None]) -> Callable[
-        [FakeWatcher], None]:
+def stop_after(stop: threading.Event, script: Callable[[FakeWatcher], None],
+               until: Callable[[], bool] | None = None) -> Callable[[FakeWatcher], None]:
+    """Run ``script`` on the watch, then set ``stop``: once ``until()`` holds when given
+    (what the test waits for), else after 50 ms (for tests that check that nothing more
+    happens)."""
     def run(w: FakeWatcher) -> None:
         script(w)
-        threading.Timer(0.05, stop.set).start()
+        if until is None:
+            threading.Timer(0.05, stop.set).start()
+            return
+
+        def wait_then_stop() -> None:
+            try:
+                eventually(until, 10, "the reflector did not get there")
+            finally:
+                stop.set()
+
+        threading.Thread(target=wait_then_stop, name="test-stop-after", daemon=True).start()
     return run
 
 
@@ -120,8 +134,11 @@ def test_error_falls_back_to_list() -> None:
         source = FakeListWatcher()
         stop = threading.Event()
         source.watch_errors.append(error)
-        source.watchers.append(stop_after(stop, lambda w: w.add(pod("p2", "2"))))
+        holder: list[Any] = []
+        source.watchers.append(stop_after(stop, lambda w: w.add(pod("p2", "2")),
+                                          until=lambda h=holder: names(h[0]) == ["p1", "p2"]))
         r, store = reflector(source)
+        holder.append(store)
         run_until(r, stop)
         assert is_watch_list(source.options[0])
         assert (source.options[1].resource_version, source.options[1].limit) == ("0", 500)

@@ -16,6 +16,7 @@ RFC 3339 with microseconds in UTC (Kubernetes ``MicroTime``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
@@ -35,6 +36,8 @@ __all__ = [
     "format_micro_time",
     "parse_micro_time",
 ]
+
+_FRACTION = re.compile(r"\.(\d+)")
 
 LEASES_RESOURCE_LOCK = "leases"
 """Go ``LeasesResourceLock``."""
@@ -62,6 +65,8 @@ def parse_micro_time(text: str | None) -> datetime | None:
     if not text:
         return None
     value = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    # Python 3.10's fromisoformat takes exactly 3 or 6 fraction digits: pad or cut to 6
+    value = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], value, count=1)
     return datetime.fromisoformat(value)
 
 

@@ -182,6 +182,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Timing": ("—", "an elector's durations"),
     "CandidateProcess": ("—", "a candidate in a child process"),
     "TcpProxy": ("—", "a loopback proxy that can swallow all traffic"),
+    "NOOP_METRIC": ("—", "a metric that does nothing, for no-op providers"),
     "describe_error": ("—", "an error as a log line: API errors by code and reason only"),
     "discover": ("discovery.ServerResourcesForGroupVersion", "the resources list"),
     "resource_kind": ("RESTMapper.KindFor", "kind and scope by discovery"),

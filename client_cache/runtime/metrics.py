@@ -15,6 +15,7 @@ import threading
 from typing import Protocol
 
 from client_cache.workqueue.metrics import (
+    NOOP_METRIC,
     CounterMetric,
     GaugeMetric,
     HistogramMetric,
@@ -43,21 +44,7 @@ class ControllerMetricsProvider(Protocol):
     def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric: ...
 
 
-class _Noop:
-    def inc(self) -> None:
-        pass
-
-    def dec(self) -> None:
-        pass
-
-    def set(self, value: float) -> None:
-        pass
-
-    def observe(self, value: float) -> None:
-        pass
-
-
-_NOOP = _Noop()
+_NOOP = NOOP_METRIC
 
 
 class NoopControllerMetricsProvider:

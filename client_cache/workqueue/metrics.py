@@ -24,6 +24,7 @@ from client_cache.util.clock import PassiveClock
 
 __all__ = [
     "METRIC_NAMES",
+    "NOOP_METRIC",
     "CounterMetric",
     "GaugeMetric",
     "HistogramMetric",
@@ -103,6 +104,8 @@ class _NoopMetric:
 
 
 _NOOP = _NoopMetric()
+NOOP_METRIC = _NOOP
+"""A metric of every kind that does nothing (for other no-op providers)."""
 
 
 class NoopMetricsProvider:

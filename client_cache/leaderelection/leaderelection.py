@@ -24,6 +24,7 @@ Timers use the clock given (monotonic readings); times written to the lock are w
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -179,9 +180,7 @@ class LeaderElector:
         if self.is_leader() and self._lease_valid(now):  # the fast path: renew blindly
             with self._lock:
                 old = self._observed
-            renewed = LeaderElectionRecord(record.holder_identity,
-                                           record.lease_duration_seconds, old.acquire_time,
-                                           wall, old.leader_transitions)
+            renewed = _renewal(record, old)
             try:
                 lock.update(renewed, timeout)
                 self._set_observed(renewed)
@@ -213,13 +212,10 @@ class LeaderElector:
             _log.debug("lock is held by %s and has not yet expired", old.holder_identity)
             return False
         if self.is_leader():
-            record = LeaderElectionRecord(record.holder_identity,
-                                          record.lease_duration_seconds, old.acquire_time,
-                                          wall, old.leader_transitions)
+            record = _renewal(record, old)
         else:
-            record = LeaderElectionRecord(record.holder_identity,
-                                          record.lease_duration_seconds, wall, wall,
-                                          old.leader_transitions + 1)
+            record = dataclasses.replace(record,
+                                         leader_transitions=old.leader_transitions + 1)
         try:
             lock.update(record, timeout)
         except LockConflictError:
@@ -351,6 +347,13 @@ class LeaderElector:
             _guarded(self.config.callbacks.on_stopped_leading)()
             if worker is not None:
                 worker.join(1.0)
+
+
+def _renewal(record: LeaderElectionRecord, old: LeaderElectionRecord,
+             ) -> LeaderElectionRecord:
+    """``record`` renewing ``old``: its acquire time and transition count kept."""
+    return dataclasses.replace(record, acquire_time=old.acquire_time,
+                               leader_transitions=old.leader_transitions)
 
 
 def _guarded(callback: Callable[..., None], *args: object) -> Callable[[], None]:

@@ -16,13 +16,13 @@ RFC 3339 with microseconds in UTC (Kubernetes ``MicroTime``).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from client_cache.errors import ClientCacheError
 from client_cache.rest import request_json
+from client_cache.util.timestamps import format_micro_time, parse_micro_time
 
 __all__ = [
     "LEASES_RESOURCE_LOCK",
@@ -36,8 +36,6 @@ __all__ = [
     "format_micro_time",
     "parse_micro_time",
 ]
-
-_FRACTION = re.compile(r"\.(\d+)")
 
 LEASES_RESOURCE_LOCK = "leases"
 """Go ``LeasesResourceLock``."""
@@ -53,21 +51,6 @@ class LockNotFoundError(LockError):
 
 class LockConflictError(LockError):
     """Someone else wrote the lock first (409): a lost race, not a failure."""
-
-
-def format_micro_time(when: datetime) -> str:
-    """``when`` as Kubernetes ``MicroTime``: ``2026-11-23T12:00:00.123456Z``."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_micro_time(text: str | None) -> datetime | None:
-    """A ``MicroTime`` (or any RFC 3339 time) as an aware datetime; None for none."""
-    if not text:
-        return None
-    value = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
-    # Python 3.10's fromisoformat takes exactly 3 or 6 fraction digits: pad or cut to 6
-    value = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], value, count=1)
-    return datetime.fromisoformat(value)
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
+from client_cache.util.timestamps import format_time
 from client_cache.workqueue.default_rate_limiters import TokenBucket
 
 __all__ = [
@@ -142,10 +142,6 @@ class _Observation:
     resource_version: str
 
 
-def _timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class EventCorrelator:
     """See the module documentation (Go ``EventCorrelator``). Thread-safe."""
 
@@ -179,7 +175,7 @@ class EventCorrelator:
         if len(record.local_keys) < opts.max_events:
             return event, get_event_key(event)
         record.local_keys.pop()  # do not let the set grow past the limit
-        stamp = _timestamp(now)
+        stamp = format_time(now)
         ref = event.get("involvedObject") or {}
         combined = {
             "apiVersion": "v1", "kind": "Event",

@@ -19,11 +19,11 @@ Objects are wire dicts and are never handed out without a copy.
 from __future__ import annotations
 
 import copy
-import datetime
 import json
 import os
 import queue
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -41,6 +41,7 @@ from client_cache.errors import (
     new_resource_expired,
     new_too_large_resource_version,
 )
+from client_cache.util.timestamps import format_time
 
 __all__ = ["BUILTIN_RESOURCES", "ApiStore", "ResourceType", "Watcher"]
 
@@ -194,7 +195,7 @@ def _field_set(obj: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(time.time())
 
 
 def encode_event(event_type: str, obj: Any) -> bytes:

@@ -31,10 +31,14 @@ __all__ = [
     "EVENT_TYPE_WARNING",
     "MAX_QUEUED_EVENTS",
     "MAX_TRIES_PER_EVENT",
+    "BroadcasterBase",
     "EventFanout",
     "EventSinkError",
+    "EventNamer",
     "RestEventSink",
+    "describe_regarding",
     "object_reference",
+    "regarding_reference",
     "write_with_retries",
 ]
 
@@ -79,6 +83,24 @@ class RestEventSink:
             return stored
         raise EventSinkError(f"{method} {path}: HTTP {status}", status,
                              retry=status >= 500 or status == 429)
+
+
+class EventNamer:
+    """Names for new Events: ``<object name>.<nanoseconds in hex>`` (Go
+    ``util.GenerateEventName``), the nanoseconds kept strictly increasing: a float clock
+    reading repeats within a burst, and two Events of one name would collide on the
+    server (409). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_stamp = 0
+
+    def name(self, object_name: str, now: float) -> str:
+        """A fresh name for an Event about ``object_name`` at wall time ``now``."""
+        with self._lock:
+            stamp = max(int(now * 1e9), self._last_stamp + 1)
+            self._last_stamp = stamp
+        return f"{object_name}.{stamp:x}"
 
 
 class _Watcher:
@@ -137,15 +159,32 @@ class EventFanout:
         """Set by :meth:`shutdown`; retry pauses wait on it."""
         self._lock = threading.Lock()
         self._watchers: list[_Watcher] = []
+        self._started = 0
+        self._retired_dropped = 0
 
-    def start_watcher(self, handler: Callable[[dict[str, Any]], None]) -> None:
+    def start_watcher(self, handler: Callable[[dict[str, Any]], None],
+                      ) -> Callable[[], None]:
         """Call ``handler`` with every event from now on, on a thread of its own;
-        :class:`ClientCacheError` after :meth:`shutdown`."""
+        :class:`ClientCacheError` after :meth:`shutdown`. Returns a function that stops
+        this watcher (Go ``watcher.Stop``): what it has queued is dropped, uncounted, and
+        its thread ends after the event in hand."""
         with self._lock:
             if self.shutting_down.is_set():
                 raise ClientCacheError(f"the event broadcaster {self.name} is shut down")
-            self._watchers.append(_Watcher(f"{self.name}-{len(self._watchers)}", handler,
-                                           self.max_queued))
+            self._started += 1
+            watcher = _Watcher(f"{self.name}-{self._started - 1}", handler, self.max_queued)
+            self._watchers.append(watcher)
+
+        def stop() -> None:
+            with self._lock:
+                if watcher not in self._watchers:
+                    return
+                self._watchers.remove(watcher)
+                self._retired_dropped += watcher.dropped
+            watcher.abandoned = True
+            watcher.finish()
+
+        return stop
 
     def offer(self, event: dict[str, Any]) -> None:
         """Queue ``event`` for every watcher without blocking (dropped where full)."""
@@ -157,7 +196,7 @@ class EventFanout:
     def dropped(self) -> int:
         """Events dropped because a watcher's queue was full, or left at shutdown."""
         with self._lock:
-            return sum(w.dropped for w in self._watchers)
+            return self._retired_dropped + sum(w.dropped for w in self._watchers)
 
     def shutdown(self, timeout: float) -> list[str]:
         """Stop accepting watchers, let each finish what is queued and wait for them,
@@ -181,6 +220,88 @@ class EventFanout:
             _log.warning("event broadcaster %s shut down with %d events unsent (dropped)",
                          self.name, sum(w.dropped for w in late))
         return [w.thread.name for w in late if w.thread.is_alive()]
+
+
+class BroadcasterBase:
+    """What both broadcasters offer besides their sinks: watchers, logging, counters.
+    Subclasses say how an event reads in a log line (:meth:`log_line`)."""
+
+    def __init__(self, name: str, max_queued: int, clock: PassiveClock) -> None:
+        self.clock = clock
+        self.fanout = EventFanout(name, max_queued, clock)
+        self.counter_lock = threading.Lock()
+        self._failed = 0
+
+    def start_event_watcher(self, handler: Callable[[dict[str, Any]], None],
+                            ) -> Callable[[], None]:
+        """Call ``handler`` with every event, on a thread of its own (Go
+        ``StartEventWatcher``); returns a function that stops this watcher."""
+        return self.fanout.start_watcher(handler)
+
+    def log_line(self, event: dict[str, Any]) -> str:
+        """How :meth:`start_logging` shows ``event`` (the object by kind and
+        namespace/name, never its contents)."""
+        raise NotImplementedError
+
+    def start_logging(self, log: Callable[[str], None] | logging.Logger | None = None,
+                      ) -> Callable[[], None]:
+        """Log every event at INFO to ``log`` (a logger, or a function taking the line;
+        the library's logger by default) (Go ``StartLogging``); returns a function that
+        stops logging."""
+        logger = log or _log
+
+        def write(event: dict[str, Any]) -> None:
+            if isinstance(logger, logging.Logger):
+                logger.info("%s", self.log_line(event))
+            else:
+                logger(self.log_line(event))
+
+        return self.start_event_watcher(write)
+
+    def action_or_drop(self, event: dict[str, Any]) -> None:
+        """Offer ``event`` to every watcher without blocking (dropped where full)."""
+        self.fanout.offer(event)
+
+    def dropped(self) -> int:
+        """Events dropped because a watcher's queue was full, or left at shutdown."""
+        return self.fanout.dropped()
+
+    def failed(self) -> int:
+        """Writes given up on (refused by the server, or 12 failed tries)."""
+        with self.counter_lock:
+            return self._failed
+
+    def write(self, attempt: Callable[[], bool], pause: Callable[[int], float],
+              reason: Any, regarding: str) -> bool:
+        """:func:`write_with_retries` (a shutdown cuts it short); counts and logs an event
+        given up on. Returns whether an attempt said done."""
+        if write_with_retries(attempt, pause, self.fanout.shutting_down):
+            return True
+        with self.counter_lock:
+            self._failed += 1
+        _log.error("Unable to write event %s for %s (retry limit exceeded or shut down)",
+                   reason, regarding)
+        return False
+
+    def failed_try(self, err: EventSinkError, reason: Any, regarding: str,
+                   retry: bool) -> bool:
+        """Log one failed try; True (done) when it is not to be retried, then counted as
+        given up on (Go: "will not retry!")."""
+        if retry:
+            _log.info("Unable to write event %s for %s: %s (may retry)", reason, regarding,
+                      err)
+            return False
+        _log.error("Server rejected event %s for %s: %s (will not retry!)", reason,
+                   regarding, err)
+        with self.counter_lock:
+            self._failed += 1
+        return True
+
+
+def describe_regarding(ref: Mapping[str, Any] | None) -> str:
+    """An event's object reference as ``Kind namespace/name`` for logs."""
+    ref = ref or {}
+    return f"{ref.get('kind')} {ref.get('namespace', '')}/{ref.get('name')}"
 
 
 def write_with_retries(attempt: Callable[[], bool], pause: Callable[[int], float],
@@ -215,3 +336,22 @@ def object_reference(obj: Any) -> dict[str, Any]:
     ref = {"kind": kind, "namespace": md.namespace, "name": md.name, "uid": md.uid,
            "apiVersion": api_version, "resourceVersion": md.resource_version}
     return {k: v for k, v in ref.items() if v}
+
+
+def regarding_reference(obj: Any, kind: str, api_version: str) -> dict[str, Any] | None:
+    """:func:`object_reference` for the object an event is about, ``kind`` and
+    ``api_version`` filling in what it does not say; None (logged, never raised) when no
+    reference with a kind can be built: the event is then not sent, as in client-go."""
+    try:
+        ref = object_reference(obj)
+    except Exception as err:
+        _log.error("Could not construct reference to %s, will not report event: %s",
+                   meta.describe(obj), type(err).__name__)
+        return None
+    ref.setdefault("kind", kind)
+    ref.setdefault("apiVersion", api_version)
+    if not ref.get("kind"):
+        _log.error("Could not construct reference to %s: its kind is unknown",
+                   meta.describe(obj))
+        return None
+    return ref

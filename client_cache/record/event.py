@@ -25,22 +25,21 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from client_cache import meta
 from client_cache.record.broadcast import (
     EVENT_TYPE_NORMAL,
     EVENT_TYPE_WARNING,
     MAX_QUEUED_EVENTS,
     MAX_TRIES_PER_EVENT,
-    EventFanout,
+    BroadcasterBase,
+    EventNamer,
     EventSinkError,
     RestEventSink,
-    object_reference,
-    write_with_retries,
+    describe_regarding,
+    regarding_reference,
 )
 from client_cache.record.correlator import CorrelatorOptions, EventCorrelator
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
@@ -96,7 +95,7 @@ class EventSource:
     host: str = ""
 
 
-class EventBroadcaster:
+class EventBroadcaster(BroadcasterBase):
     """See the module documentation (Go ``EventBroadcaster``). Watcher threads are named
     ``record-watcher-<n>``."""
 
@@ -104,82 +103,46 @@ class EventBroadcaster:
                  sleep_duration: float = DEFAULT_SLEEP_DURATION,
                  correlator_options: CorrelatorOptions | None = None,
                  clock: PassiveClock = REAL_CLOCK) -> None:
+        super().__init__("record-watcher", max_queued, clock)
         self.max_queued = max_queued
         self.sleep_duration = sleep_duration
         self.correlator_options = correlator_options
-        self.clock = clock
-        self._fanout = EventFanout("record-watcher", max_queued, clock)
-        self._lock = threading.Lock()
         self._spam_filtered = 0
-        self._failed = 0
 
-    def start_event_watcher(self, handler: Callable[[dict[str, Any]], None]) -> None:
-        """Call ``handler`` with every event, on a thread of its own (Go
-        ``StartEventWatcher``)."""
-        self._fanout.start_watcher(handler)
-
-    def start_recording_to_sink(self, sink: EventSink) -> None:
-        """Write every event to ``sink``, correlated (Go ``StartRecordingToSink``)."""
+    def start_recording_to_sink(self, sink: EventSink) -> Callable[[], None]:
+        """Write every event to ``sink``, correlated (Go ``StartRecordingToSink``);
+        returns a function that stops recording."""
         correlator = EventCorrelator(self.correlator_options or CorrelatorOptions(
             clock=self.clock))
-        self.start_event_watcher(lambda event: self._record_to_sink(sink, correlator, event))
+        return self.start_event_watcher(
+            lambda event: self._record_to_sink(sink, correlator, event))
 
-    def start_logging(self, log: Callable[[str], None] | logging.Logger | None = None,
-                      ) -> None:
-        """Log every event (Go ``StartLogging``/``StartStructuredLogging``): object by kind
-        and namespace/name, type, reason and message."""
-        logger = log or _log
-
-        def write(event: dict[str, Any]) -> None:
-            line = (f"Event occurred: object={_describe_ref(event)} "
-                    f"type={event.get('type')} reason={event.get('reason')} "
-                    f"message={event.get('message')!r}")
-            if isinstance(logger, logging.Logger):
-                logger.info("%s", line)
-            else:
-                logger(line)
-
-        self.start_event_watcher(write)
+    def log_line(self, event: dict[str, Any]) -> str:
+        """Object by kind and namespace/name, type, reason and message."""
+        return (f"Event occurred: object={describe_regarding(event.get('involvedObject'))} "
+                f"type={event.get('type')} reason={event.get('reason')} "
+                f"message={event.get('message')!r}")
 
     def new_recorder(self, source: EventSource) -> EventRecorder:
         """A recorder that reports as ``source`` (Go ``NewRecorder``)."""
         return EventRecorder(self, source)
 
-    def action_or_drop(self, event: dict[str, Any]) -> None:
-        """Offer ``event`` to every watcher without blocking (dropped where full)."""
-        self._fanout.offer(event)
-
-    def dropped(self) -> int:
-        """Events dropped because a watcher's queue was full, or left at shutdown."""
-        return self._fanout.dropped()
-
     def spam_filtered(self) -> int:
         """Events the spam filter kept from the server."""
-        with self._lock:
+        with self.counter_lock:
             return self._spam_filtered
-
-    def failed(self) -> int:
-        """Events given up on (refused by the server, or 12 failed tries)."""
-        with self._lock:
-            return self._failed
 
     def _record_to_sink(self, sink: EventSink, correlator: EventCorrelator,
                         event: dict[str, Any]) -> None:
         result = correlator.correlate(event)
         if result.skip or result.event is None:
-            with self._lock:
+            with self.counter_lock:
                 self._spam_filtered += 1
             return
         correlated, patch = result.event, result.patch
-        if write_with_retries(
-                lambda: self._record(sink, correlator, correlated, patch),
-                lambda tries: self.sleep_duration * (random.random() if tries == 1 else 1.0),
-                self._fanout.shutting_down):
-            return
-        with self._lock:
-            self._failed += 1
-        _log.error("Unable to write event %s for %s (retry limit exceeded or shut down)",
-                   correlated.get("reason"), _describe_ref(correlated))
+        self.write(lambda: self._record(sink, correlator, correlated, patch),
+                   lambda tries: self.sleep_duration * (random.random() if tries == 1 else 1.0),
+                   correlated.get("reason"), describe_regarding(correlated.get("involvedObject")))
 
     def _record(self, sink: EventSink, correlator: EventCorrelator, event: dict[str, Any],
                 patch: dict[str, Any] | None) -> bool:
@@ -195,15 +158,8 @@ class EventBroadcaster:
             if stored is None:  # new, or the Event to update is gone
                 stored = sink.create(event)
         except EventSinkError as err:
-            if err.retry:
-                _log.info("Unable to write event %s for %s: %s (may retry)",
-                          event.get("reason"), _describe_ref(event), err)
-                return False
-            _log.error("Server rejected event %s for %s: %s (will not retry!)",
-                       event.get("reason"), _describe_ref(event), err)
-            with self._lock:
-                self._failed += 1
-            return True
+            return self.failed_try(err, event.get("reason"),
+                                   describe_regarding(event.get("involvedObject")), err.retry)
         correlator.update_state(stored)
         return True
 
@@ -213,12 +169,7 @@ class EventBroadcaster:
         seconds in all (Go ``Shutdown``); what is still queued then is dropped (counted in
         :meth:`dropped`). Returns the watcher threads still alive (one in the middle of a
         request, bounded by the sink's timeout)."""
-        return self._fanout.shutdown(timeout)
-
-
-def _describe_ref(event: dict[str, Any]) -> str:
-    ref = event.get("involvedObject") or {}
-    return f"{ref.get('kind')} {ref.get('namespace', '')}/{ref.get('name')}"
+        return self.fanout.shutdown(timeout)
 
 
 class EventRecorder:
@@ -230,17 +181,7 @@ class EventRecorder:
     def __init__(self, broadcaster: EventBroadcaster, source: EventSource) -> None:
         self.broadcaster = broadcaster
         self.source = source
-        self._lock = threading.Lock()
-        self._last_stamp = 0
-
-    def _unique_stamp(self, now: float) -> int:
-        """Nanoseconds for the Event's name (Go: ``<object>.<UnixNano in hex>``), kept
-        strictly increasing: a float clock reading repeats within a burst, and two Events
-        of one name would collide on the server (409)."""
-        with self._lock:
-            stamp = max(int(now * 1e9), self._last_stamp + 1)
-            self._last_stamp = stamp
-            return stamp
+        self._namer = EventNamer()
 
     def event(self, obj: Any, event_type: str, reason: str, message: str, *,
               kind: str = "", api_version: str = "") -> None:
@@ -265,21 +206,12 @@ class EventRecorder:
         if event_type not in (EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING):
             _log.error("Unsupported event type: %r", event_type)
             return
-        try:
-            ref = object_reference(obj)
-        except Exception as err:
-            _log.error("Could not construct reference to %s: %s", meta.describe(obj),
-                       type(err).__name__)
-            return
-        ref.setdefault("kind", kind)
-        ref.setdefault("apiVersion", api_version)
-        if not ref.get("kind"):
-            _log.error("Could not construct reference to %s: its kind is unknown",
-                       meta.describe(obj))
+        ref = regarding_reference(obj, kind, api_version)
+        if ref is None:
             return
         now = self.broadcaster.clock.now()
         stamp = format_time(now)
-        md: dict[str, Any] = {"name": f"{ref.get('name', '')}.{self._unique_stamp(now):x}",
+        md: dict[str, Any] = {"name": self._namer.name(ref.get("name", ""), now),
                               "namespace": ref.get("namespace") or "default"}
         if annotations:
             md["annotations"] = dict(annotations)

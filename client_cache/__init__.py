@@ -10,6 +10,8 @@ informer factory in :mod:`client_cache.informers`, test servers in
 :mod:`client_cache.testing`, and exceptions in :mod:`client_cache.errors`.
 """
 
+import logging as _logging
+
 from client_cache.controller import (
     Config,
     Controller,
@@ -40,6 +42,7 @@ from client_cache.delta_fifo import (
 )
 from client_cache.errors import (
     ApiStatusError,
+    CacheSyncTimeoutError,
     ClientCacheError,
     FIFOClosedError,
     HeapClosedError,
@@ -209,12 +212,17 @@ from client_cache.undelta_store import (
     new_undelta_store,
 )
 
+# A library logs, an application configures logging: with a handler of its own the
+# package's records no longer reach Python's last-resort stderr handler unasked.
+_logging.getLogger("client_cache").addHandler(_logging.NullHandler())
+
 __version__ = "0.1.0"
 
 __all__ = [
     "ApiStatusError",
     "AppendFunc",
     "CacheMutationError",
+    "CacheSyncTimeoutError",
     "ClientCacheError",
     "ClientListerWatcher",
     "Config",

@@ -36,6 +36,7 @@ from client_cache.delta_fifo import (
 )
 from client_cache.errors import FIFOClosedError, RequeueError
 from client_cache.fifo import Queue
+from client_cache.health.status import ReflectorStatus
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions, WatchErrorHandler
@@ -179,6 +180,8 @@ class Config:
     #: reflector abandons the watch and watches again from its resourceVersion (None: the
     #: reflector's default, the watch's server timeout plus one minute).
     watch_idle_timeout: float | None = None
+    #: Port addition: where the reflector reports (health, logs); its own when None.
+    reflector_status: ReflectorStatus | None = None
 
 
 @runtime_checkable
@@ -209,6 +212,7 @@ class _Controller:
                 min_watch_timeout=cfg.min_watch_timeout,
                 clock=self.clock,
                 idle_timeout=cfg.watch_idle_timeout,
+                status=cfg.reflector_status,
             ),
         )
         reflector.should_resync = cfg.should_resync

@@ -35,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "ApiStatusError",
+    "CacheSyncTimeoutError",
     "ClientCacheError",
     "FIFOClosedError",
     "HeapClosedError",
@@ -49,11 +50,14 @@ __all__ = [
     "MetaAccessError",
     "SelectorParseError",
     "StopRequestedError",
+    "find_api_error",
     "from_api_exception",
     "from_status",
     "has_status_cause",
     "is_already_exists",
     "is_bad_request",
+    "is_forbidden",
+    "is_unauthorized",
     "is_conflict",
     "is_connection_refused",
     "is_expired",
@@ -168,7 +172,11 @@ class ApiStatusError(ClientCacheError):
     ``code`` is the HTTP status code, ``reason`` the machine-readable ``StatusReason``
     (``"NotFound"``, ``"Expired"``, ...), ``message`` the human text and ``details`` the
     ``StatusDetails`` as a wire dict (``name``, ``group``, ``kind``, ``causes``...).
+    ``hint`` (a port addition) is what to check, when the raiser knows (a list-watch
+    explains the first 401 or 403 of an episode); reports append it.
     """
+
+    hint: str = ""
 
     def __init__(
         self,
@@ -197,6 +205,19 @@ class ApiStatusError(ClientCacheError):
         if self.details:
             out["details"] = dict(self.details)
         return out
+
+
+class CacheSyncTimeoutError(ClientCacheError, TimeoutError):
+    """Caches did not sync in time; ``unsynced`` maps each resource that did not (as
+    people write it) to its last list/watch error ("" when none was seen: still listing
+    or not started)."""
+
+    def __init__(self, timeout: float, unsynced: dict[str, str]) -> None:
+        details = "; ".join(f"{name} ({error or 'no error seen'})"
+                            for name, error in unsynced.items())
+        super().__init__(f"caches not synced after {timeout:g} s: {details}")
+        self.timeout = timeout
+        self.unsynced = unsynced
 
 
 class StopRequestedError(ClientCacheError):
@@ -457,6 +478,28 @@ def is_timeout(err: BaseException | None) -> bool:
 
 def is_bad_request(err: BaseException | None) -> bool:
     return _reason_or_code(err, REASON_BAD_REQUEST, 400)
+
+
+def is_unauthorized(err: BaseException | None) -> bool:
+    """Reason ``Unauthorized``, or an unknown reason with code 401 (Go
+    ``IsUnauthorized``)."""
+    return _reason_or_code(err, REASON_UNAUTHORIZED, 401)
+
+
+def is_forbidden(err: BaseException | None) -> bool:
+    """Reason ``Forbidden``, or an unknown reason with code 403 (Go ``IsForbidden``)."""
+    return _reason_or_code(err, REASON_FORBIDDEN, 403)
+
+
+def find_api_error(err: BaseException | None) -> BaseException | None:
+    """``err`` or the first error in its chain (as :func:`_status_of` walks it) that is
+    an API error, ours or the ``kubernetes`` client's ``ApiException``; None when there is
+    none."""
+    for _ in range(20):
+        if err is None or isinstance(err, ApiStatusError) or _is_client_api_exception(err):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def has_status_cause(err: BaseException | None, cause_type: str) -> bool:

@@ -299,8 +299,8 @@ class ClientListerWatcher:
         if 200 <= response.status < 300:
             self._auth_failing = 0
             return
-        if response.status in (401, 403):
-            self._auth_failed(response.status, verb)
+        hint = self._auth_failed(response.status, verb) if response.status in (401, 403) \
+            else ""
         if body is None:
             body = response.read()
             response.release_conn()
@@ -314,12 +314,15 @@ class ClientListerWatcher:
         else:
             status = {"message": body.decode("utf-8", "replace")[:1000] or response.reason}
         status["code"] = status.get("code") or response.status
-        raise from_status(status, dict(response.headers))
+        error = from_status(status, dict(response.headers))
+        error.hint = hint
+        raise error
 
-    def _auth_failed(self, code: int, verb: str) -> None:
+    def _auth_failed(self, code: int, verb: str) -> str:
         """A 401 or 403: give the client's refresh hook a chance before the next attempt
-        (401), and say once per episode what is wrong and what to check (the repeats, at
-        every retry of the reflector, go to DEBUG until a request succeeds)."""
+        (401), and return, once per episode, what is wrong and what to check (the
+        reflector's report of the failure carries it; "" for the repeats, at every retry,
+        until a request succeeds). The hint is logged at DEBUG here."""
         config = self.api_client.configuration
         hook = getattr(config, "refresh_api_key_hook", None)
         if code == 401 and callable(hook):
@@ -330,25 +333,23 @@ class ClientListerWatcher:
                              verb, self._describe(), type(err).__name__)
         if self._auth_failing == code:
             _log.debug("%s %s: %d again", verb, self._describe(), code)
-            return
+            return ""
         self._auth_failing = code
         if code == 401:
-            _log.warning(
-                "%s %s: 401 Unauthorized: the server rejected the credentials (an expired or "
-                "wrong token, client certificate or exec-plugin credential); %s. Retrying "
-                "with backoff; further 401s are logged at DEBUG until a request succeeds.",
-                verb, self._describe(),
-                "the configuration's refresh hook was called" if callable(hook)
-                else "the configuration has no refresh hook (refresh_api_key_hook) to renew "
-                     "them")
+            hint = ("the server rejected the credentials (an expired or wrong token, client "
+                    "certificate or exec-plugin credential); " + (
+                        "the configuration's refresh hook was called" if callable(hook)
+                        else "the configuration has no refresh hook (refresh_api_key_hook) "
+                             "to renew them"))
         else:
             scope = f"namespace {self.namespace!r}" if self.namespace else "all namespaces"
-            _log.warning(
-                "%s %s: 403 Forbidden: the credentials are valid, but RBAC does not allow "
-                "verb %r on resource %r (API group %r) in %s for this identity; an informer "
-                "needs 'list' and 'watch' (grant them with a Role or ClusterRole). Retrying "
-                "with backoff; further 403s are logged at DEBUG until a request succeeds.",
-                verb, self._describe(), verb, self.gvr.resource, self.gvr.group, scope)
+            hint = (f"the credentials are valid, but RBAC does not allow verb {verb!r} on "
+                    f"resource {self.gvr.resource!r} (API group {self.gvr.group!r}) in "
+                    f"{scope} for this identity; an informer needs 'list' and 'watch' "
+                    "(grant them with a Role or ClusterRole)")
+        hint = f"{verb} {self._describe()}: {hint}"
+        _log.debug("%d: %s", code, hint)
+        return hint
 
     def _describe(self) -> str:
         """The resource as log lines name it (``pods in ns``, ``apps/v1/deployments``)."""

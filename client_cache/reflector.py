@@ -70,6 +70,7 @@ from client_cache.errors import (
     is_too_large_resource_version,
     is_too_many_requests,
 )
+from client_cache.health.status import ReflectorStatus, describe_failure
 from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 from client_cache.listwatch import ListerWatcher, to_lister_watcher_with_context
 from client_cache.pager import (
@@ -171,12 +172,17 @@ WatchErrorHandler = Callable[["Reflector", BaseException], None]
 
 
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
-    """Log the error: quietly for an expired watch, through ``handle_error`` otherwise."""
+    """Report the error: quietly (DEBUG) for an expired watch; not again for a failure
+    the reflector's status has reported (one line per failed attempt, see
+    :meth:`~client_cache.health.status.ReflectorStatus.failed`); through ``handle_error``
+    otherwise (Go: ``utilruntime.HandleError`` for every error)."""
     if is_expired(err) or is_gone(err):
         _log.debug("%s: watch of %s closed with: %s", reflector.name,
                    reflector.type_description, err)
         return
-    handle_error(f"{reflector.name}: Failed to watch {reflector.type_description}: {err}")
+    if not reflector.status.reported(err):
+        handle_error(f"{reflector.status.resource}: list/watch failed: "
+                     f"{describe_failure(err)}")
 
 
 def _go_duration(seconds: float) -> str:
@@ -248,6 +254,8 @@ class ReflectorOptions:
     min_watch_timeout: float = 0.0
     clock: WithTicker | None = None
     idle_timeout: float | None = None
+    status: ReflectorStatus | None = None
+    """Where the reflector reports what it does (health, logs); its own by default."""
 
 
 def _env_true(name: str) -> bool:
@@ -384,6 +392,8 @@ class Reflector:
         )
         self.watch_error_handler: WatchErrorHandler = default_watch_error_handler
         self.metrics = ReflectorMetrics(self.name)
+        self.status = options.status or ReflectorStatus(self.type_description, self.clock)
+        self.status.idle_timeout = self.idle_timeout or 2 * self.min_watch_timeout + 60.0
         self._lock = threading.Lock()
         self._last_sync_resource_version = ""
         self._last_sync_resource_version_unavailable = False
@@ -431,6 +441,8 @@ class Reflector:
             except DataInconsistencyError:
                 raise  # Go panics
             except Exception as err:
+                if not (is_expired(err) or is_gone(err)):
+                    self.status.failed(err)
                 self.watch_error_handler(self, err)
 
         try:
@@ -486,6 +498,7 @@ class Reflector:
         elif options.resource_version not in ("", "0"):
             pager.page_size = 0  # served from the watch cache: no paging
         started = time.monotonic()
+        self.status.list_started(options.resource_version)
         with wire.gc_paused():  # the whole sync allocates; see gc_paused
             return self._list_and_replace(pager, options, stop, started)
 
@@ -499,13 +512,13 @@ class Reflector:
             except Exception as err:
                 if not (is_expired(err) or is_gone(err) or is_too_large_resource_version(err)):
                     raise
+                self.status.expired(options.resource_version, "LIST")
                 self._set_unavailable(True)
                 result, paginated = pager.list(
                     ListOptions(resource_version=self._relist_resource_version()), stop)
         except StopRequestedError:
             return False
         except Exception as err:
-            _log.warning("%s: failed to list %s: %s", self.name, self.type_description, err)
             raise ListFailedError(f"failed to list {self.type_description}: {err}") from err
         if options.resource_version == "0" and paginated:
             self._paginated_result = True
@@ -520,6 +533,7 @@ class Reflector:
         except Exception as err:
             raise ClientCacheError(f"unable to sync list result: {err}") from err
         self._set_last_sync_resource_version(rv)
+        self.status.list_succeeded(len(items), rv)
         return True
 
     # -- watch -----------------------------------------------------------------------------------
@@ -589,6 +603,7 @@ class Reflector:
                         return
                     continue  # backed off after a refused connection or a 429
             self.metrics.watches.inc()
+            self.status.watch_started()
             error: BaseException | None = None
             try:
                 self._handle_watch(start, watch, stop, resync_errors,
@@ -635,8 +650,7 @@ class Reflector:
         if isinstance(error, StopRequestedError):
             return False
         if is_expired(error) or is_gone(error):
-            _log.debug("%s: watch of %s closed with: %s", self.name, self.type_description,
-                       error)
+            self.status.expired(self.last_sync_resource_version(), "watch")
             return False
         if is_too_many_requests(error):
             _log.info("%s: watch of %s returned 429 - backing off", self.name,
@@ -695,6 +709,7 @@ class Reflector:
                     break
                 last_event = self.clock.monotonic()
                 ticker.observe_last_event_time(last_event)
+                self.status.watch_event()
                 bookmark_end = sink.apply(value)
                 if bookmark_end is None:
                     continue  # skipped (logged)
@@ -777,6 +792,7 @@ class Reflector:
                 timeout_seconds=self._watch_timeout(),
             )
             start = self.clock.monotonic()
+            self.status.list_started(options.resource_version)
             try:
                 watch = to_lister_watcher_with_context(self.lister_watcher).watch_with_context(
                     stop, options)
@@ -812,6 +828,7 @@ class Reflector:
             watch.stop()
             raise ClientCacheError(f"unable to sync watch-list result: {err}") from err
         self._set_last_sync_resource_version(rv)
+        self.status.list_succeeded(len(temporary.list_keys()), rv)
         return watch
 
     def _retry_watch_list(self, err: BaseException, stop: threading.Event) -> bool:

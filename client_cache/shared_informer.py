@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -50,8 +51,9 @@ from client_cache.delta_fifo import (
     TransformFunc,
     new_delta_fifo_with_options,
 )
-from client_cache.errors import ClientCacheError, MetaAccessError
+from client_cache.errors import CacheSyncTimeoutError, ClientCacheError, MetaAccessError
 from client_cache.fifo import Queue, QueueBase
+from client_cache.health.status import InformerHealth, ReflectorStatus
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
@@ -74,6 +76,7 @@ __all__ = [
     "new_shared_index_informer",
     "new_shared_index_informer_with_options",
     "new_shared_informer",
+    "unsynced_details",
     "wait_for_cache_sync",
     "wait_for_named_cache_sync",
 ]
@@ -162,6 +165,10 @@ class ProcessorListener:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._informer_name = informer_name
+        self.handled = 0
+        """Notifications delivered to the handler."""
+        self.errors = 0
+        """Notifications whose handler raised."""
 
     def __repr__(self) -> str:
         return f"<ProcessorListener {self.name}>"
@@ -175,6 +182,11 @@ class ProcessorListener:
                 return
             self._pending.append(notification)
             self._cond.notify()
+
+    def pending(self) -> int:
+        """Notifications waiting in the buffer."""
+        with self._cond:
+            return len(self._pending)
 
     def start(self) -> None:
         with self._cond:
@@ -213,9 +225,11 @@ class ProcessorListener:
             else:
                 handle_error(f"unrecognized notification: {type(notification).__name__}")
         except Exception as err:
+            self.errors += 1
             _log.error("event handler %s of %s failed, skipping the notification: %r",
                        self.name, self._informer_name, err, exc_info=True)
         finally:
+            self.handled += 1
             if isinstance(notification, _Add) and notification.is_in_initial_list:
                 self.sync_tracker.finished()
 
@@ -242,6 +256,11 @@ class _SharedProcessor:
         self._lock = threading.RLock()
         self.listeners: dict[ProcessorListener, bool] = {}
         self.started = False
+
+    def listener_list(self) -> list[ProcessorListener]:
+        """The current listeners, in the order they were added."""
+        with self._lock:
+            return list(self.listeners)
 
     def add_listener(self, listener: ProcessorListener) -> None:
         with self._lock:
@@ -324,6 +343,7 @@ class SharedInformer(Protocol):
     def last_sync_resource_version(self) -> str: ...
     def set_watch_error_handler(self, handler: WatchErrorHandler) -> None: ...
     def set_transform(self, transform: TransformFunc | None) -> None: ...
+    def health(self) -> InformerHealth: ...
     def is_stopped(self) -> bool: ...
 
 
@@ -394,6 +414,9 @@ class SharedIndexInformer:
         self._controller: Controller | None = None
         self._watch_error_handler: WatchErrorHandler | None = None
         self._transform: TransformFunc | None = None
+        self._queue: Queue | None = None
+        self.status = ReflectorStatus(self.object_description, self.clock)
+        """What the informer's reflector has been doing (see :meth:`health`)."""
 
     def __repr__(self) -> str:
         return f"<SharedIndexInformer {self.object_description}>"
@@ -439,8 +462,9 @@ class SharedIndexInformer:
                 _log.warning("The sharedIndexInformer has started, run more than once is not "
                              "allowed")
                 return
+            self._queue = self._new_queue()
             config = Config(
-                queue=self._new_queue(),
+                queue=self._queue,
                 lister_watcher=self.lister_watcher,
                 process=self.handle_deltas,
                 object_type=self.object_type,
@@ -450,6 +474,7 @@ class SharedIndexInformer:
                 watch_error_handler=self._watch_error_handler,
                 clock=self.clock,
                 watch_idle_timeout=self.watch_idle_timeout,
+                reflector_status=self.status,
             )
             self._controller = new_controller(config)
             self._started = True
@@ -564,6 +589,23 @@ class SharedIndexInformer:
             controller = self._controller
         return "" if controller is None else controller.last_sync_resource_version()
 
+    def health(self) -> InformerHealth:
+        """A snapshot of how the informer is doing (port addition): synced, the last
+        LIST and watch activity, consecutive failures and the last error (never a
+        credential or an object), relists, watch restarts, the queue depth, each handler's
+        buffer, notifications handled and handler errors, and whether it is healthy (see
+        :mod:`client_cache.health.status` for the rule)."""
+        listeners = self.processor.listener_list()
+        with self._started_lock:
+            started, queue = self._started and not self._stopped, self._queue
+        return self.status.health(
+            started=started, synced=self.has_synced(),
+            queue_depth=len(queue) if isinstance(queue, Sized) else 0,
+            handler_buffers={f"{i}:{listener.name}": listener.pending()
+                             for i, listener in enumerate(listeners)},
+            handled=sum(listener.handled for listener in listeners),
+            handler_errors=sum(listener.errors for listener in listeners))
+
     def is_stopped(self) -> bool:
         with self._started_lock:
             return self._stopped
@@ -594,17 +636,43 @@ def new_shared_informer(
                                      default_event_handler_resync_period, {})
 
 
-def wait_for_cache_sync(stop: threading.Event, *cache_syncs: InformerSynced) -> bool:
+def wait_for_cache_sync(stop: threading.Event, *cache_syncs: InformerSynced,
+                        timeout: float | None = None) -> bool:
     """Wait until every ``cache_syncs`` function returns True (True) or ``stop`` is set
     (False). Checks at once, then whenever a queue or handler turns synced, and at least
-    every 100 ms."""
+    every 100 ms.
+
+    ``timeout`` (seconds; a port addition) bounds the wait: past it,
+    :class:`~client_cache.errors.CacheSyncTimeoutError` names what did not sync, with the
+    last list/watch error of each (functions that are an informer's ``has_synced`` are
+    named by its resource; others by their qualified name)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         generation = sync_generation()
         if all(synced() for synced in cache_syncs):
             return True
         if stop.is_set():
             return False
-        wait_sync_changed(generation, SYNCED_POLL_PERIOD)
+        left = SYNCED_POLL_PERIOD if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            raise CacheSyncTimeoutError(timeout or 0.0, unsynced_details(
+                [synced for synced in cache_syncs if not synced()]))
+        wait_sync_changed(generation, min(left, SYNCED_POLL_PERIOD))
+
+
+def unsynced_details(cache_syncs: list[InformerSynced]) -> dict[str, str]:
+    """For each function: the informer's resource and last list/watch error, when it is
+    an informer's ``has_synced``; its qualified name and "" otherwise."""
+    details: dict[str, str] = {}
+    for synced in cache_syncs:
+        owner = getattr(synced, "__self__", None)
+        status = getattr(owner, "status", None)
+        if isinstance(status, ReflectorStatus):
+            health = status.health(started=True, synced=False)
+            details[health.resource] = health.last_error
+        else:
+            details[getattr(synced, "__qualname__", repr(synced))] = ""
+    return details
 
 
 def wait_for_named_cache_sync(

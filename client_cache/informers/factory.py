@@ -30,7 +30,8 @@ from typing import Any
 
 from client_cache.apis import ListOptions
 from client_cache.delta_fifo import TransformFunc
-from client_cache.errors import ClientCacheError
+from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
+from client_cache.health.status import InformerHealth
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.listers import GenericLister, new_generic_lister
 from client_cache.listwatch import (
@@ -44,6 +45,7 @@ from client_cache.shared_informer import (
     SharedIndexInformer,
     SharedIndexInformerOptions,
     new_shared_index_informer_with_options,
+    unsynced_details,
     wait_for_cache_sync,
 )
 
@@ -238,12 +240,30 @@ class SharedInformerFactory:
                        timeout, ", ".join(alive))
         return alive
 
-    def wait_for_cache_sync(self, stop: threading.Event) -> dict[GroupVersionResource, bool]:
-        """Wait for every started informer; returns whether each synced before ``stop``."""
+    def wait_for_cache_sync(self, stop: threading.Event, timeout: float | None = None,
+                            ) -> dict[GroupVersionResource, bool]:
+        """Wait for every started informer; returns whether each synced before ``stop``.
+        ``timeout`` (seconds, for all of them together; a port addition): past it,
+        :class:`~client_cache.errors.CacheSyncTimeoutError` names every resource not
+        synced, with its last list/watch error."""
         with self._lock:
             started = {gvr: self._informers[gvr] for gvr in self._started}
-        return {gvr: wait_for_cache_sync(stop, informer.has_synced)
-                for gvr, informer in started.items()}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        synced: dict[GroupVersionResource, bool] = {}
+        for gvr, informer in started.items():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                synced[gvr] = wait_for_cache_sync(stop, informer.has_synced, timeout=left)
+            except CacheSyncTimeoutError:
+                late = [i.has_synced for i in started.values() if not i.has_synced()]
+                raise CacheSyncTimeoutError(timeout or 0.0, unsynced_details(late)) from None
+        return synced
+
+    def health(self) -> dict[GroupVersionResource, InformerHealth]:
+        """Each started informer's :meth:`~SharedIndexInformer.health` (port addition)."""
+        with self._lock:
+            started = {gvr: self._informers[gvr] for gvr in self._started}
+        return {gvr: informer.health() for gvr, informer in started.items()}
 
     # -- typed accessors ----------------------------------------------------------------------
     def core(self) -> _Group:

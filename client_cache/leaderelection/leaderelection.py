@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from client_cache.errors import ClientCacheError
+from client_cache.leaderelection.metrics import get_leader_metrics_provider
 from client_cache.leaderelection.resourcelock import (
     Interface,
     LeaderElectionRecord,
@@ -127,6 +128,7 @@ class LeaderElector:
         self._observed_at = 0.0  # monotonic reading when the record last changed
         self._reported_leader = ""
         self._wake = threading.Condition()
+        self._metrics = get_leader_metrics_provider()
 
     def __repr__(self) -> str:
         return f"<LeaderElector {self.config.lock.describe()} as {self.identity()!r}>"
@@ -331,6 +333,7 @@ class LeaderElector:
             if not self._acquire(stop):
                 return
             forward = on_stop(stop, leading.set)
+            self._metrics.on(self.config.name)
             worker = threading.Thread(
                 target=_guarded(self.config.callbacks.on_started_leading, leading),
                 name=f"leaderelection-leading-{self.config.name or self.identity()}",
@@ -340,6 +343,7 @@ class LeaderElector:
                 self._renew(stop, leading)
             finally:
                 leading.set()  # fencing: before anything else, stop the leader's work
+                self._metrics.off(self.config.name)
                 forward.cancel()
                 if self.config.release_on_cancel:
                     self.release()

@@ -11,9 +11,9 @@ scheduler's queue (named after the controller). The operability work exports bot
 
 from __future__ import annotations
 
-import threading
 from typing import Protocol
 
+from client_cache.util.provider import ProviderSlot
 from client_cache.workqueue.metrics import (
     NOOP_METRIC,
     CounterMetric,
@@ -66,22 +66,19 @@ class NoopControllerMetricsProvider:
         return _NOOP
 
 
-_lock = threading.Lock()
-_provider: ControllerMetricsProvider = NoopControllerMetricsProvider()
+_slot: ProviderSlot[ControllerMetricsProvider] = ProviderSlot(NoopControllerMetricsProvider())
 
 
 def set_controller_metrics_provider(provider: ControllerMetricsProvider) -> None:
     """Set the global provider (controllers built afterwards use it)."""
-    global _provider  # noqa: PLW0603 - the documented global, as the work queue's
-    with _lock:
-        _provider = provider
+    _slot.set(provider)
 
 
 def get_controller_metrics_provider() -> ControllerMetricsProvider:
-    with _lock:
-        return _provider
+    """The provider controllers built now use."""
+    return _slot.get()
 
 
 def reset_controller_metrics_provider_for_tests() -> None:
     """Restore the no-op provider."""
-    set_controller_metrics_provider(NoopControllerMetricsProvider())
+    _slot.reset()

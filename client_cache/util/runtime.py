@@ -55,7 +55,11 @@ class _RudimentaryErrorBackoff:
 
 
 def _log_error(err: BaseException | str) -> None:
-    _log.error("%s", err)
+    """Log at ERROR; an exception keeps its traceback (when it was raised)."""
+    if isinstance(err, BaseException) and err.__traceback__ is not None:
+        _log.error("%s", err, exc_info=(type(err), err, err.__traceback__))
+    else:
+        _log.error("%s", err)
 
 
 def _default_error_handlers() -> list[ErrorHandler]:

@@ -1,0 +1,300 @@
+"""Every metric of the library in Prometheus' format, in one call (needs the
+``[prometheus]`` extra, ``prometheus_client``; nothing else in the library imports it).
+
+::
+
+    from client_cache.metrics.prometheus import register
+    register(factories=[factory])        # before building queues, informers, controllers
+    client_cache.health.serve(8080, ...) # /metrics; or prometheus_client.start_http_server
+
+:func:`register` sets the library's metric providers (which apply to what is built
+afterwards) and adds a collector that reads the informers' health at each scrape:
+
+* work queues, client-go's names and label ``name``: ``workqueue_depth``,
+  ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
+  ``workqueue_work_duration_seconds`` (histograms, client-go's buckets: 10 ns to 1,000 s
+  by factors of 10), ``workqueue_unfinished_work_seconds``,
+  ``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``;
+* reflectors, label ``name``: ``reflector_lists_total``,
+  ``reflector_list_duration_seconds``, ``reflector_items_per_list``,
+  ``reflector_watches_total``, ``reflector_short_watches_total``,
+  ``reflector_watch_duration_seconds``, ``reflector_items_per_watch`` (summaries),
+  ``reflector_last_resource_version``;
+* informers of the given factories (read at scrape time), label ``resource``:
+  ``client_cache_informer_synced``, ``client_cache_informer_healthy``,
+  ``client_cache_informer_lists_total``, ``client_cache_informer_relists_total``,
+  ``client_cache_informer_watch_restarts_total``,
+  ``client_cache_informer_watch_events_total``,
+  ``client_cache_informer_consecutive_failures``,
+  ``client_cache_informer_last_watch_activity_age_seconds``,
+  ``client_cache_informer_queue_depth``, ``client_cache_informer_events_handled_total``,
+  ``client_cache_informer_handler_errors_total`` and
+  ``client_cache_informer_handler_buffer_depth{resource, handler}``;
+* the controller runtime, controller-runtime's names and label ``controller``:
+  ``controller_runtime_reconcile_total{result}``,
+  ``controller_runtime_reconcile_errors_total``,
+  ``controller_runtime_reconcile_time_seconds``,
+  ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``;
+* leader election: ``leader_election_master_status{name}`` (1 while leading).
+
+The work-queue provider is set only by the first call in a process, as client-go's
+``SetProvider``; so is the reflector's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Summary
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from client_cache import reflector_metrics
+from client_cache.leaderelection.metrics import set_leader_metrics_provider
+from client_cache.runtime.metrics import set_controller_metrics_provider
+from client_cache.workqueue import metrics as workqueue_metrics
+
+__all__ = [
+    "WORKQUEUE_BUCKETS",
+    "ControllerProvider",
+    "InformerCollector",
+    "LeaderProvider",
+    "ReflectorProvider",
+    "WorkqueueProvider",
+    "register",
+]
+
+WORKQUEUE_BUCKETS = tuple(1e-8 * 10 ** i for i in range(10))
+"""client-go's ``ExponentialBuckets(10e-9, 10, 10)``: 10 ns to 1,000 s."""
+
+
+class WorkqueueProvider:
+    """The work queues' metrics (client-go's ``workqueue`` Prometheus adapter)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def histogram(name: str, text: str) -> Histogram:
+            return Histogram(name, text, ["name"], registry=registry,
+                             buckets=WORKQUEUE_BUCKETS)
+        self.depth = Gauge("workqueue_depth", "Current depth of workqueue", ["name"],
+                           registry=registry)
+        self.adds = Counter("workqueue_adds", "Total number of adds handled by workqueue",
+                            ["name"], registry=registry)
+        self.latency = histogram("workqueue_queue_duration_seconds",
+                                 "How long in seconds an item stays in workqueue before "
+                                 "being requested.")
+        self.work_duration = histogram("workqueue_work_duration_seconds",
+                                       "How long in seconds processing an item from "
+                                       "workqueue takes.")
+        self.unfinished = Gauge("workqueue_unfinished_work_seconds",
+                                "How many seconds of work has done that is in progress and "
+                                "hasn't been observed by work_duration.", ["name"],
+                                registry=registry)
+        self.longest = Gauge("workqueue_longest_running_processor_seconds",
+                             "How many seconds has the longest running processor for "
+                             "workqueue been running.", ["name"], registry=registry)
+        self.retries = Counter("workqueue_retries", "Total number of retries handled by "
+                               "workqueue", ["name"], registry=registry)
+
+    def new_depth_metric(self, name: str) -> Any:
+        return self.depth.labels(name)
+
+    def new_adds_metric(self, name: str) -> Any:
+        return self.adds.labels(name)
+
+    def new_latency_metric(self, name: str) -> Any:
+        return self.latency.labels(name)
+
+    def new_work_duration_metric(self, name: str) -> Any:
+        return self.work_duration.labels(name)
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> Any:
+        return self.unfinished.labels(name)
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> Any:
+        return self.longest.labels(name)
+
+    def new_retries_metric(self, name: str) -> Any:
+        return self.retries.labels(name)
+
+
+class ReflectorProvider:
+    """The reflectors' metrics (the provider client-go defines for ``tools/cache``)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(name: str, text: str) -> Counter:
+            return Counter(name, text, ["name"], registry=registry)
+
+        def summary(name: str, text: str) -> Summary:
+            return Summary(name, text, ["name"], registry=registry)
+        self.lists = counter("reflector_lists", "Total number of API lists done by the "
+                             "reflectors")
+        self.list_duration = summary("reflector_list_duration_seconds",
+                                     "How long an API list takes to return and decode")
+        self.items_per_list = summary("reflector_items_per_list",
+                                      "How many objects an API list returns")
+        self.watches = counter("reflector_watches", "Total number of API watches done by "
+                               "the reflectors")
+        self.short_watches = counter("reflector_short_watches",
+                                     "Total number of short API watches done by the "
+                                     "reflectors")
+        self.watch_duration = summary("reflector_watch_duration_seconds",
+                                      "How long an API watch takes to return and decode")
+        self.items_per_watch = summary("reflector_items_per_watch",
+                                       "How many objects an API watch returns")
+        self.last_rv = Gauge("reflector_last_resource_version",
+                             "Last resource version seen for the reflectors", ["name"],
+                             registry=registry)
+
+    def new_lists_metric(self, name: str) -> Any:
+        return self.lists.labels(name)
+
+    def new_list_duration_metric(self, name: str) -> Any:
+        return self.list_duration.labels(name)
+
+    def new_items_in_list_metric(self, name: str) -> Any:
+        return self.items_per_list.labels(name)
+
+    def new_watches_metric(self, name: str) -> Any:
+        return self.watches.labels(name)
+
+    def new_short_watches_metric(self, name: str) -> Any:
+        return self.short_watches.labels(name)
+
+    def new_watch_duration_metric(self, name: str) -> Any:
+        return self.watch_duration.labels(name)
+
+    def new_items_in_watch_metric(self, name: str) -> Any:
+        return self.items_per_watch.labels(name)
+
+    def new_last_resource_version_metric(self, name: str) -> Any:
+        return self.last_rv.labels(name)
+
+
+class ControllerProvider:
+    """The controller runtime's metrics (controller-runtime's names)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.total = Counter("controller_runtime_reconcile",
+                             "Total number of reconciliations per controller",
+                             ["controller", "result"], registry=registry)
+        self.errors = Counter("controller_runtime_reconcile_errors",
+                              "Total number of reconciliation errors per controller",
+                              ["controller"], registry=registry)
+        self.time = Histogram("controller_runtime_reconcile_time_seconds",
+                              "Length of time per reconciliation per controller",
+                              ["controller"], registry=registry)
+        self.workers = Gauge("controller_runtime_active_workers",
+                             "Number of currently used workers per controller",
+                             ["controller"], registry=registry)
+        self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles",
+                                    "Maximum number of concurrent reconciles per controller",
+                                    ["controller"], registry=registry)
+
+    def new_reconcile_total_metric(self, name: str, result: str) -> Any:
+        return self.total.labels(name, result)
+
+    def new_reconcile_errors_metric(self, name: str) -> Any:
+        return self.errors.labels(name)
+
+    def new_reconcile_time_metric(self, name: str) -> Any:
+        return self.time.labels(name)
+
+    def new_active_workers_metric(self, name: str) -> Any:
+        return self.workers.labels(name)
+
+    def new_max_concurrent_reconciles_metric(self, name: str) -> Any:
+        return self.max_concurrent.labels(name)
+
+
+class LeaderProvider:
+    """``leader_election_master_status{name}``: 1 while this process leads ``name``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.status = Gauge("leader_election_master_status",
+                            "Gauge of if the reporting system is master of the relevant "
+                            "lease, 0 indicates backup, 1 indicates master. 'name' is the "
+                            "string used to identify the lease.", ["name"], registry=registry)
+
+    def on(self, name: str) -> None:
+        self.status.labels(name).set(1)
+
+    def off(self, name: str) -> None:
+        self.status.labels(name).set(0)
+
+
+class InformerCollector(Collector):
+    """The informers of some factories, read from their health at each scrape."""
+
+    def __init__(self, factories: Iterable[Any] = ()) -> None:
+        self._lock = threading.Lock()
+        self._factories: list[Any] = list(factories)
+
+    def add_factory(self, factory: Any) -> None:
+        """Also report ``factory``'s informers."""
+        with self._lock:
+            self._factories.append(factory)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            factories = list(self._factories)
+        prefix = "client_cache_informer_"
+
+        def gauge(name: str, text: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(prefix + name, text, labels=["resource"])
+
+        def counter(name: str, text: str) -> CounterMetricFamily:
+            return CounterMetricFamily(prefix + name, text, labels=["resource"])
+        synced = gauge("synced", "1 when the informer has synced")
+        healthy = gauge("healthy", "1 when the informer is healthy")
+        lists = counter("lists", "LISTs (and watch-lists) that filled the cache")
+        relists = counter("relists", "LISTs after the first")
+        restarts = counter("watch_restarts", "Watches opened again without a LIST")
+        events = counter("watch_events", "Watch events and bookmarks received")
+        failures = gauge("consecutive_failures", "Failed list/watch attempts in a row")
+        age = gauge("last_watch_activity_age_seconds",
+                    "Seconds since the last watch event, bookmark or watch start")
+        depth = gauge("queue_depth", "Items waiting in the informer's queue")
+        handled = counter("events_handled", "Notifications delivered to handlers")
+        errors = counter("handler_errors", "Notifications whose handler raised")
+        buffers = GaugeMetricFamily(prefix + "handler_buffer_depth",
+                                    "Notifications waiting in a handler's buffer",
+                                    labels=["resource", "handler"])
+        now = time.time()
+        for factory in factories:
+            for health in factory.health().values():
+                label = [health.resource]
+                synced.add_metric(label, float(health.synced))
+                healthy.add_metric(label, float(health.healthy))
+                lists.add_metric(label, health.lists)
+                relists.add_metric(label, health.relists)
+                restarts.add_metric(label, health.watch_restarts)
+                events.add_metric(label, health.watch_events)
+                failures.add_metric(label, health.consecutive_failures)
+                if health.last_watch_activity is not None:
+                    age.add_metric(label, max(0.0, now - health.last_watch_activity))
+                depth.add_metric(label, health.queue_depth)
+                handled.add_metric(label, health.handled)
+                errors.add_metric(label, health.handler_errors)
+                for handler, pending in health.handler_buffers.items():
+                    buffers.add_metric([health.resource, handler], pending)
+        yield from (synced, healthy, lists, relists, restarts, events, failures, age, depth,
+                    handled, errors, buffers)
+
+
+def register(registry: CollectorRegistry | None = None, *,
+             factories: Iterable[Any] = ()) -> InformerCollector:
+    """Set the library's providers to Prometheus metrics in ``registry`` (the default
+    registry when None) and register an :class:`InformerCollector` for ``factories``
+    (more can be added to it later). Call it before building what it should measure;
+    calling it twice with one registry raises (Prometheus refuses duplicate names)."""
+    registry = registry if registry is not None else REGISTRY
+    workqueue_metrics.set_provider(WorkqueueProvider(registry))
+    reflector_metrics.set_reflector_metrics_provider(ReflectorProvider(registry))
+    set_controller_metrics_provider(ControllerProvider(registry))
+    set_leader_metrics_provider(LeaderProvider(registry))
+    collector = InformerCollector(factories)
+    registry.register(collector)
+    return collector

@@ -1,0 +1,182 @@
+"""Informer health, sync timeouts and the log lines an operator reads, on the embedded
+server."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from client_cache import CacheSyncTimeoutError, ResourceEventHandlerFuncs
+from client_cache.health import display_resource
+from client_cache.health import status as status_module
+from client_cache.informers.factory import new_shared_informer_factory
+from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.util.runtime import handle_error
+from tests.fixtures import eventually
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer(bookmark_interval=0.2) as srv:
+        yield srv
+
+
+class Running:
+    """A factory with the pods informer on ``server``'s client, stopped at exit."""
+
+    def __init__(self, server: EmbeddedApiServer) -> None:
+        self.api = server.api_client()
+        self.factory = new_shared_informer_factory(self.api, 0)
+        self.informer = self.factory.core().v1().pods().informer()
+        self.stop = threading.Event()
+
+    def start(self) -> Running:
+        self.factory.start(self.stop)
+        return self
+
+    def close(self) -> None:
+        self.stop.set()
+        assert self.factory.shutdown(5) == []
+        self.api.close()
+
+
+def make_pod(server: EmbeddedApiServer, name: str) -> None:
+    api = server.api_client()
+    try:
+        CoreV1Api(api).create_namespaced_pod("default", {"metadata": {"name": name}})
+    finally:
+        api.close()
+
+
+def test_display_names() -> None:
+    assert display_resource("pods") == "pods"
+    assert display_resource("apps/v1/deployments") == "apps/v1 deployments"
+    assert display_resource("samplecontroller.k8s.io/v1alpha1/foos") == \
+        "foos.samplecontroller.k8s.io"
+
+
+def test_health_through_sync_outage_and_return(server: EmbeddedApiServer) -> None:
+    """Not started, then synced; unhealthy once failing for longer than the threshold
+    while the server is gone; healthy again when it is back."""
+    make_pod(server, "a")
+    running = Running(server)
+    before = running.informer.health()
+    assert (before.started, before.synced, before.healthy, before.lists) == (
+        False, False, True, 0)
+    running.informer.status.failing_after = 0.5
+    running.start()
+    try:
+        assert running.factory.wait_for_cache_sync(running.stop, timeout=10)
+        synced = running.informer.health()
+        assert synced.synced and synced.healthy and synced.lists == 1
+        assert synced.last_list is not None and synced.consecutive_failures == 0
+        server.stop()  # connections cut, then refused
+        eventually(lambda: not running.informer.health().healthy, 20, "never unhealthy")
+        down = running.informer.health()
+        assert down.consecutive_failures >= 1 and "failing for" in down.reason
+        assert "refused" in down.last_error.lower()
+        revived = EmbeddedApiServer(server.port, bookmark_interval=0.2, store=server.store)
+        revived.start()
+        try:
+            eventually(lambda: running.informer.health().healthy, 40, "never healthy again")
+            back = running.informer.health()
+            assert back.consecutive_failures == 0 and back.relists + back.watch_restarts >= 1
+        finally:
+            running.close()
+            revived.stop()
+    finally:
+        running.stop.set()
+
+
+def test_handler_counts_and_buffers(server: EmbeddedApiServer) -> None:
+    for name in ("a", "b", "c"):
+        make_pod(server, name)
+    gate = threading.Event()
+    running = Running(server)
+
+    def on_add(obj: Any) -> None:
+        gate.wait(10)
+        if obj["metadata"]["name"] == "b":
+            raise ValueError("handler bug")
+
+    running.informer.add_event_handler(ResourceEventHandlerFuncs(add_func=on_add))
+    running.start()
+    try:
+        # the first notification is in the handler; the other two wait in its buffer
+        eventually(lambda: list(running.informer.health().handler_buffers.values()) == [2],
+                   10, "the buffer never held two")
+        gate.set()
+        eventually(lambda: running.informer.health().handled == 3, 10)
+        health = running.informer.health()
+        assert health.handler_errors == 1 and list(health.handler_buffers.values()) == [0]
+        (only,) = running.factory.health().values()
+        assert only.handled == 3 and only.resource == "pods"
+    finally:
+        gate.set()
+        running.close()
+
+
+def test_sync_timeout_names_the_resource_and_its_error(server: EmbeddedApiServer) -> None:
+    server.fail_next(1000, 403)
+    running = Running(server).start()
+    try:
+        with pytest.raises(CacheSyncTimeoutError) as caught:
+            running.factory.wait_for_cache_sync(running.stop, timeout=1.5)
+        assert list(caught.value.unsynced) == ["pods"]
+        assert "403" in caught.value.unsynced["pods"]
+        assert "pods (" in str(caught.value) and "403" in str(caught.value)
+    finally:
+        server.clear_faults()
+        running.close()
+
+
+def test_operator_log_lines(server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """INFO at LIST start and sync (count, duration); WARNING for a slow LIST and for a
+    relist after 410 (with the resourceVersion); one record per failed attempt, with the
+    resource named as people write it and a hint for 403."""
+    make_pod(server, "a")
+    monkeypatch.setattr(status_module, "SLOW_LIST_SECONDS", -1.0)  # every LIST is "slow"
+    caplog.set_level(logging.INFO)
+    running = Running(server).start()
+    try:
+        assert running.factory.wait_for_cache_sync(running.stop, timeout=10)
+
+        def texts() -> list[tuple[str, str]]:
+            return [(r.levelname, r.getMessage()) for r in caplog.records]
+
+        eventually(lambda: any(level == "WARNING" and "pods: cache filled with 1 items" in t
+                               and "slow LIST" in t for level, t in texts()), 10)
+        assert ("INFO", "pods: listing from resourceVersion '0'") in texts()
+        eventually(lambda: server.watch_requests >= 1, 10)  # the watch is open
+        caplog.clear()
+        rv = running.informer.last_sync_resource_version()
+        server.fail_next(1, 403)  # the relist after the 410 is refused once
+        server.send_watch_error(410)
+        eventually(lambda: running.informer.health().lists == 2, 20, "no relist")
+        loud = [(r.levelname, r.getMessage()) for r in caplog.records
+                if r.levelno >= logging.WARNING]
+        assert any(f"resourceVersion {rv} is too old for the watch" in text
+                   for _, text in loud)
+        failures = [text for _, text in loud if "list/watch failed" in text]
+        assert len(failures) == 1, loud  # one line, not a WARNING plus an ERROR
+        assert failures[0].startswith("pods: list/watch failed (attempt 1): ")
+        assert "403" in failures[0] and "RBAC does not allow verb 'list'" in failures[0]
+    finally:
+        running.close()
+
+
+def test_library_logging_defaults(caplog: pytest.LogCaptureFixture) -> None:
+    assert any(isinstance(h, logging.NullHandler)
+               for h in logging.getLogger("client_cache").handlers)
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError as err:
+        handle_error(err)
+    (record,) = [r for r in caplog.records if r.getMessage() == "boom"]
+    assert record.exc_info is not None and record.exc_info[1] is not None

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test test-pythons lint bench bench-micro soak demo example clean
+.PHONY: venv envtest test test-pythons lint package-check bench bench-micro soak demo example clean
 
 venv: $(STAMP)
 
@@ -49,6 +49,11 @@ DEMO_ARGS := --kubeconfig $(KUBECONFIG)
 endif
 demo: $(STAMP)
 	$(PY) examples/demo.py $(DEMO_ARGS)
+
+# Build the sdist and the wheel, check their contents, install the wheel into a clean
+# virtualenv and run the README's quick start from it (needs PyPI; about a minute).
+package-check: $(STAMP)
+	$(PY) -m tests.package_check
 
 lint: $(STAMP)
 	$(PY) -m ruff check client_cache tests examples bench docs

@@ -254,6 +254,7 @@ class _SharedProcessor:
     def __init__(self, clock: PassiveClock) -> None:
         self.clock = clock
         self._lock = threading.RLock()
+        self._retired = (0, 0)
         self.listeners: dict[ProcessorListener, bool] = {}
         self.started = False
 
@@ -261,6 +262,17 @@ class _SharedProcessor:
         """The current listeners, in the order they were added."""
         with self._lock:
             return list(self.listeners)
+
+    def delivered(self) -> tuple[int, int]:
+        """Notifications handled and handler errors, over every listener this processor
+        ever had (removed and stopped ones included)."""
+        with self._lock:
+            return (self._retired[0] + sum(x.handled for x in self.listeners),
+                    self._retired[1] + sum(x.errors for x in self.listeners))
+
+    def _retire(self, listener: ProcessorListener) -> None:
+        self._retired = (self._retired[0] + listener.handled,
+                         self._retired[1] + listener.errors)
 
     def add_listener(self, listener: ProcessorListener) -> None:
         with self._lock:
@@ -275,6 +287,7 @@ class _SharedProcessor:
             if handle not in self.listeners:
                 return
             del self.listeners[handle]
+            self._retire(handle)
             if self.started:
                 handle.stop()
 
@@ -297,6 +310,8 @@ class _SharedProcessor:
         ``sharedProcessor.run``, second half)."""
         with self._lock:
             threads = [t for t in (listener.stop() for listener in self.listeners) if t]
+            for listener in self.listeners:
+                self._retire(listener)
             self.listeners = {}
             self.started = False
         for thread in threads:
@@ -596,6 +611,7 @@ class SharedIndexInformer:
         buffer, notifications handled and handler errors, and whether it is healthy (see
         :mod:`client_cache.health.status` for the rule)."""
         listeners = self.processor.listener_list()
+        handled, errors = self.processor.delivered()
         with self._started_lock:
             started, queue = self._started and not self._stopped, self._queue
         return self.status.health(
@@ -603,8 +619,7 @@ class SharedIndexInformer:
             queue_depth=len(queue) if isinstance(queue, Sized) else 0,
             handler_buffers={f"{i}:{listener.name}": listener.pending()
                              for i, listener in enumerate(listeners)},
-            handled=sum(listener.handled for listener in listeners),
-            handler_errors=sum(listener.errors for listener in listeners))
+            handled=handled, handler_errors=errors)
 
     def is_stopped(self) -> bool:
         with self._started_lock:

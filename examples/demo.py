@@ -6,8 +6,9 @@ workqueue -> worker threads) and drives a scripted workload: creates, updates, d
 a forced relist (a 410 Expired sent to the watch). A status line shows, as it happens, the
 events each handler received, the queue depth, the cache size and the resync ticks (the
 informer resyncs every 6 s, the stats handler asks for 2 s), with a progress line while the
-initial list syncs. It ends with a summary (and checks that the
-cache equals the server) and exits 0. Ctrl-C stops everything within a second or two.
+initial list syncs, and the informer's health (see ``informer.health()``). It ends, once
+the workers have stopped, with a final status line and a summary that agree (and a check
+that the cache equals the server) and exits 0. Ctrl-C stops everything within a second or two.
 
     python examples/demo.py                      # what make demo runs
     python examples/demo.py --kubeconfig PATH    # a real cluster: read-only, no workload
@@ -16,6 +17,11 @@ cache equals the server) and exits 0. Ctrl-C stops everything within a second or
 from __future__ import annotations
 
 import sys
+
+if __name__ == "__main__":  # something on the screen before the slow imports (~1 s)
+    print("client_cache demo: starting ...", flush=True)
+
+import shutil
 import threading
 import time
 from collections import Counter
@@ -68,7 +74,8 @@ class Stats:
 
 
 class View:
-    """The live status line (rewritten in place on a terminal, one line per tick else)."""
+    """The live status line: on a terminal it is cut to the terminal's width and redrawn
+    in place (no wrapping); otherwise one line per tick."""
 
     def __init__(self, controller: Controller, stats: Stats, enqueued: Counter[str]) -> None:
         self.controller = controller
@@ -80,20 +87,27 @@ class View:
 
     def line(self) -> str:
         c = self.stats.snapshot()
-        cache = len(self.controller.pods.informer().get_store().list_keys())
-        return (f"[{time.monotonic() - self.started:5.1f}s] {self.phase:<28} cache {cache:>5} "
+        health = self.controller.pods.informer().health()
+        state = "healthy" if health.healthy else f"UNHEALTHY ({health.reason})"
+        return (f"[{time.monotonic() - self.started:5.1f}s] {self.phase:<28} "
+                f"cache {len(self.controller.pods.informer().get_store().list_keys()):>5} "
                 f"| queue {self.controller.queue.len():>4} | processed "
                 f"{self.controller.processed:>5} retries {self.controller.retries:>3} "
-                f"| controller handler {sum(self.enqueued.values()):>5} "
+                f"| informer {state}, lists {health.lists}, watch events "
+                f"{health.watch_events} | controller handler {sum(self.enqueued.values()):>5} "
                 f"| stats handler add {c['add']} upd {c['update']} del {c['delete']} "
                 f"unchanged {c['unchanged']} | resync/relist rounds {c['resync']}")
 
     def show(self, final: bool = False) -> None:
         text = self.line()
-        if self.tty and not final:
-            print("\r" + text, end="", flush=True)
-        else:
-            print(("\r" if self.tty else "") + text, flush=True)
+        if not self.tty:
+            print(text, flush=True)
+            return
+        width = shutil.get_terminal_size().columns - 1
+        if len(text) > width:
+            text = text[: max(0, width - 1)] + "…"
+        # carriage return, the line, erase what a longer previous line left
+        print("\r" + text + "\x1b[K", end="\n" if final else "", flush=True)
 
 
 def pod(name: str, version: str = "1") -> dict[str, Any]:
@@ -199,6 +213,10 @@ def demo(args: Any, stop: threading.Event, finished: threading.Event, api_client
             scripted(args, stop, core, server, view, stats)
         if stop.is_set():
             return 0
+        # stop the workers first: the last status line and the summary then read the same
+        # final numbers (nothing is processed in between)
+        stop.set()
+        runner.join()
         view.phase = "done"
         view.show(final=True)
         summary(core, controller, stats, enqueued, server is not None)
@@ -241,6 +259,11 @@ def summary(core: CoreV1Api, controller: Controller, stats: Stats, enqueued: Cou
     print(f"  cache: {len(cache)} pods; keys processed {controller.processed}, "
           f"retried {controller.retries}")
     print(f"  controller handler: {dict(enqueued)}")
+    health = controller.pods.informer().health()
+    print(f"  informer: {'healthy' if health.healthy else 'UNHEALTHY: ' + health.reason}; "
+          f"lists {health.lists} (relists {health.relists}), watch restarts "
+          f"{health.watch_restarts}, watch events {health.watch_events}, handled "
+          f"{health.handled}, handler errors {health.handler_errors}")
     print(f"  stats handler: add {c['add']}, update {c['update']}, delete {c['delete']}, "
           f"unchanged {c['unchanged']} in {c['resync']} resync/relist rounds")
     if check:

@@ -105,6 +105,11 @@ def test_demo_runs_to_its_summary() -> None:
         assert phase in out, phase
     assert "  stats handler: add 561, update 60, delete 30" in out
     assert "  the cache equals the server's 531 pods" in out
+    # the final status line (printed once the workers stopped) agrees with the summary
+    done = [line for line in out.splitlines() if "] done " in line][-1]
+    processed = re.search(r"processed +(\d+)", done)
+    assert processed and f"keys processed {processed.group(1)}," in out
+    assert "  informer: healthy; lists 2 (relists 1)" in out
     assert "interrupted" not in out
 
 
@@ -115,6 +120,11 @@ def test_demo_stops_promptly_on_a_signal(sig: signal.Signals) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stderr is not None
+        started = time.monotonic()
+        first = proc.stdout.readline()
+        # something on the screen within a second, before the slow imports
+        assert first == "client_cache demo: starting ...\n"
+        assert time.monotonic() - started < 1.0
         first = proc.stdout.readline()
         match = re.search(r"pid (\d+)", first)
         assert match, first

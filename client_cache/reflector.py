@@ -393,6 +393,9 @@ class Reflector:
         self.watch_error_handler: WatchErrorHandler = default_watch_error_handler
         self.metrics = ReflectorMetrics(self.name)
         self.status = options.status or ReflectorStatus(self.type_description, self.clock)
+        self.log = logging.LoggerAdapter(_log, {"resource": self.status.resource})
+        """The reflector's logger: every record carries ``resource`` (as people write it),
+        for formatters that filter or structure by it."""
         self.status.idle_timeout = self.idle_timeout or 2 * self.min_watch_timeout + 60.0
         self._lock = threading.Lock()
         self._last_sync_resource_version = ""
@@ -432,7 +435,7 @@ class Reflector:
     # -- run -------------------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
         """List and watch until ``stop`` is set, backing off between rounds."""
-        _log.debug("Starting reflector %s (%s) from %s", self.type_description,
+        self.log.debug("Starting reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
 
         def round_() -> None:
@@ -451,7 +454,7 @@ class Reflector:
             # the connections of a stopped reflector end with it (a list-watch that pools
             # them dials again if it is run again)
             self._reset_connections()
-        _log.debug("Stopping reflector %s (%s) from %s", self.type_description,
+        self.log.debug("Stopping reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
 
     def _reset_connections(self) -> None:
@@ -463,7 +466,7 @@ class Reflector:
     def list_and_watch(self, stop: threading.Event) -> None:
         """One round: list (or watch-list), then watch until the watch ends. Raises the
         error that ended the round, if any."""
-        _log.debug("Listing and watching %s from %s", self.type_description, self.name)
+        self.log.debug("Listing and watching %s from %s", self.type_description, self.name)
         watch: Watch | None = None
         if self.use_watch_list:
             try:
@@ -471,7 +474,7 @@ class Reflector:
             except DataInconsistencyError:
                 raise
             except Exception as err:
-                _log.warning(
+                self.log.warning(
                     "The watchlist request ended with an error, falling back to the standard "
                     "LIST/WATCH semantics because making progress is better than deadlocking, "
                     "err = %s", err)
@@ -481,7 +484,7 @@ class Reflector:
                     return  # stop requested
         if watch is None and not self._list(stop):
             return
-        _log.debug("Caches populated for %s from %s", self.type_description, self.name)
+        self.log.debug("Caches populated for %s from %s", self.type_description, self.name)
         self._watch_with_resync(watch, stop)
 
     # -- list ------------------------------------------------------------------------------------
@@ -566,7 +569,7 @@ class Reflector:
             if index != 0:
                 return
             if self.should_resync is None or self.should_resync():
-                _log.debug("%s: forcing resync", self.name)
+                self.log.debug("%s: forcing resync", self.name)
                 try:
                     self.store.resync()
                 except Exception as err:
@@ -628,7 +631,7 @@ class Reflector:
             return None
         except Exception as err:
             if is_connection_refused(err) or is_too_many_requests(err):
-                _log.debug("%s: watch of %s returned %s - backing off", self.name,
+                self.log.debug("%s: watch of %s returned %s - backing off", self.name,
                            self.type_description, err)
                 self._wait_backoff(stop)
                 return None
@@ -642,7 +645,7 @@ class Reflector:
         if error is None:
             return True
         if isinstance(error, WatchStalledError):
-            _log.info("%s: watch of %s stalled, re-establishing it", self.name,
+            self.log.info("%s: watch of %s stalled, re-establishing it", self.name,
                       self.type_description)
             # the path to the server may be dead: do not reuse idle connections
             self._reset_connections()
@@ -653,14 +656,14 @@ class Reflector:
             self.status.expired(self.last_sync_resource_version(), "watch")
             return False
         if is_too_many_requests(error):
-            _log.info("%s: watch of %s returned 429 - backing off", self.name,
+            self.log.info("%s: watch of %s returned 429 - backing off", self.name,
                       self.type_description)
             return self._wait_backoff(stop)
         if is_internal_error(error) and retry.should_retry():
-            _log.info("%s: retrying watch of %s internal error: %s", self.name,
+            self.log.info("%s: retrying watch of %s internal error: %s", self.name,
                       self.type_description, error)
             return True
-        _log.warning("%s: watch of %s ended with: %s", self.name, self.type_description,
+        self.log.warning("%s: watch of %s ended with: %s", self.name, self.type_description,
                      error)
         return False
 
@@ -715,7 +718,7 @@ class Reflector:
                     continue  # skipped (logged)
                 count += 1
                 if exit_on_initial_events_end and bookmark_end:
-                    _log.debug("exiting %s Watch because received the bookmark that marks the "
+                    self.log.debug("exiting %s Watch because received the bookmark that marks the "
                                "end of initial events stream, total %d items received",
                                self.name, count)
                     return True
@@ -727,7 +730,7 @@ class Reflector:
         if self.clock.monotonic() - start < 1.0 and count == 0:
             self.metrics.short_watches.inc()
             raise VeryShortWatchError(self.name)
-        _log.debug("%s: Watch close - %s total %d items received", self.name,
+        self.log.debug("%s: Watch close - %s total %d items received", self.name,
                    self.type_description, count)
         return False
 
@@ -833,7 +836,7 @@ class Reflector:
 
     def _retry_watch_list(self, err: BaseException, stop: threading.Event) -> bool:
         if is_connection_refused(err) or is_too_many_requests(err):
-            _log.info("%s: watch-list of %s returned %s - backing off", self.name,
+            self.log.info("%s: watch-list of %s returned %s - backing off", self.name,
                       self.type_description, err)
             return self._wait_backoff(stop)
         if is_expired(err) or is_gone(err) or is_too_large_resource_version(err):
@@ -845,7 +848,7 @@ class Reflector:
         """``KUBE_WATCHLIST_INCONSISTENCY_DETECTOR``: compare with an exact LIST."""
         if rv in ("", "0"):
             return
-        _log.warning("data consistency check for %s is enabled, this will result in an "
+        self.log.warning("data consistency check for %s is enabled, this will result in an "
                      "additional call to the API server.", self.name)
         listed = list_items(self.lister_watcher.list(ListOptions(
             resource_version=rv, resource_version_match=RESOURCE_VERSION_MATCH_EXACT)))

@@ -227,7 +227,8 @@ class ProcessorListener:
         except Exception as err:
             self.errors += 1
             _log.error("event handler %s of %s failed, skipping the notification: %r",
-                       self.name, self._informer_name, err, exc_info=True)
+                       self.name, self._informer_name, err, exc_info=True,
+                       extra={"resource": self._informer_name, "handler": self.name})
         finally:
             self.handled += 1
             if isinstance(notification, _Add) and notification.is_in_initial_list:

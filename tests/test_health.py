@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,9 +13,11 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache import CacheSyncTimeoutError, ResourceEventHandlerFuncs
-from client_cache.health import display_resource
+from client_cache.health import display_resource, informers_check, serve
 from client_cache.health import status as status_module
 from client_cache.informers.factory import new_shared_informer_factory
+from client_cache.runtime import Action, Controller, ControllerConfig
+from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.util.runtime import handle_error
 from tests.fixtures import eventually
@@ -93,7 +96,8 @@ def test_health_through_sync_outage_and_return(server: EmbeddedApiServer) -> Non
         running.stop.set()
 
 
-def test_handler_counts_and_buffers(server: EmbeddedApiServer) -> None:
+def test_handler_counts_and_buffers(server: EmbeddedApiServer,
+                                    caplog: pytest.LogCaptureFixture) -> None:
     for name in ("a", "b", "c"):
         make_pod(server, name)
     gate = threading.Event()
@@ -112,6 +116,9 @@ def test_handler_counts_and_buffers(server: EmbeddedApiServer) -> None:
                    10, "the buffer never held two")
         gate.set()
         eventually(lambda: running.informer.health().handled == 3, 10)
+        (failed,) = [r for r in caplog.records if "failed, skipping" in r.getMessage()]
+        assert (failed.resource, failed.handler) == (  # type: ignore[attr-defined]
+            "pods", "test_handler_counts_and_buffers.<locals>.on_add")
         health = running.informer.health()
         assert health.handler_errors == 1 and list(health.handler_buffers.values()) == [0]
         (only,) = running.factory.health().values()
@@ -166,6 +173,9 @@ def test_operator_log_lines(server: EmbeddedApiServer, caplog: pytest.LogCapture
         failures = [text for _, text in loud if "list/watch failed" in text]
         assert len(failures) == 1, loud  # one line, not a WARNING plus an ERROR
         assert failures[0].startswith("pods: list/watch failed (attempt 1): ")
+        # every reflector record carries the resource, for formatters that filter on it
+        ours = [r for r in caplog.records if r.name == "client_cache.reflector"]
+        assert ours and all(getattr(r, "resource", None) == "pods" for r in ours)
         assert "403" in failures[0] and "RBAC does not allow verb 'list'" in failures[0]
     finally:
         running.close()
@@ -180,3 +190,29 @@ def test_library_logging_defaults(caplog: pytest.LogCaptureFixture) -> None:
         handle_error(err)
     (record,) = [r for r in caplog.records if r.getMessage() == "boom"]
     assert record.exc_info is not None and record.exc_info[1] is not None
+
+
+def test_the_runtime_reports_its_informers(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    factory = new_shared_informer_factory(api, 0)
+    controller: Controller[None] = Controller(
+        factory, GroupVersionResource("", "v1", "configmaps"),
+        config=ControllerConfig(client_qps=0, events=False)).watches(
+        GroupVersionResource("", "v1", "pods"), lambda obj: [])
+    runner = threading.Thread(target=controller.run,
+                              args=(lambda obj, ctx: Action.await_change(),),
+                              name="test-controller-run", daemon=True)
+    runner.start()
+    try:
+        eventually(lambda: all(h.synced for h in controller.health().values())
+                   and len(controller.health()) == 2, 10)
+        assert list(controller.health()) == ["configmaps", "pods"]
+        with serve(healthz={"controller": informers_check(controller)}) as health, \
+                urllib.request.urlopen(health.url + "/healthz/controller",
+                                       timeout=5) as answer:
+            assert (answer.status, answer.read()) == (200, b"ok")
+    finally:
+        controller.shutdown()
+        runner.join(10)
+        api.close()
+    assert not runner.is_alive()

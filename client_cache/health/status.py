@@ -142,7 +142,8 @@ class ReflectorStatus:
             self._list_started = self.clock.monotonic()
             relist = self._lists > 0
         _log.info("%s: %s from resourceVersion %r", self.resource,
-                  "relisting" if relist else "listing", resource_version or "(latest)")
+                  "relisting" if relist else "listing", resource_version or "(latest)",
+                  extra={"resource": self.resource})
 
     def list_succeeded(self, items: int, resource_version: str) -> None:
         """The LIST's items are in the cache."""
@@ -159,13 +160,15 @@ class ReflectorStatus:
         level = logging.WARNING if seconds > SLOW_LIST_SECONDS else logging.INFO
         _log.log(level, "%s: cache filled with %d items at resourceVersion %s in %.2f s%s",
                  self.resource, items, resource_version, seconds,
-                 " (slow LIST)" if level == logging.WARNING else "")
+                 " (slow LIST)" if level == logging.WARNING else "",
+                 extra={"resource": self.resource})
 
     def expired(self, resource_version: str, during: str) -> None:
         """The server answered 410 for ``resource_version`` during a ``during`` (LIST or
         watch): a relist follows."""
         _log.warning("%s: resourceVersion %s is too old for the %s (410 Expired); relisting "
-                     "from the latest", self.resource, resource_version, during)
+                     "from the latest", self.resource, resource_version, during,
+                     extra={"resource": self.resource})
 
     def watch_started(self) -> None:
         """A watch is open (the first, or a restart)."""

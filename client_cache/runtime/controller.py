@@ -78,6 +78,7 @@ from typing import Any, Generic, TypeVar
 from client_cache import meta
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import describe_error
+from client_cache.health.status import InformerHealth
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
 from client_cache.leaderelection import LeaderElectionConfig
@@ -284,6 +285,18 @@ class Controller(Generic[D]):
         """Requests scheduled and not yet started (due or not), held ones included."""
         scheduler = self._scheduler
         return 0 if scheduler is None else len(scheduler)
+
+    def health(self) -> dict[str, InformerHealth]:
+        """The health of every informer the controller reads (the primary resource first,
+        then those of ``owns``/``watches``), by resource as people write it (see
+        :meth:`~client_cache.shared_informer.SharedIndexInformer.health`); for a probe,
+        :func:`client_cache.health.informers_check` takes anything with ``health()``."""
+        informers = [self._informer] + [w.informer for w in self._watched]
+        out: dict[str, InformerHealth] = {}
+        for informer in informers:
+            health = informer.health()
+            out.setdefault(health.resource, health)
+        return out
 
     def summary(self) -> RunSummary:
         """A copy of the counts of the current (or last) run so far."""

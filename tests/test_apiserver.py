@@ -26,6 +26,8 @@ from kubernetes.client import (
     V1Pod,
 )
 
+from client_cache import fields as fieldsel
+from client_cache import labels as labelsel
 from client_cache.apis import ListOptions, list_continue, list_items, list_resource_version
 from client_cache.errors import (
     ApiStatusError,
@@ -52,7 +54,7 @@ from client_cache.testing.apiserver import (
     EmbeddedApiServer,
     EmbeddedApiServerProcess,
 )
-from client_cache.testing.apistore import ResourceType
+from client_cache.testing.apistore import BUILTIN_RESOURCES, ApiStore, ResourceType, Watcher
 from client_cache.util.chan import CLOSED
 from client_cache.watch import Event, EventType, Watch
 from tests.fixtures import eventually
@@ -591,3 +593,22 @@ def test_a_failed_write_leaves_the_kept_alive_connection_usable(
     status, created = request_json(api, "POST", path, body)
     assert status == 201 and created["metadata"]["name"] == "cm"
     api.close()
+
+
+def test_no_bookmark_overtakes_a_queued_event() -> None:
+    """A bookmark carries the resource's last revision: sent while an older event still
+    waits in the watcher's queue, it would let a client that loses the connection right
+    then resume after that event and never see it (seen as a lost object under load)."""
+    store = ApiStore()
+    pods = next(r for r in BUILTIN_RESOURCES if r.plural == "pods")
+    store.create(pods, "default", {"metadata": {"name": "first"}})
+    watcher = Watcher(pods, "", labelsel.everything(), fieldsel.everything())
+    store.open_watch(watcher, store.resource_version, False, False)
+    created = store.create(pods, "default", {"metadata": {"name": "second"}})
+    assert store.bookmark(watcher) is None  # the ADDED event of "second" is still queued
+    line = watcher.queue.get_nowait()
+    assert json.loads(line)["object"]["metadata"]["name"] == "second"
+    mark = store.bookmark(watcher)  # caught up: now the bookmark may go
+    assert mark is not None
+    assert json.loads(mark)["object"]["metadata"]["resourceVersion"] == \
+        created["metadata"]["resourceVersion"]

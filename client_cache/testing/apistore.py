@@ -671,10 +671,18 @@ class ApiStore:
     def bookmark(self, watcher: Watcher) -> bytes | None:
         """A bookmark line for ``watcher``, or None. As from the real watch cache, its
         resourceVersion is that of the last change to the watched resource (in any
-        namespace), and there is none until that is newer than the watch's start."""
+        namespace), and there is none until that is newer than the watch's start, nor
+        while events for the watcher are still queued."""
         rtype = watcher.resource
         with self._lock:
             last = self._last_rv.get(rtype.key, 0)
+            # Changes are queued for watchers under this lock: an event still waiting in
+            # the queue may be older than ``last``, and a bookmark sent before it would
+            # let a client that loses the connection right then resume after the event,
+            # never seeing it. Like the watch cache, bookmark only a watcher that has
+            # caught up.
+            if not watcher.queue.empty():
+                return None
         if last <= watcher.start_rv:
             return None
         return encode_event("BOOKMARK", {

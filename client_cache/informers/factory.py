@@ -24,7 +24,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,11 +207,14 @@ class SharedInformerFactory:
         if gvr.resource not in served:
             raise UnknownResourceError(gvr)
 
-    def start(self, stop: threading.Event) -> None:
-        """Start every informer requested so far and not started yet (non-blocking)."""
+    def start(self, stop: threading.Event | None = None) -> threading.Event:
+        """Start every informer requested so far and not started yet (non-blocking);
+        they run until ``stop`` is set. Without ``stop`` (a port addition) the factory
+        makes one; either way it is returned."""
+        stop = stop if stop is not None else threading.Event()
         with self._lock:
             if self._shutting_down:
-                return
+                return stop
             for gvr, informer in self._informers.items():
                 if gvr in self._started:
                     continue
@@ -219,6 +223,32 @@ class SharedInformerFactory:
                 thread.start()
                 self._threads.append(thread)
                 self._started.add(gvr)
+        return stop
+
+    @contextmanager
+    def running(self, timeout: float | None = 60.0, *, stop: threading.Event | None = None,
+                shutdown_timeout: float = 5.0) -> Iterator[threading.Event]:
+        """Start the informers requested so far, wait until they have synced and hand out
+        their stop event; at the end of the block set it and wait for every informer to
+        end (a port addition)::
+
+            pods = factory.core().v1().pods()
+            with factory.running(timeout=30) as stop:
+                ...                      # listers answer from synced caches
+
+        A sync that takes longer than ``timeout`` seconds (None: no limit) raises
+        :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync (the
+        informers are stopped first). Informers still alive ``shutdown_timeout`` seconds
+        after the block are logged at ERROR (see :meth:`shutdown`). Informers requested
+        inside the block start with a further :meth:`start`. The factory is shut down
+        afterwards (Go: no restart after ``Shutdown``)."""
+        stop = self.start(stop)
+        try:
+            self.wait_for_cache_sync(stop, timeout=timeout)
+            yield stop
+        finally:
+            stop.set()
+            self.shutdown(shutdown_timeout)
 
     def shutdown(self, timeout: float | None = None) -> list[str]:
         """Refuse further starts and wait for every started informer to end (their stop

@@ -21,6 +21,7 @@ from client_cache.util.chan import Chan, DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, Timer, WithTicker
 from client_cache.util.runtime import handle_crash
 from client_cache.workqueue.metrics import MetricsProvider, new_retry_metric
+from client_cache.workqueue.pythonic import QueueIteration
 from client_cache.workqueue.queue import Interface, QueueConfig, new_typed_with_config
 
 __all__ = [
@@ -71,7 +72,7 @@ class _WaitFor(Generic[T]):
     ready_at: float
 
 
-class DelayingType(Generic[T]):
+class DelayingType(QueueIteration[T]):
     """The delaying queue (Go ``delayingType``): every :class:`~.queue.Typed` method plus
     :meth:`add_after`."""
 

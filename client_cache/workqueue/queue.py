@@ -34,6 +34,7 @@ from client_cache.workqueue.metrics import (
     QueueMetrics,
     new_queue_metrics,
 )
+from client_cache.workqueue.pythonic import QueueIteration
 
 __all__ = [
     "UNFINISHED_WORK_UPDATE_PERIOD",
@@ -119,7 +120,7 @@ class QueueConfig(Generic[T]):
     queue: Queue[T] | None = None
 
 
-class Typed(Generic[T]):
+class Typed(QueueIteration[T]):
     """The work queue (Go ``Typed[T]``). Build it with :func:`new` or
     :func:`new_with_config`."""
 

@@ -31,6 +31,7 @@ from client_cache.workqueue.delaying_queue import (
     new_typed_delaying_queue_with_config,
 )
 from client_cache.workqueue.metrics import MetricsProvider
+from client_cache.workqueue.pythonic import QueueIteration
 
 __all__ = [
     "RateLimitingInterface",
@@ -67,7 +68,7 @@ class RateLimitingQueueConfig(Generic[T]):
     delaying_queue: DelayingInterface[T] | None = None
 
 
-class RateLimitingType(Generic[T]):
+class RateLimitingType(QueueIteration[T]):
     """The rate-limiting queue (Go ``rateLimitingType``)."""
 
     def __init__(self, delaying: DelayingInterface[T], rate_limiter: RateLimiter[T]) -> None:

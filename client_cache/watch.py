@@ -32,7 +32,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from client_cache import wire
 from client_cache.meta import describe
@@ -57,6 +57,7 @@ __all__ = [
     "RaceFreeFakeWatcher",
     "StreamWatcher",
     "Watch",
+    "WatchIteration",
     "decode_error_status",
     "new_empty_watch",
     "new_fake",
@@ -104,6 +105,30 @@ class Watch(Protocol):
     def result_chan(self) -> Chan[Event]: ...
 
 
+_W = TypeVar("_W", bound="WatchIteration")
+
+
+class WatchIteration:
+    """Mixed into the watch classes (port addition): ``for event in watch`` (each event
+    until the watch ends) and ``with watch:`` (``stop`` at the end of the block)."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def result_chan(self) -> Chan[Event]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Event]:
+        """Each event until the result channel closes (the watch ended or was stopped)."""
+        return iter(self.result_chan())
+
+    def __enter__(self: _W) -> _W:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 def new_empty_watch() -> Watch:
     """A watch whose channel is already closed (Go ``NewEmptyWatch``)."""
     chan: Chan[Event] = Chan(1)
@@ -130,7 +155,7 @@ class _Actions:
         self.action(EventType.ERROR, err_value)
 
 
-class _FakeBase(_Actions):
+class _FakeBase(_Actions, WatchIteration):
     """Lock, stopped flag and channel shared by the two fakes; ``stop`` closes the channel
     once, ``reset`` starts a fresh one."""
 
@@ -213,7 +238,7 @@ def new_race_free_fake() -> RaceFreeFakeWatcher:
 
 
 @dataclass
-class MockWatcher:
+class MockWatcher(WatchIteration):
     """A watcher made of two functions (Go ``MockWatcher``)."""
 
     stop_func: Callable[[], None]
@@ -226,7 +251,7 @@ class MockWatcher:
         return self.result_chan_func()
 
 
-class ProxyWatcher:
+class ProxyWatcher(WatchIteration):
     """Wraps a channel somebody else feeds (Go ``ProxyWatcher``); ``stop`` only signals
     :meth:`stop_chan`."""
 
@@ -254,7 +279,7 @@ class FullChannelBehavior(enum.Enum):
     DROP_IF_CHANNEL_FULL = 1
 
 
-class _BroadcasterWatcher:
+class _BroadcasterWatcher(WatchIteration):
     def __init__(self, owner: Broadcaster, ident: int, size: int) -> None:
         self._owner = owner
         self.ident = ident
@@ -368,7 +393,7 @@ class _DecodeError(Exception):
 _EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
 
 
-class StreamWatcher:
+class StreamWatcher(WatchIteration):
     """A :class:`Watch` over a streaming HTTP response (Go ``watch.StreamWatcher``).
 
     ``response`` is a urllib3 response opened with ``preload_content=False`` whose body is

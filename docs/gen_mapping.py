@@ -66,6 +66,7 @@ PACKAGES = {
     "client_cache.health.server": "sigs.k8s.io/controller-runtime/pkg/healthz (probe format)",
     "client_cache.metrics": "(port only: metric exporters)",
     "client_cache.util.provider": "(port only: a process-wide provider slot)",
+    "client_cache.workqueue.pythonic": "(port only: iterating and processing a work queue)",
     "client_cache.metrics.prometheus": "k8s.io/component-base/metrics/prometheus/workqueue, "
                                        "controller-runtime pkg/metrics",
     "client_cache.leaderelection.metrics": f"{CLIENT_GO}/tools/leaderelection/metrics.go",
@@ -219,6 +220,8 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "caches_synced_check": ("—", "readiness: every informer synced"),
     "leader_election_check": ("leaderelection.HealthzAdaptor.Check", ""),
     "ProviderSlot": ("—", "a process-wide replaceable provider"),
+    "WatchIteration": ("—", "for event in watch; with watch: (stop at the end)"),
+    "QueueIteration": ("—", "for key in queue; with queue.processing(key):"),
     "register": ("—", "every provider and the informer collector in one call"),
     "WorkqueueProvider": ("workqueue.prometheusMetricsProvider", ""),
     "ReflectorProvider": ("cache.MetricsProvider", "reflector metrics in Prometheus"),

@@ -12,8 +12,12 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache import CacheSyncTimeoutError
+from client_cache.apis import ListOptions
 from client_cache.informers.factory import new_shared_informer_factory
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.util.chan import Chan
 from client_cache.workqueue import (
     new,
     new_item_exponential_failure_rate_limiter,
@@ -133,4 +137,30 @@ def test_start_without_a_stop_event_returns_one(server: EmbeddedApiServer) -> No
     assert all(factory.wait_for_cache_sync(stop, timeout=10).values())
     stop.set()
     assert factory.shutdown(5) == []
+    api.close()
+
+
+def test_for_item_in_chan_until_closed() -> None:
+    chan: Chan[int] = Chan(10)
+    for value in (1, 2, 3):
+        chan.send(value)
+    chan.close()
+    assert list(chan) == [1, 2, 3]
+
+
+def test_a_watch_iterates_and_is_a_context_manager(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    lw = ClientListerWatcher(api, GroupVersionResource("", "v1", "pods"), "default")
+    rv = lw.list(ListOptions())["metadata"]["resourceVersion"]
+    core = CoreV1Api(api)
+    names: list[str] = []
+    with lw.watch(ListOptions(resource_version=rv)) as watch:
+        for name in ("a", "b"):
+            core.create_namespaced_pod("default", {"metadata": {"name": name}})
+        for event in watch:
+            names.append(event.object["metadata"]["name"])
+            if len(names) == 2:
+                break
+    assert names == ["a", "b"]
+    assert list(watch) == []  # stopped at the end of the block: the channel is closed
     api.close()

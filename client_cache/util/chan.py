@@ -19,8 +19,8 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, TypeVar, cast
 
 from client_cache.util.stop import on_stop
 
@@ -159,6 +159,15 @@ class Chan(Generic[T]):
     def try_recv(self) -> tuple[T | None, bool]:
         """Receive without blocking."""
         return self.recv(0)
+
+    def __iter__(self) -> Iterator[T]:
+        """Each value until the channel is closed and drained (Go ``for v := range ch``;
+        a port addition)."""
+        while True:
+            value, ok = self.recv()
+            if not ok:
+                return
+            yield cast(T, value)
 
     def close(self) -> None:
         """Close the channel (see the class documentation); closing twice is allowed."""

@@ -712,7 +712,7 @@ class Reflector:
                     break
                 last_event = self.clock.monotonic()
                 ticker.observe_last_event_time(last_event)
-                self.status.watch_event()
+                self.status.watch_event(last_event)
                 bookmark_end = sink.apply(value)
                 if bookmark_end is None:
                     continue  # skipped (logged)

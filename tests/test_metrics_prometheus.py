@@ -5,9 +5,11 @@ while a LIST hangs."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import urllib.error
 import urllib.request
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -216,3 +218,17 @@ def test_probe_answers_as_controller_runtime(server: EmbeddedApiServer) -> None:
             assert factory.shutdown(5) == []
             api.close()
     assert not [t for t in threading.enumerate() if t.name == "health-server"]
+
+
+def test_the_collector_does_not_keep_a_factory_alive(server: EmbeddedApiServer,
+                                                     registry: CollectorRegistry) -> None:
+    api = server.api_client()
+    factory = new_shared_informer_factory(api, 0)
+    collector = register(registry, factories=[factory])
+    alive = weakref.ref(factory)
+    assert list(collector.collect())  # reads it while it exists
+    del factory
+    gc.collect()
+    assert alive() is None
+    assert all(not family.samples for family in collector.collect())
+    api.close()

@@ -180,10 +180,11 @@ class ReflectorStatus:
             self._first_failure = None
             self._failures = 0
 
-    def watch_event(self) -> None:
-        """A watch event or bookmark arrived (the hot path: one count, one time)."""
+    def watch_event(self, when: float) -> None:
+        """A watch event or bookmark arrived at monotonic time ``when`` (the hot path: one
+        count and one assignment, no lock: only the reflector's thread calls it)."""
         self.watch_events += 1
-        self._last_activity = self.clock.monotonic()
+        self._last_activity = when
 
     def failed(self, err: BaseException) -> str:
         """An attempt (LIST or watch) failed with ``err``: counted, and reported in one

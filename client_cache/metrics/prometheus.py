@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -226,20 +227,24 @@ class LeaderProvider:
 
 
 class InformerCollector(Collector):
-    """The informers of some factories, read from their health at each scrape."""
+    """The informers of some factories (anything with ``health()``: a factory, a runtime
+    Controller), read from their health at each scrape; held weakly."""
 
     def __init__(self, factories: Iterable[Any] = ()) -> None:
         self._lock = threading.Lock()
-        self._factories: list[Any] = list(factories)
+        # weak: a registry lives as long as the process; a factory only as long as its user
+        self._factories: list[weakref.ref[Any]] = [weakref.ref(f) for f in factories]
 
     def add_factory(self, factory: Any) -> None:
-        """Also report ``factory``'s informers."""
+        """Also report ``factory``'s informers (for as long as it exists: the collector
+        holds it weakly)."""
         with self._lock:
-            self._factories.append(factory)
+            self._factories.append(weakref.ref(factory))
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            factories = list(self._factories)
+            self._factories = [ref for ref in self._factories if ref() is not None]
+            factories = [f for f in (ref() for ref in self._factories) if f is not None]
         prefix = "client_cache_informer_"
 
         def gauge(name: str, text: str) -> GaugeMetricFamily:

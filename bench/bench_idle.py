@@ -41,7 +41,7 @@ def child(url: str, seconds: float) -> None:
     config = Configuration()
     config.host = url
     factory = new_shared_informer_factory(ApiClient(config), 0)
-    for informer in (factory.core().v1().pods(), factory.core().v1().configmaps(),
+    for informer in (factory.core().v1().pods(), factory.core().v1().config_maps(),
                      factory.core().v1().secrets()):
         informer.informer()
     stop = threading.Event()

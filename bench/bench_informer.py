@@ -23,7 +23,7 @@ from client_cache.testing.apiserver import EmbeddedApiServerProcess
 def run_once(server: EmbeddedApiServerProcess, namespace: str, count: int,
              handlers: int) -> float:
     factory = new_shared_informer_factory(server.api_client(), 0)
-    informer = factory.core().v1().configmaps().informer()
+    informer = factory.core().v1().config_maps().informer()
     lock = threading.Lock()
     remaining = [handlers]
     done = threading.Event()

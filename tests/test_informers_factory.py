@@ -73,7 +73,7 @@ def test_factory_informers_handlers_listers(server: EmbeddedApiServer) -> None:
     core.create_namespaced_config_map("default", {"metadata": {"name": "cfg"}, "data": {"a": "1"}})
     factory = new_shared_informer_factory(server.api_client(), 0)
     pods = factory.core().v1().pods()
-    configmaps = factory.core().v1().configmaps()
+    configmaps = factory.core().v1().config_maps()
     assert factory.for_resource(PODS).informer() is pods.informer()  # shared
     pod_events, cm_events = Recording(), Recording()
     pods.informer().add_event_handler(pod_events)
@@ -158,7 +158,7 @@ def test_slow_handler_does_not_hold_back_a_fast_one(server: EmbeddedApiServer) -
     """One handler sleeps 10 ms per event, another counts: the fast one finishes long
     before the slow one, and both see every event in order per key."""
     factory = new_shared_informer_factory(server.api_client(), 0)
-    informer = factory.core().v1().configmaps().informer()
+    informer = factory.core().v1().config_maps().informer()
     lock = threading.Lock()
     fast: list[str] = []
     slow: list[str] = []

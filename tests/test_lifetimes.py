@@ -79,7 +79,7 @@ def test_a_stopped_informer_is_collected(server: EmbeddedApiServer) -> None:
 def test_a_stopped_factory_is_collected(server: EmbeddedApiServer) -> None:
     factory = new_shared_informer_factory(server.api_client(), 0)
     informers = [factory.core().v1().pods().informer(),
-                 factory.core().v1().configmaps().informer()]
+                 factory.core().v1().config_maps().informer()]
     for informer in informers:
         informer.add_event_handler(_Handler())
     stop = threading.Event()

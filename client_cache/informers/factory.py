@@ -21,7 +21,6 @@ periods and a transform applied by every informer. Every informer gets a namespa
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,14 +33,15 @@ from client_cache.delta_fifo import TransformFunc
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.health.status import InformerHealth
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
-from client_cache.listers import GenericLister, new_generic_lister
+from client_cache.informers.generic import GenericInformer
+from client_cache.informers.typed import TypedGroups
 from client_cache.listwatch import (
     DEFAULT_REQUEST_TIMEOUT,
     ListerWatcher,
     new_filtered_list_watch_from_client,
     served_resources,
 )
-from client_cache.schema import GroupResource, GroupVersionResource
+from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformer,
     SharedIndexInformerOptions,
@@ -99,24 +99,7 @@ class UnknownResourceError(ClientCacheError, LookupError):
                          "serve it")
 
 
-class GenericInformer:
-    """An informer and a lister for one resource (Go ``GenericInformer``)."""
-
-    def __init__(self, informer: SharedIndexInformer, resource: GroupVersionResource,
-                 lister_resource: GroupResource | None = None) -> None:
-        self._informer = informer
-        self.resource = resource
-        self._lister_resource = lister_resource or resource.group_resource()
-
-    def informer(self) -> SharedIndexInformer:
-        return self._informer
-
-    def lister(self) -> GenericLister:
-        """Cached get/list; a missing object raises the API's NotFound error."""
-        return new_generic_lister(self._informer.get_indexer(), self._lister_resource)
-
-
-class SharedInformerFactory:
+class SharedInformerFactory(TypedGroups):
     """See the module documentation. Build with :func:`new_shared_informer_factory`."""
 
     #: Ask the server for metadata-only objects (the metadata factory's setting).
@@ -294,94 +277,6 @@ class SharedInformerFactory:
         with self._lock:
             started = {gvr: self._informers[gvr] for gvr in self._started}
         return {gvr: informer.health() for gvr, informer in started.items()}
-
-    # -- typed accessors ----------------------------------------------------------------------
-    def core(self) -> _Group:
-        return _Group(self, "")
-
-    def apps(self) -> _Group:
-        return _Group(self, "apps")
-
-    def batch(self) -> _Group:
-        return _Group(self, "batch")
-
-    def coordination(self) -> _Group:
-        return _Group(self, "coordination.k8s.io")
-
-
-# The kind of a kubernetes.client model name: V1Pod -> Pod, CoreV1Event -> Event.
-_KIND_OF_MODEL = re.compile(r"^(?:Core)?V\d+(?:(?:alpha|beta)\d+)?")
-
-# Known resources of the typed accessors: (group, version) -> {plural: (singular, model)}.
-_KNOWN: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
-    ("", "v1"): {
-        "pods": ("pod", "V1Pod"),
-        "services": ("service", "V1Service"),
-        "configmaps": ("configmap", "V1ConfigMap"),
-        "secrets": ("secret", "V1Secret"),
-        "namespaces": ("namespace", "V1Namespace"),
-        "nodes": ("node", "V1Node"),
-        "events": ("event", "CoreV1Event"),
-    },
-    ("apps", "v1"): {
-        "deployments": ("deployment", "V1Deployment"),
-        "replicasets": ("replicaset", "V1ReplicaSet"),
-        "statefulsets": ("statefulset", "V1StatefulSet"),
-        "daemonsets": ("daemonset", "V1DaemonSet"),
-    },
-    ("batch", "v1"): {"jobs": ("job", "V1Job")},
-    ("coordination.k8s.io", "v1"): {"leases": ("lease", "V1Lease")},
-}
-
-
-class _Group:
-    def __init__(self, factory: SharedInformerFactory, group: str) -> None:
-        self._factory = factory
-        self._group = group
-
-    def v1(self) -> _Version:
-        return _Version(self._factory, self._group, "v1")
-
-
-class _Version:
-    """``factory.core().v1()``: one method per known resource, e.g. ``pods()``."""
-
-    def __init__(self, factory: SharedInformerFactory, group: str, version: str) -> None:
-        self._factory = factory
-        self._group = group
-        self._version = version
-
-    def resource(
-        self, plural: str, object_type: Any = None, models: bool = False
-    ) -> GenericInformer:
-        """The informer of ``plural``; ``models=True`` picks the ``kubernetes.client`` model
-        (e.g. ``V1Pod``) as object type, ``object_type`` names one explicitly; the default
-        keeps wire dicts."""
-        known = _KNOWN.get((self._group, self._version), {})
-        if plural not in known:
-            raise AttributeError(f"no typed informer for {self._group}/{self._version} {plural}")
-        singular, model_name = known[plural]
-        if models and object_type is None:
-            import kubernetes.client as models_module  # noqa: PLC0415 - only when asked
-
-            object_type = getattr(models_module, model_name)
-        gvr = GroupVersionResource(self._group, self._version, plural)
-        # Like Go's typed informers, whose reflector rejects watch objects of another type:
-        # with wire dicts, the reflector checks apiVersion and kind.
-        api_version = f"{self._group}/{self._version}" if self._group else self._version
-        expected = object_type if object_type is not None else {
-            "apiVersion": api_version, "kind": _KIND_OF_MODEL.sub("", model_name)}
-        informer = self._factory.informer_for(gvr, object_type=object_type,
-                                              expected_type=expected)
-        return GenericInformer(informer, gvr, GroupResource(self._group, singular))
-
-    def __getattr__(self, plural: str) -> Callable[..., GenericInformer]:
-        if plural.startswith("_"):
-            raise AttributeError(plural)
-        known = _KNOWN.get((self._group, self._version), {})
-        if plural not in known:
-            raise AttributeError(f"no typed informer for {self._group}/{self._version} {plural}")
-        return lambda object_type=None, models=False: self.resource(plural, object_type, models)
 
 
 def new_shared_informer_factory_with_options(

@@ -171,7 +171,7 @@ def test_shared_index_informer_converges_with_a_consistent_story(
 def test_factory_and_lister_converge(api: Any, ns: str, backend: Backend) -> None:
     seed_objects(api, ns)
     factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns))
-    configmaps = factory.core().v1().configmaps()
+    configmaps = factory.core().v1().config_maps()
     recorder = Recorder()
     configmaps.informer().add_event_handler(recorder)
     stop = threading.Event()

@@ -1,0 +1,95 @@
+"""What the generated typed accessors (:mod:`client_cache.informers.typed`) are built
+on: one class per API group version whose methods hand out the factory's informers.
+
+Names follow client-go's (``config_maps()`` for Go ``ConfigMaps()``); the REST plural
+(``configmaps``) is accepted too, through :meth:`GroupVersion.resource` and as an
+attribute, so code written before the generated names keeps working. An unknown name
+raises ``AttributeError`` listing the valid ones, and ``dir()`` shows them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from client_cache.informers.generic import GenericInformer
+from client_cache.schema import GroupResource, GroupVersionResource
+
+if TYPE_CHECKING:
+    from client_cache.informers.factory import SharedInformerFactory
+
+__all__ = ["GroupVersion", "TypedResource"]
+
+# The kind of a kubernetes.client model name: V1Pod -> Pod, CoreV1Event -> Event.
+_KIND_OF_MODEL = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
+
+
+@dataclass(frozen=True)
+class TypedResource:
+    """One resource of a group version: its REST plural, its lister's singular (Go's
+    NotFound names it), the ``kubernetes.client`` model, whether it is namespaced."""
+
+    plural: str
+    singular: str
+    model: str
+    namespaced: bool
+
+
+class GroupVersion:
+    """Base of the generated ``<Group><Version>`` classes."""
+
+    GROUP: ClassVar[str] = ""
+    VERSION: ClassVar[str] = ""
+    RESOURCES: ClassVar[dict[str, TypedResource]] = {}
+
+    def __init__(self, factory: SharedInformerFactory) -> None:
+        self._factory = factory
+
+    def informer(self, name: str, object_type: Any = None,
+                 models: bool = False) -> GenericInformer:
+        """The informer of resource ``name`` (an accessor name or the REST plural);
+        ``models=True`` decodes into the ``kubernetes.client`` model (e.g. ``V1Pod``),
+        ``object_type`` names a type explicitly; the default keeps wire dicts."""
+        known = self._lookup(name)
+        if models and object_type is None:
+            import kubernetes.client as models_module  # noqa: PLC0415 - only when asked
+
+            object_type = getattr(models_module, known.model)
+        gvr = GroupVersionResource(self.GROUP, self.VERSION, known.plural)
+        # Like Go's typed informers, whose reflector rejects watch objects of another
+        # type: with wire dicts, the reflector checks apiVersion and kind.
+        api_version = f"{self.GROUP}/{self.VERSION}" if self.GROUP else self.VERSION
+        expected = object_type if object_type is not None else {
+            "apiVersion": api_version, "kind": _KIND_OF_MODEL.sub("", known.model)}
+        informer = self._factory.informer_for(gvr, object_type=object_type,
+                                              expected_type=expected)
+        return GenericInformer(informer, gvr, GroupResource(self.GROUP, known.singular))
+
+    resource = informer
+    """:meth:`informer` under the name the hand-written accessors had."""
+
+    def _lookup(self, name: str) -> TypedResource:
+        known = self.RESOURCES.get(name)
+        if known is None:
+            by_plural = {r.plural: r for r in self.RESOURCES.values()}
+            known = by_plural.get(name)
+        if known is None:
+            where = f"{self.GROUP or 'core'}/{self.VERSION}"
+            raise AttributeError(f"no typed informer for {where} {name!r}; valid: "
+                                 f"{', '.join(sorted(self.RESOURCES))}")
+        return known
+
+    if not TYPE_CHECKING:  # at run time only: for mypy a misspelt accessor stays an error
+        def __getattr__(self, name: str) -> Callable[..., GenericInformer]:
+            """A REST plural (``configmaps``) as an alias of its accessor; any other name
+            raises ``AttributeError`` listing the valid ones."""
+            if name.startswith("_"):
+                raise AttributeError(name)
+            self._lookup(name)  # raises, listing the valid names
+            return lambda object_type=None, models=False: self.informer(
+                name, object_type, models)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.RESOURCES))

@@ -33,7 +33,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sized
+from collections.abc import Callable, Iterator, Sized
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -621,6 +622,28 @@ class SharedIndexInformer:
             handler_buffers={f"{i}:{listener.name}": listener.pending()
                              for i, listener in enumerate(listeners)},
             handled=handled, handler_errors=errors)
+
+    @contextmanager
+    def running(self, timeout: float | None = 60.0, *,
+                stop: threading.Event | None = None) -> Iterator[threading.Event]:
+        """Run on a thread of its own (``informer-<resource>``), wait until synced and
+        hand out the stop event; at the end of the block set it and join the thread (a
+        port addition). A sync slower than ``timeout`` (None: no limit) raises
+        :class:`~client_cache.errors.CacheSyncTimeoutError` naming the resource and its
+        last error."""
+        stop = stop if stop is not None else threading.Event()
+        thread = threading.Thread(target=self.run, args=(stop,), daemon=True,
+                                  name=f"informer-{self.object_description}")
+        thread.start()
+        try:
+            wait_for_cache_sync(stop, self.has_synced, timeout=timeout)
+            yield stop
+        finally:
+            stop.set()
+            thread.join(5.0)
+            if thread.is_alive():
+                _log.error("informer %s still running 5 s after its stop",
+                           self.object_description)
 
     def is_stopped(self) -> bool:
         with self._started_lock:

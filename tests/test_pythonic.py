@@ -15,6 +15,7 @@ from client_cache import CacheSyncTimeoutError
 from client_cache.apis import ListOptions
 from client_cache.informers.factory import new_shared_informer_factory
 from client_cache.listwatch import ClientListerWatcher
+from client_cache.runtime import Action, Controller, ControllerConfig
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.util.chan import Chan
@@ -163,4 +164,38 @@ def test_a_watch_iterates_and_is_a_context_manager(server: EmbeddedApiServer) ->
                 break
     assert names == ["a", "b"]
     assert list(watch) == []  # stopped at the end of the block: the channel is closed
+    api.close()
+
+
+def test_informer_running_block(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    CoreV1Api(api).create_namespaced_pod("default", {"metadata": {"name": "p"}})
+    informer = new_shared_informer_factory(api, 0).core().v1().pods().informer()
+    with informer.running(timeout=10) as stop:
+        assert informer.has_synced()
+        assert [o["metadata"]["name"] for o in informer.get_store().list()] == ["p"]
+    assert stop.is_set() and informer.is_stopped()
+    assert not [t for t in threading.enumerate() if t.name == "informer-pods"]
+    api.close()
+
+
+def test_controller_running_block(server: EmbeddedApiServer) -> None:
+    api = server.api_client()
+    CoreV1Api(api).create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    factory = new_shared_informer_factory(api, 0)
+    seen = threading.Event()
+    controller: Controller[None] = Controller(
+        factory, GroupVersionResource("", "v1", "configmaps"),
+        config=ControllerConfig(client_qps=0, events=False, name="blocky"))
+
+    def reconcile(obj: Any, ctx: Any) -> Action:
+        seen.set()
+        return Action.await_change()
+
+    with controller.running(reconcile, timeout=10) as running:
+        assert running is controller
+        assert all(h.synced for h in controller.health().values())
+        assert seen.wait(10)
+    assert controller.summary().reconciles >= 1
+    assert not [t for t in threading.enumerate() if t.name == "controller-blocky"]
     api.close()

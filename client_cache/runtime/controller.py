@@ -70,7 +70,8 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Generic, TypeVar
@@ -96,7 +97,11 @@ from client_cache.runtime.reconcile import (
 )
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.schema import GroupVersionResource
-from client_cache.shared_informer import ResourceEventHandlerRegistration, SharedIndexInformer
+from client_cache.shared_informer import (
+    ResourceEventHandlerRegistration,
+    SharedIndexInformer,
+    wait_for_cache_sync,
+)
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
@@ -350,6 +355,28 @@ class Controller(Generic[D]):
             if self._stopping.is_set():
                 return
             handle(item)
+
+    @contextmanager
+    def running(self, reconcile: Callable[[Any, Context[D]], Action],
+                error_policy: Callable[[Any, BaseException, Context[D]], Action] | None = None,
+                data: D = None,  # type: ignore[assignment]
+                *, timeout: float | None = 60.0) -> Iterator[Controller[D]]:
+        """:meth:`run` on a thread of its own (``controller-<name>``) for the length of a
+        with-block, which starts once every informer the controller reads has synced;
+        at its end, a graceful :meth:`shutdown` and a join (a port addition; the counts
+        are in :meth:`summary`). A sync slower than ``timeout`` (None: no limit) raises
+        :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync."""
+        thread = threading.Thread(target=self.run, args=(reconcile, error_policy, data),
+                                  name=f"controller-{self.name}", daemon=True)
+        thread.start()
+        try:
+            informers = [self._informer] + [w.informer for w in self._watched]
+            wait_for_cache_sync(self._stopping, *(i.has_synced for i in informers),
+                                timeout=timeout)
+            yield self
+        finally:
+            self.shutdown()
+            thread.join(self._config.shutdown_timeout + 5.0)
 
     # -- running ----------------------------------------------------------------------------
     def run(self, reconcile: Callable[[Any, Context[D]], Action],

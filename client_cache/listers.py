@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from client_cache import meta
 from client_cache.errors import IndexNotFoundError, new_not_found
+from client_cache.field_index import list_by_field
 from client_cache.index import NAMESPACE_INDEX, Indexer
 from client_cache.labels import Selector
 from client_cache.schema import GroupResource
@@ -93,6 +94,7 @@ class GenericNamespaceLister(Protocol):
 
     def list(self, selector: Selector) -> _Objects: ...
     def get(self, name: str) -> Any: ...
+    def by_field(self, path: str, value: str) -> _Objects: ...
 
 
 @runtime_checkable
@@ -102,6 +104,7 @@ class GenericLister(Protocol):
     def list(self, selector: Selector) -> _Objects: ...
     def get(self, name: str) -> Any: ...
     def by_namespace(self, namespace: str) -> GenericNamespaceLister: ...
+    def by_field(self, path: str, value: str) -> _Objects: ...
     def wait_until_ready(self, timeout: float | None = None,
                          stop: threading.Event | None = None) -> bool: ...
 
@@ -131,6 +134,12 @@ class _GenericLister:
         """A lister restricted to ``namespace``."""
         return _GenericNamespaceLister(self._indexer, self._resource, namespace)
 
+    def by_field(self, path: str, value: str) -> _Objects:
+        """The cached objects whose field ``path`` holds ``value``, in all namespaces
+        (controller-runtime ``MatchingFields``; the field must be indexed with
+        :func:`~client_cache.field_index.index_field`)."""
+        return list_by_field(self._indexer, path, value)
+
     def wait_until_ready(self, timeout: float | None = None,
                          stop: threading.Event | None = None) -> bool:
         """Block until the cache behind this lister holds its first complete list (True),
@@ -156,6 +165,11 @@ class _GenericNamespaceLister:
         out: list[Any] = []
         list_all_by_namespace(self._indexer, self._namespace, selector, out.append)
         return out
+
+    def by_field(self, path: str, value: str) -> _Objects:
+        """The cached objects of the namespace whose field ``path`` holds ``value`` (see
+        :meth:`_GenericLister.by_field`)."""
+        return list_by_field(self._indexer, path, value, self._namespace)
 
     def get(self, name: str) -> Any:
         """The cached object ``namespace/name``; raises NotFound when absent."""

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import freezegun
 import pytest
 
+from client_cache.testing.apiserver import EmbeddedApiServer
+
 # freezegun scans every loaded module when it starts; touching the kubernetes client's lazily
 # loaded pydantic models then makes pydantic build schemas against freezegun's fake datetime
 # class and fail. Those packages never need frozen time here.
@@ -44,3 +46,10 @@ def no_thread_leak(request: pytest.FixtureRequest) -> Iterator[None]:
         thread.join(max(0.0, deadline - time.monotonic()))
     still = sorted(t.name for t in _alive_threads() - before)
     assert not still, f"threads still alive 1 s after the test: {still}"
+
+
+@pytest.fixture
+def embedded_server() -> Iterator[EmbeddedApiServer]:
+    """A fresh embedded API server for the test (stopped after it)."""
+    with EmbeddedApiServer() as srv:
+        yield srv

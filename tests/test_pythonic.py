@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -95,9 +94,8 @@ def test_a_for_loop_worker_survives_a_failing_item() -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[EmbeddedApiServer]:
-    with EmbeddedApiServer() as srv:
-        yield srv
+def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
+    return embedded_server
 
 
 def test_factory_running_block(server: EmbeddedApiServer) -> None:

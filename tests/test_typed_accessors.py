@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import kubernetes
@@ -69,9 +68,8 @@ def test_mypy_catches_a_misspelt_accessor(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[EmbeddedApiServer]:
-    with EmbeddedApiServer() as srv:
-        yield srv
+def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
+    return embedded_server
 
 
 def test_generated_accessors_inform(server: EmbeddedApiServer) -> None:

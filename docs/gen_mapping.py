@@ -69,6 +69,7 @@ PACKAGES = {
     "client_cache.workqueue.pythonic": "(port only: iterating and processing a work queue)",
     "client_cache.informers.generic": f"{CLIENT_GO}/informers (GenericInformer)",
     "client_cache.field_index": "sigs.k8s.io/controller-runtime/pkg/cache (IndexField)",
+    "client_cache.objects": "(port only: wire dicts <-> kubernetes.client models)",
     "client_cache.informers.accessors": f"{CLIENT_GO}/informers (the typed group versions)",
     "client_cache.informers.typed": f"{CLIENT_GO}/informers (generated accessors)",
     "client_cache.metrics.prometheus": "k8s.io/component-base/metrics/prometheus/workqueue, "
@@ -231,6 +232,8 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "index_field": ("FieldIndexer.IndexField", "controller-runtime"),
     "list_by_field": ("MatchingFields", "controller-runtime's List option"),
     "field_values": ("—", "the values at a dotted field path"),
+    "to_wire": ("—", "a model as the server's JSON (ApiClient.sanitize_for_serialization)"),
+    "to_model": ("—", "a wire dict as a kubernetes.client model"),
     "TypedResource": ("—", "plural, singular, model and scope of a typed resource"),
     "TypedGroups": ("informers.SharedInformerFactory's group methods", "generated"),
     "GENERATED_FROM": ("—", "the kubernetes package the accessors were generated from"),

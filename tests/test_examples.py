@@ -189,3 +189,10 @@ def test_examples_read_a_real_cluster_with_a_kubeconfig(real_kubeconfig: str) ->
         "default").items]
     assert "existing" in names and not [n for n in names if n.startswith("cm-")]
     client.close()
+
+
+def test_read_modify_write_example() -> None:
+    out = run("read_modify_write.py")
+    assert "dict mode: dict-mode is Running" in out
+    assert "model mode: model-mode is Running, Ready=True" in out
+    assert "to_model round trip equal: True" in out

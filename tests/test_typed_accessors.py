@@ -11,6 +11,7 @@ import kubernetes
 import pytest
 from kubernetes.client import CoreV1Api, V1ConfigMap
 
+from client_cache.errors import ClientCacheError
 from client_cache.informers import new_shared_informer_factory
 from client_cache.informers import typed as typed_module
 from client_cache.testing.apiserver import EmbeddedApiServer
@@ -81,5 +82,8 @@ def test_generated_accessors_inform(server: EmbeddedApiServer) -> None:
     with factory.running(timeout=10):
         cached = models.lister().by_namespace("default").get("c")
         assert isinstance(cached, V1ConfigMap) and cached.metadata.name == "c"
-        assert legacy().informer() is models.informer()  # one informer per resource
+        # one informer per resource and factory, in the mode asked first
+        assert legacy(models=True).informer() is models.informer()
+        with pytest.raises(ClientCacheError, match="gives V1ConfigMap, not wire dicts"):
+            legacy()
     api.close()

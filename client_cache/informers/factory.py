@@ -118,6 +118,7 @@ class SharedInformerFactory(TypedGroups):
         self.atomic_relist = options.atomic_relist
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
+        self._object_types: dict[GroupVersionResource, Any] = {}
         self._started: set[GroupVersionResource] = set()
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
@@ -146,14 +147,26 @@ class SharedInformerFactory(TypedGroups):
         object_type: Any = None, expected_type: Any = None,
     ) -> SharedIndexInformer:
         """The informer for ``gvr``, created on first request (Go ``InformerFor``); a later
-        request gets the same informer whatever ``new_func`` or ``object_type`` it gives.
+        request gets the same informer whatever ``new_func`` it gives.
 
         ``object_type`` is the model class objects are built as (None: wire dicts);
         ``expected_type`` is what its reflector checks watch objects against (a class, or
-        an example dict carrying ``apiVersion`` and ``kind``; default ``object_type``)."""
+        an example dict carrying ``apiVersion`` and ``kind``; default ``object_type``).
+        A factory holds one informer per resource (Go: per object type, so Go never
+        meets this): asking again with another ``object_type`` (models where the
+        informer has wire dicts, or the reverse) raises :class:`ClientCacheError`
+        instead of silently handing out objects of the first kind; use a second
+        factory for the other mode."""
         with self._lock:
             informer = self._informers.get(gvr)
             if informer is not None:
+                first = self._object_types.get(gvr)
+                if new_func is None and object_type is not first:
+                    raise ClientCacheError(
+                        f"the factory's {gvr.label()} informer gives "
+                        f"{_describe_type(first)}, not {_describe_type(object_type)}: a "
+                        "factory has one informer per resource; use a second factory for "
+                        "the other object mode")
                 return informer
             resync = self.custom_resync.get(gvr, self.default_resync)
             build = new_func or self.default_informer(
@@ -161,6 +174,7 @@ class SharedInformerFactory(TypedGroups):
             informer = build(self.api_client, resync)
             informer.set_transform(self.transform)
             self._informers[gvr] = informer
+            self._object_types[gvr] = object_type
             return informer
 
     def for_resource(self, gvr: GroupVersionResource, object_type: Any = None) -> GenericInformer:
@@ -277,6 +291,11 @@ class SharedInformerFactory(TypedGroups):
         with self._lock:
             started = {gvr: self._informers[gvr] for gvr in self._started}
         return {gvr: informer.health() for gvr, informer in started.items()}
+
+
+def _describe_type(object_type: Any) -> str:
+    return "wire dicts" if object_type is None else getattr(object_type, "__name__",
+                                                              repr(object_type))
 
 
 def new_shared_informer_factory_with_options(

@@ -53,3 +53,10 @@ def embedded_server() -> Iterator[EmbeddedApiServer]:
     """A fresh embedded API server for the test (stopped after it)."""
     with EmbeddedApiServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
+    """The embedded server under the name most tests use (a module's own ``server``
+    fixture, with other options, takes precedence)."""
+    return embedded_server

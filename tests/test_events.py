@@ -4,9 +4,11 @@ server's view of the result."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -312,3 +314,14 @@ def test_the_adapter_picks_the_api_the_server_serves(server: EmbeddedApiServer) 
     assert isinstance(fallback.new_recorder("x"), EventRecorderAdapter)
     assert fallback.shutdown(1) == []
     unreachable.close()
+
+
+def test_a_long_lived_stop_event_does_not_keep_a_shut_down_broadcaster() -> None:
+    stop = threading.Event()  # e.g. the process's stop event, alive after the broadcaster
+    broadcaster = EventBroadcaster(ScriptedSink())
+    broadcaster.start_recording_to_sink(stop)
+    assert broadcaster.shutdown(1) == []
+    gone = weakref.ref(broadcaster)
+    del broadcaster
+    gc.collect()
+    assert gone() is None

@@ -50,11 +50,6 @@ def test_lookup_in_a_namespace_and_in_all() -> None:
         list_by_field(indexer, "spec.schedulerName", "x")
 
 
-@pytest.fixture
-def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
-    return embedded_server
-
-
 def test_through_the_lister(server: EmbeddedApiServer) -> None:
     api = server.api_client()
     core = CoreV1Api(api)

@@ -93,11 +93,6 @@ def test_a_for_loop_worker_survives_a_failing_item() -> None:
     assert sorted(handled) == ["bad", "ok-1", "ok-2"]
 
 
-@pytest.fixture
-def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
-    return embedded_server
-
-
 def test_factory_running_block(server: EmbeddedApiServer) -> None:
     api = server.api_client()
     CoreV1Api(api).create_namespaced_pod("default", {"metadata": {"name": "web-0"}})

@@ -68,11 +68,6 @@ def test_mypy_catches_a_misspelt_accessor(tmp_path: Path) -> None:
     assert 'typo.py:5: error: "CoreV1" has no attribute "podz"' in result.stdout
 
 
-@pytest.fixture
-def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
-    return embedded_server
-
-
 def test_generated_accessors_inform(server: EmbeddedApiServer) -> None:
     api = server.api_client()
     CoreV1Api(api).create_namespaced_config_map("default", {"metadata": {"name": "c"}})

@@ -145,6 +145,7 @@ class EventBroadcaster(BroadcasterBase):
         self._cache: dict[tuple[Any, ...], _Isomorphic] = {}
         self._series_thread: threading.Thread | None = None
         self._stop_series = threading.Event()
+        self._stop_hook: Any = None  # the registration on the caller's stop event
 
     def start_recording_to_sink(self, stop: threading.Event | None = None) -> None:
         """Write every event to the sink, folding repeats into series, and start the
@@ -162,7 +163,7 @@ class EventBroadcaster(BroadcasterBase):
             def stopped() -> None:
                 stop_watching()
                 self._stop_series.set()
-            on_stop(stop, stopped)
+            self._stop_hook = on_stop(stop, stopped)
 
     def log_line(self, event: dict[str, Any]) -> str:
         """Regarding object by kind and namespace/name, type, reason, action and note."""
@@ -296,6 +297,8 @@ class EventBroadcaster(BroadcasterBase):
         middle of a request, bounded by the sink's timeout)."""
         deadline = self.clock.monotonic() + timeout
         self._stop_series.set()
+        if self._stop_hook is not None:  # the caller's stop event must not keep us alive
+            self._stop_hook.cancel()
         alive = self.fanout.shutdown(timeout)
         with self._lock:
             thread = self._series_thread

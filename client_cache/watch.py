@@ -386,6 +386,9 @@ def decode_error_status(message: str) -> dict[str, Any]:
     }
 
 
+_STOP_JOIN_SECONDS = 1.0
+
+
 class _DecodeError(Exception):
     pass
 
@@ -426,13 +429,19 @@ class StreamWatcher(WatchIteration):
         return self._result
 
     def stop(self) -> None:
-        """End the watch: the reader thread stops at once and the channel closes."""
+        """End the watch: shut its connection down, close the channel and wait (at most
+        1 s) for the reader thread to end."""
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
         self._done.close()
         _interrupt(self._response)
+        if threading.current_thread() is not self._thread:
+            # The socket is shut down, so the reader ends at once; waiting for it here
+            # means no ``watch-*`` thread outlives its watcher's stop (Go's Stop does
+            # not wait; a port addition, bounded to 1 s).
+            self._thread.join(_STOP_JOIN_SECONDS)
 
     def is_stopped(self) -> bool:
         with self._lock:

@@ -278,6 +278,34 @@ def test_stream_watcher_stop_on_stalled_watch(server: ScriptedServer) -> None:
     w.stop()
 
 
+class SlowClosingResponse:
+    """A response whose reader, once its socket is shut down, takes 0.3 s to wind down
+    (as a reader does that is decoding a large event when stop comes)."""
+
+    def __init__(self) -> None:
+        self.shut = threading.Event()
+
+    def stream(self, amt: int, decode_content: bool = True) -> Iterator[bytes]:
+        self.shut.wait(10)
+        time.sleep(0.3)  # the simulated wind-down, not a synchronisation
+        raise OSError("connection shut down")
+        yield b""  # pragma: no cover - makes this a generator
+
+    def shutdown(self) -> None:
+        self.shut.set()
+
+    def close(self) -> None:
+        pass
+
+
+def test_stream_watcher_stop_waits_for_its_reader_thread() -> None:
+    w = StreamWatcher(SlowClosingResponse(), name="slow-close")
+    reader = [t for t in threading.enumerate() if t.name == "watch-slow-close"]
+    assert len(reader) == 1
+    w.stop()
+    assert not reader[0].is_alive(), "the reader thread outlived stop()"
+
+
 def test_stream_watcher_idle_timeout(server: ScriptedServer) -> None:
     w = open_watch(server, read_timeout=0.2)
     server.send_event("ADDED", pod("a", "1"))

@@ -4,6 +4,9 @@ tests/conformance/test_leaderelection.py)."""
 
 from __future__ import annotations
 
+import itertools
+import queue
+import random
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -27,6 +30,8 @@ from client_cache.leaderelection import (
 from client_cache.rest import request_json
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.testing.leader import CandidateProcess, Timing
+from client_cache.util import wait as wait_module
+from client_cache.util.clock import FakeClock
 from tests.fixtures import eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/ctl"
@@ -219,3 +224,65 @@ def test_a_candidate_process_ends_with_its_parent(server: EmbeddedApiServer,
         assert candidate.first("exit", timeout=5) is not None
     finally:
         candidate.close()
+
+
+class HeldByAnother:
+    """A lock another candidate renews before every read: never free. Each ``get`` is
+    reported on ``reads`` with the fake clock's reading."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.reads: queue.Queue[float] = queue.Queue()
+        self.renewals = itertools.count()
+
+    def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
+        renewed = datetime.fromtimestamp(next(self.renewals), timezone.utc)
+        record = LeaderElectionRecord("other", 15, renewed, renewed)
+        self.reads.put(self.clock.monotonic())
+        return record, repr(record).encode()
+
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        raise AssertionError("the lock is never free")
+
+    update = create
+
+    def record_event(self, message: str) -> None:
+        pass
+
+    def identity(self) -> str:
+        return "me"
+
+    def describe(self) -> str:
+        return "default/held"
+
+
+@pytest.mark.parametrize("draw", [0.0, 0.999])
+def test_a_candidate_retries_after_retry_period_jittered_as_client_go(
+        draw: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Go's acquire loop waits retry_period + rand * 1.2 * retry_period between tries."""
+    monkeypatch.setattr(wait_module, "_rand", random.Random())
+    monkeypatch.setattr(wait_module._rand, "random", lambda: draw)
+    clock = FakeClock(1000.0)
+    lock = HeldByAnother(clock)
+    elector = new_leader_elector(LeaderElectionConfig(
+        lock=lock, callbacks=LeaderCallbacks(lambda stop: None, lambda: None),
+        lease_duration=15, renew_deadline=10, retry_period=2, clock=clock))
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop,), name="test-jitter",
+                              daemon=True)
+    thread.start()
+    try:
+        first = lock.reads.get(timeout=5)
+        expected_wait = 2 + draw * 1.2 * 2
+        for _ in range(3):
+            eventually(clock.has_waiters)
+            clock.step(expected_wait - 0.01)
+            with pytest.raises(queue.Empty):
+                lock.reads.get(timeout=0.05)  # not yet: the wait is longer
+            clock.step(0.01)
+            assert lock.reads.get(timeout=5) - first == pytest.approx(expected_wait)
+            first += expected_wait
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()

@@ -3,7 +3,8 @@
 Several replicas of a controller run an elector each on one lock (a Lease); one of them
 leads and acts, the others wait. The protocol, as client-go's:
 
-* **acquire**: every ``retry_period`` (jittered by 1.2) a candidate reads the lock; when
+* **acquire**: every ``retry_period`` plus up to 1.2 times it at random (Go's jitter, so
+  between 1 and 2.2 ``retry_period``) a candidate reads the lock; when
   it is free, or its holder has not renewed it for ``lease_duration`` *as observed by this
   candidate's own monotonic clock* (clocks of different machines are never compared), the
   candidate writes itself in. Writes are optimistic (resourceVersion), so two candidates
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +43,7 @@ from client_cache.leaderelection.resourcelock import (
 )
 from client_cache.util.clock import REAL_CLOCK, WithDelayedExecution
 from client_cache.util.stop import on_stop
+from client_cache.util.wait import jitter
 
 __all__ = [
     "JITTER_FACTOR",
@@ -58,7 +59,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
-"""How much ``retry_period`` may be stretched at random (Go ``JitterFactor``)."""
+"""How far a wait of ``retry_period`` is stretched at random, as a multiple of it: a
+candidate waits between 1 and 2.2 ``retry_period`` between tries (Go ``JitterFactor``)."""
 
 
 class LeaderElectionError(ClientCacheError):
@@ -275,8 +277,7 @@ class LeaderElector:
                 _log.info("successfully acquired lease %s", desc)
                 return True
             _log.debug("failed to acquire lease %s", desc)
-            jittered = self.config.retry_period * (1 + random.random() * (JITTER_FACTOR - 1))
-            if not self._sleep(jittered, stop):
+            if not self._sleep(jitter(self.config.retry_period, JITTER_FACTOR), stop):
                 break
         return False
 

@@ -165,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     class Recording(LeaseLock):
+        def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
+            found = super().get(timeout)
+            _emit("read")
+            return found
+
         def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
             super().create(record, timeout)
             _emit("wrote", holder=record.holder_identity)

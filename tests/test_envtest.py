@@ -6,7 +6,10 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from client_cache.testing.envtest import (
     EnvtestError,
     find_binaries,
 )
-from tests.fixtures import envtest_binaries
+from tests.fixtures import envtest_binaries, eventually
 
 
 def test_missing_binaries_say_how_to_build_them(tmp_path: Path,
@@ -113,3 +116,51 @@ def test_control_plane_lifecycle(binaries: envtest.Binaries, tmp_path: Path) -> 
     # everything it wrote (token, keys, certificates, etcd data) is gone
     assert not workdir.exists()
     assert plane._apiserver is None and plane._etcd is None
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat_line = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # the fields after the command (which is in parentheses) start with state, ppid
+            if int(stat_line.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_servers_die_with_a_killed_test_process(binaries: envtest.Binaries) -> None:
+    """A process running a control plane that is SIGKILLed (no clean-up at all) leaves no
+    etcd or kube-apiserver behind."""
+    runner = subprocess.Popen([sys.executable, "-m", "client_cache.testing.envtest", "serve"],
+                              stdout=subprocess.PIPE, text=True)
+    servers: list[int] = []
+    try:
+        assert runner.stdout is not None
+        assert runner.stdout.readline().startswith("https://127.0.0.1:")
+        servers = _children(runner.pid)
+        assert len(servers) == 2  # etcd and kube-apiserver
+        runner.kill()
+        runner.wait(5)
+        eventually(lambda: all(_gone(pid) for pid in servers), timeout=10,
+                   message=lambda: f"still running: {[p for p in servers if not _gone(p)]}")
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait(5)
+        for pid in servers:  # a failed run must not leave them running either
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -42,6 +42,13 @@ service accounts it would insist on. ``compaction_interval`` sets
 ``--etcd-compaction-interval``; ``uncached_resources`` turns the watch cache off for
 some resources (``--watch-cache-sizes=<resource>#0``) so that their watches go straight to
 etcd and a compaction gives them a real 410.
+
+No server outlives its test run: ``stop`` (also run at exit) ends both processes, and on
+Linux each is started with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so
+a test process killed outright (SIGKILL, or a SIGTERM that skips the clean-up) takes them
+with it. The kernel ties that signal to the *thread* that started the process: start and
+restart a control plane from a thread that lives as long as it (the main thread, as the
+test fixtures do).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import argparse
 import atexit
 import base64
 import contextlib
+import ctypes
 import json
 import os
 import secrets
@@ -63,6 +71,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -303,6 +312,25 @@ def _tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when the thread starting it ends
+    (Linux; None elsewhere), and that exits at once if that already happened."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
 def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
     if proc is None or proc.poll() is not None:
         return
@@ -402,6 +430,7 @@ class ControlPlane:
              "--initial-cluster", f"envtest={peer_url}", "--unsafe-no-fsync",
              "--log-level", "warn"],
             stdout=subprocess.DEVNULL, stderr=self._log("etcd"), start_new_session=True,
+            preexec_fn=_dies_with_parent(),  # noqa: PLW1509 - only prctl and getppid
         )
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -444,6 +473,7 @@ class ControlPlane:
         self._apiserver = subprocess.Popen(
             self._apiserver_args(), stdout=subprocess.DEVNULL,
             stderr=self._log("kube-apiserver"), start_new_session=True,
+            preexec_fn=_dies_with_parent(),  # noqa: PLW1509 - only prctl and getppid
         )
         deadline = time.monotonic() + self.startup_timeout
         while True:

@@ -21,10 +21,12 @@ import sys
 if __name__ == "__main__":  # something on the screen before the slow imports (~1 s)
     print("client_cache demo: starting ...", flush=True)
 
+import functools
 import shutil
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from _cluster import connect, parser, stop_on_signals
@@ -230,14 +232,19 @@ def demo(args: Any, stop: threading.Event, finished: threading.Event, api_client
 def scripted(args: Any, stop: threading.Event, core: CoreV1Api,
              server: EmbeddedApiServerProcess, view: View, stats: Stats) -> None:
     names = [f"demo-{i:04d}" for i in range(args.changes)]
-    run_phase(view, stop, f"creating {len(names)} pods",
-              [lambda n=n: core.create_namespaced_pod(NAMESPACE, pod(n)) for n in names])
-    run_phase(view, stop, f"updating {len(names)} pods",
-              [lambda n=n: core.patch_namespaced_pod(
-                  n, NAMESPACE, {"metadata": {"labels": {"version": "2"}}}) for n in names])
-    run_phase(view, stop, f"deleting {len(names) // 2} pods",
-              [lambda n=n: core.delete_namespaced_pod(n, NAMESPACE)
-               for n in names[: len(names) // 2]])
+    phases: list[tuple[str, Callable[[str], Any], list[str]]] = [
+        (f"creating {len(names)} pods",
+         lambda n: core.create_namespaced_pod(NAMESPACE, pod(n)), names),
+        (f"updating {len(names)} pods", lambda n: core.patch_namespaced_pod(
+            n, NAMESPACE, {"metadata": {"labels": {"version": "2"}}}), names),
+        (f"deleting {len(names) // 2} pods",
+         lambda n: core.delete_namespaced_pod(n, NAMESPACE), names[: len(names) // 2]),
+    ]
+    for title, change, targets in phases:
+        # steps made one at a time: a signal ends the run without building the rest
+        run_phase(view, stop, title, (functools.partial(change, n) for n in targets))
+        if stop.is_set():
+            return
     rounds = stats.snapshot()["resync"]
     server.control("watch-error", code=410)
     core.create_namespaced_pod(NAMESPACE, pod("after-relist"))

@@ -33,10 +33,10 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sized
+from collections.abc import AsyncIterator, Callable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from client_cache import meta
 from client_cache.controller import (
@@ -64,6 +64,9 @@ from client_cache.synctrack import SingleFileTracker, sync_generation, wait_sync
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
 from client_cache.util.clock import REAL_CLOCK, PassiveClock, WithTicker
 from client_cache.util.runtime import handle_error
+
+if TYPE_CHECKING:
+    from client_cache.aio.events import InformerEvent
 
 __all__ = [
     "MINIMUM_RESYNC_PERIOD",
@@ -198,12 +201,24 @@ class ProcessorListener:
             self._thread.start()
 
     def stop(self) -> threading.Thread | None:
-        """Stop delivering (pending notifications are dropped); returns the thread to join."""
+        """Stop delivering (pending notifications are dropped); returns the thread to join.
+
+        A handler with a ``handler_stopped()`` method has it called here (a port
+        addition: a handler that waits on something else, such as
+        :class:`~client_cache.aio.AsyncHandler` on an event loop, gives up the wait, so
+        its thread ends with the informer)."""
         with self._cond:
             self._closed = True
             self._pending.clear()
             self._cond.notify_all()
-            return self._thread
+            thread = self._thread
+        stopped = getattr(self.handler, "handler_stopped", None)
+        if callable(stopped):
+            try:
+                stopped()
+            except Exception as err:
+                handle_error(err)
+        return thread
 
     def _run(self) -> None:
         while True:
@@ -622,6 +637,19 @@ class SharedIndexInformer:
             handler_buffers={f"{i}:{listener.name}": listener.pending()
                              for i, listener in enumerate(listeners)},
             handled=handled, handler_errors=errors)
+
+    async def wait_for_cache_sync_async(self, timeout: float | None = None) -> None:
+        """Wait in a coroutine until synced, without blocking the loop (see
+        :func:`client_cache.aio.wait_for_cache_sync_async`; a port addition)."""
+        from client_cache.aio import wait_for_cache_sync_async  # noqa: PLC0415 - cycle
+        await wait_for_cache_sync_async(self, timeout=timeout)
+
+    def events(self, *, max_size: int = 1000,
+               overflow: Literal["wait", "fail"] = "wait") -> AsyncIterator[InformerEvent]:
+        """This informer's notifications for ``async for`` (see
+        :func:`client_cache.aio.events`; a port addition)."""
+        from client_cache.aio import events  # noqa: PLC0415 - cycle
+        return events(self, max_size=max_size, overflow=overflow)
 
     @contextmanager
     def running(self, timeout: float | None = 60.0, *,

@@ -15,6 +15,7 @@ every 100 ms.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -24,6 +25,7 @@ __all__ = [
     "Lazy",
     "SingleFileTracker",
     "notify_sync_changed",
+    "on_sync_changed",
     "wait_sync_changed",
 ]
 
@@ -34,12 +36,34 @@ _sync_changed = threading.Condition()
 _generation = 0
 
 
+_listeners: dict[int, Callable[[], None]] = {}
+_listener_ids = itertools.count()
+
+
 def notify_sync_changed() -> None:
-    """Wake everything waiting in :func:`wait_sync_changed`."""
+    """Wake everything waiting in :func:`wait_sync_changed` and call the
+    :func:`on_sync_changed` callbacks."""
     global _generation  # noqa: PLW0603 - a process-wide signal by design
     with _sync_changed:
         _generation += 1
         _sync_changed.notify_all()
+        listeners = list(_listeners.values())
+    for listener in listeners:
+        listener()
+
+
+def on_sync_changed(callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback`` (on the notifying thread; it must not block) at every
+    :func:`notify_sync_changed` until the returned function is called."""
+    with _sync_changed:
+        token = next(_listener_ids)
+        _listeners[token] = callback
+
+    def cancel() -> None:
+        with _sync_changed:
+            _listeners.pop(token, None)
+
+    return cancel
 
 
 def sync_generation() -> int:

@@ -2,7 +2,13 @@
 :class:`Controller`, its scheduler and the helpers a controller needs. See
 :mod:`client_cache.runtime.controller`."""
 
-from client_cache.runtime.controller import Controller, ControllerConfig, Mapper
+from client_cache.runtime.controller import (
+    Controller,
+    ControllerConfig,
+    ErrorPolicy,
+    Mapper,
+    Reconciler,
+)
 from client_cache.runtime.finalizer import FinalizerError, finalizer
 from client_cache.runtime.metrics import (
     ControllerMetricsProvider,
@@ -34,9 +40,11 @@ __all__ = [
     "Context",
     "Controller",
     "ControllerConfig",
+    "ErrorPolicy",
     "ControllerMetricsProvider",
     "FinalizerError",
     "Mapper",
+    "Reconciler",
     "NoopControllerMetricsProvider",
     "ObjectRef",
     "OwnerConflictError",

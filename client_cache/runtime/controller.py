@@ -45,6 +45,11 @@ What it does, as kube-rs:
   ``run`` being set: no new reconcile starts, the ones running get ``shutdown_timeout``
   seconds to finish (the refs still running then are reported in the summary; a thread
   cannot be killed), then the informers stop if the controller started them.
+* **Async.** ``reconcile`` and ``error_policy`` may be ``async def`` functions: each
+  worker thread runs its reconcile on ``ControllerConfig.loop`` (or on a loop the
+  controller owns) and waits for it, so concurrency and holding are unchanged and the
+  loop is never blocked. At the shutdown deadline the coroutines still running are
+  cancelled (a thread could not be).
 * **Informers.** The controller asks ``factory`` for its informers, so controllers on one
   factory share watches. ``run(stop=...)``: the informers run until that event is set (the
   caller owns their lifetime, e.g. to run several controllers); without it, ``run`` makes
@@ -63,6 +68,7 @@ What it does, as kube-rs:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -70,13 +76,14 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Generic, TypeVar
 
 from client_cache import meta
+from client_cache.aio.bridge import LoopCaller, is_async_callable
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import describe_error
 from client_cache.health.status import InformerHealth
@@ -107,13 +114,17 @@ from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
 from client_cache.util.stop import on_stop
 
-__all__ = ["Controller", "ControllerConfig", "Mapper"]
+__all__ = ["Controller", "ControllerConfig", "ErrorPolicy", "Mapper", "Reconciler"]
 
 _log = logging.getLogger(__name__)
 
 D = TypeVar("D")
 Mapper = Callable[[Any], "ObjectRef | Iterable[ObjectRef] | None"]
 """``watches``' function: a related object -> the refs to reconcile (or None)."""
+Reconciler = Callable[[Any, Context[D]], "Action | Awaitable[Action]"]
+"""``reconcile(obj, ctx) -> Action``, a plain or an ``async def`` function."""
+ErrorPolicy = Callable[[Any, BaseException, Context[D]], "Action | Awaitable[Action]"]
+"""``error_policy(obj, error, ctx) -> Action``, a plain or an ``async def`` function."""
 
 
 @dataclass
@@ -125,7 +136,9 @@ class ControllerConfig:
     controller in thread names, logs and metrics (default: the primary resource);
     ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
     reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
-    this replica leads (see :mod:`client_cache.runtime.leading`)."""
+    this replica leads (see :mod:`client_cache.runtime.leading`); ``loop``: where an
+    ``async def`` reconcile or error policy runs (default: a loop the controller starts
+    on a thread of its own and ends with the run)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -135,6 +148,7 @@ class ControllerConfig:
     name: str = ""
     events: bool = True
     leader_election: LeaderElectionConfig | None = None
+    loop: asyncio.AbstractEventLoop | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -357,8 +371,8 @@ class Controller(Generic[D]):
             handle(item)
 
     @contextmanager
-    def running(self, reconcile: Callable[[Any, Context[D]], Action],
-                error_policy: Callable[[Any, BaseException, Context[D]], Action] | None = None,
+    def running(self, reconcile: Reconciler[D],
+                error_policy: ErrorPolicy[D] | None = None,
                 data: D = None,  # type: ignore[assignment]
                 *, timeout: float | None = 60.0) -> Iterator[Controller[D]]:
         """:meth:`run` on a thread of its own (``controller-<name>``) for the length of a
@@ -379,8 +393,8 @@ class Controller(Generic[D]):
             thread.join(self._config.shutdown_timeout + 5.0)
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, reconcile: Callable[[Any, Context[D]], Action],
-            error_policy: Callable[[Any, BaseException, Context[D]], Action] | None = None,
+    def run(self, reconcile: Reconciler[D],
+            error_policy: ErrorPolicy[D] | None = None,
             data: D = None,  # type: ignore[assignment]
             *, stop: threading.Event | None = None) -> RunSummary:
         """Run until shut down (see the module documentation); returns what it did."""
@@ -401,6 +415,10 @@ class Controller(Generic[D]):
             recorder = broadcaster.new_recorder(EventSource(component=self.name))
         self._scheduler = Scheduler(self.name, config.debounce, clock=self._clock)
         metrics = _Metrics(self.name, config.concurrency)
+        caller = None
+        if is_async_callable(reconcile) or is_async_callable(error_policy):
+            caller = LoopCaller(config.loop, name=f"controller-{self.name}-loop")
+        sync_reconcile, sync_policy = _threaded(caller, reconcile), _threaded(caller, error_policy)
         registrations: list[tuple[SharedIndexInformer, ResourceEventHandlerRegistration]] = []
         hooks = [on_stop(event, self._stopping.set) for event in self._shutdown_events]
         informer_stop = stop if stop is not None else threading.Event()
@@ -425,8 +443,8 @@ class Controller(Generic[D]):
             if self._wait_ready() and (gate is None or gate.wait_leading(self._stopping)):
                 _log.info("controller %s: caches synced%s; starting %d workers", self.name,
                           "" if gate is None else " and leading", config.concurrency)
-                workers = [self._thread(self._work, f"worker-{i}", reconcile, error_policy,
-                                        data, recorder, metrics)
+                workers = [self._thread(self._work, f"worker-{i}", sync_reconcile,
+                                        sync_policy, data, recorder, metrics)
                            for i in range(config.concurrency)]
             self._stopping.wait()
             _log.info("controller %s: shutting down; waiting up to %.1f s for %d running "
@@ -439,6 +457,10 @@ class Controller(Generic[D]):
                 worker.join(max(0.0, deadline - time.monotonic()))
             with self._lock:
                 self._summary.unfinished = sorted(self._running, key=str)
+            if caller is not None:  # coroutines, unlike threads, can be cancelled
+                caller.close()
+                for worker in workers:
+                    worker.join(1.0)
             if gate is not None:
                 gate.stop()
                 self._summary.lost_leadership = gate.lost
@@ -579,6 +601,13 @@ class _Wake:
 
 
 _WAKE = _Wake()
+
+
+def _threaded(caller: LoopCaller | None, fn: Callable[..., Any] | None) -> Any:
+    """``fn`` as a plain function: an ``async def`` one runs on ``caller``'s loop."""
+    if caller is None or fn is None or not is_async_callable(fn):
+        return fn
+    return caller.wrap(fn)
 
 
 def _waker(source: queue.Queue[Any]) -> Callable[[], None]:

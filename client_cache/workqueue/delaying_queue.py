@@ -118,6 +118,10 @@ class DelayingType(QueueIteration[T]):
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         return self.queue.get(timeout)
 
+    async def get_async(self) -> tuple[T | None, bool]:
+        """:meth:`get` for a coroutine (see :meth:`Typed.get_async`)."""
+        return await self.queue.get_async()
+
     def done(self, item: T) -> None:
         self.queue.done(item)
 

@@ -14,11 +14,14 @@ rate-limiting queue: retried after its backoff; a plain queue: not requeued), th
 reported through :func:`~client_cache.util.runtime.handle_error` with its traceback and
 swallowed, so that a ``for`` loop worker carries on, as Go's ``processNextWorkItem`` does;
 ``reraise=True`` lets it propagate instead. ``done(item)`` is called in every case.
+
+In a coroutine, ``async for key in queue`` does the same with ``get_async`` (the event
+loop is never blocked while it waits); ``processing`` is used the same way there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import AsyncIterator, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar, cast
 
@@ -35,6 +38,9 @@ class QueueIteration(Generic[T]):
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         raise NotImplementedError
 
+    async def get_async(self) -> tuple[T | None, bool]:
+        raise NotImplementedError
+
     def done(self, item: T) -> None:
         raise NotImplementedError
 
@@ -42,6 +48,14 @@ class QueueIteration(Generic[T]):
         """Each item from :meth:`get` until the queue is shut down and empty."""
         while True:
             item, shutdown = self.get()
+            if shutdown:
+                return
+            yield cast(T, item)
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        """Each item from :meth:`get_async` until the queue is shut down and empty."""
+        while True:
+            item, shutdown = await self.get_async()
             if shutdown:
                 return
             yield cast(T, item)

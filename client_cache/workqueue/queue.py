@@ -13,12 +13,18 @@ threads with these guarantees:
   queued, then ``get`` reports ``shutdown=True``. :meth:`Typed.shut_down_with_drain`
   also waits until every item handed out has been marked done.
 
+Coroutines take items with ``await queue.get_async()`` (or ``async for item in queue``),
+beside threads using ``get``: a waiting coroutine holds no thread and never blocks its
+event loop (a port addition).
+
 Workers must call ``done(item)`` for every item they ``get``. A ``done`` for an item that
 is not being processed is ignored (upstream would put a queued copy of it in line twice).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
@@ -65,6 +71,7 @@ class Interface(Protocol[T]):
     def add(self, item: T) -> None: ...
     def len(self) -> int: ...
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]: ...
+    async def get_async(self) -> tuple[T | None, bool]: ...  # a port addition
     def done(self, item: T) -> None: ...
     def shut_down(self) -> None: ...
     def shut_down_with_drain(self) -> None: ...
@@ -143,6 +150,7 @@ class Typed(QueueIteration[T]):
         self._metrics = metrics
         self._update_period = update_period
         self._stopped = DoneChan()
+        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._metrics_thread: threading.Thread | None = None
         if not isinstance(metrics, NoQueueMetrics):
             self._metrics_thread = threading.Thread(
@@ -167,6 +175,7 @@ class Typed(QueueIteration[T]):
                 return  # done() will queue it again
             self._queue.push(item)
             self._cond.notify()
+            self._wake_async_locked()
 
     def len(self) -> int:
         """How many items wait to be handed out (items being processed not included)."""
@@ -189,13 +198,43 @@ class Typed(QueueIteration[T]):
                     if remaining <= 0:
                         raise TimeoutError("workqueue get timed out")
                     self._cond.wait(remaining)
-            if self._queue.len() == 0:
-                return None, True
-            item = self._queue.pop()
-            self._metrics.get(item)
-            self._processing.add(item)
-            self._dirty.discard(item)
-            return item, False
+            return self._take_locked()
+
+    async def get_async(self) -> tuple[T | None, bool]:
+        """:meth:`get` for a coroutine: wait, without holding a thread or blocking the
+        event loop, until an item can be handed out; ``(None, True)`` once shut down and
+        empty. Cancelling the awaiting task takes nothing from the queue. Wrap it in
+        ``asyncio.wait_for`` for a timeout. (A port addition.)"""
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                if self._queue.len() or self._shutting_down:
+                    return self._take_locked()
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._async_waiters.append((loop, waiter))
+            try:
+                await waiter
+            finally:
+                with self._cond:
+                    if (loop, waiter) in self._async_waiters:
+                        self._async_waiters.remove((loop, waiter))
+
+    def _take_locked(self) -> tuple[T | None, bool]:
+        if self._queue.len() == 0:
+            return None, True
+        item = self._queue.pop()
+        self._metrics.get(item)
+        self._processing.add(item)
+        self._dirty.discard(item)
+        return item, False
+
+    def _wake_async_locked(self) -> None:
+        """Wake every waiting :meth:`get_async` (each checks the queue again; few
+        coroutines wait on one queue, so waking all is cheaper than bookkeeping)."""
+        waiters, self._async_waiters = self._async_waiters, []
+        for loop, waiter in waiters:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_set_done, waiter)
 
     def done(self, item: T) -> None:
         """Mark ``item`` processed; if it was added meanwhile, queue it again."""
@@ -207,6 +246,7 @@ class Typed(QueueIteration[T]):
             if item in self._dirty:
                 self._queue.push(item)
                 self._cond.notify()
+                self._wake_async_locked()
             elif not self._processing:
                 self._cond.notify_all()  # wakes shut_down_with_drain
 
@@ -217,6 +257,7 @@ class Typed(QueueIteration[T]):
             self._drain = False
             self._shutting_down = True
             self._cond.notify_all()
+            self._wake_async_locked()
         self._stop_metrics()
 
     def shut_down_with_drain(self) -> None:
@@ -226,6 +267,7 @@ class Typed(QueueIteration[T]):
             self._drain = True
             self._shutting_down = True
             self._cond.notify_all()
+            self._wake_async_locked()
             while self._processing and self._drain:
                 self._cond.wait()
         self._stop_metrics()
@@ -253,6 +295,11 @@ class Typed(QueueIteration[T]):
                     self._metrics.update_unfinished_work()
         finally:
             ticker.stop()
+
+
+def _set_done(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 Type = Typed

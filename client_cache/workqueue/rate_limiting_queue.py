@@ -101,6 +101,10 @@ class RateLimitingType(QueueIteration[T]):
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         return self.delaying.get(timeout)
 
+    async def get_async(self) -> tuple[T | None, bool]:
+        """:meth:`get` for a coroutine (see :meth:`Typed.get_async`)."""
+        return await self.delaying.get_async()
+
     def done(self, item: T) -> None:
         self.delaying.done(item)
 

@@ -1,0 +1,37 @@
+"""The asyncio bridge: use informers, listers, work queues and the controller runtime
+from an event loop (a port addition; Go has no event loop to bridge to).
+
+The library stays threaded: informers list, watch and deliver on their own threads,
+which never run on, nor block, the user's event loop. What this package adds:
+
+* :class:`AsyncHandler`: an event handler made of ``async def`` callbacks, run on the
+  user's loop in order, one at a time per handler;
+* :func:`events`: ``async for event in events(informer)``, bounded, with a stated
+  overflow policy (also ``informer.events()``);
+* :func:`wait_for_cache_sync_async` (also ``await informer.wait_for_cache_sync_async()``);
+* ``await queue.get_async()`` and ``async for key in queue`` on every work queue;
+* the controller runtime takes ``async def reconcile`` (and an async ``error_policy``),
+  run on ``ControllerConfig.loop`` or on a loop the runtime owns;
+* :class:`LoopCaller`, the piece all of these stand on.
+
+Listers answer from memory without blocking: call them directly from coroutines.
+Writes go through an async client (``kubernetes.aio`` or ``kubernetes_asyncio``); see
+``examples/async_operator.py``.
+"""
+
+from client_cache.aio.bridge import CallCancelledError, LoopCaller, is_async_callable
+from client_cache.aio.events import EventsOverflowError, InformerEvent, Overflow, events
+from client_cache.aio.handler import AsyncHandler
+from client_cache.aio.sync import wait_for_cache_sync_async
+
+__all__ = [
+    "AsyncHandler",
+    "CallCancelledError",
+    "EventsOverflowError",
+    "InformerEvent",
+    "LoopCaller",
+    "Overflow",
+    "events",
+    "is_async_callable",
+    "wait_for_cache_sync_async",
+]

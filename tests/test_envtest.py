@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,11 @@ def test_control_plane_lifecycle(binaries: envtest.Binaries, tmp_path: Path) -> 
             "default", {"metadata": {"name": "survivor"}, "data": {"a": "1"}})
         compacted = plane.compact()
         assert compacted >= int(created.metadata.resource_version)
-        plane.restart_apiserver()
+        # restarted by a thread that then ends (the servers' parent-death signal is tied
+        # to the control plane's own thread, not to this one)
+        restarter = threading.Thread(target=plane.restart_apiserver, name="test-restarter")
+        restarter.start()
+        restarter.join()
         again = CoreV1Api(plane.api_client()).read_namespaced_config_map("survivor", "default")
         assert again.metadata.resource_version == created.metadata.resource_version
         assert plane.etcd_revision() >= compacted

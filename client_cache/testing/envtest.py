@@ -46,9 +46,9 @@ etcd and a compaction gives them a real 410.
 No server outlives its test run: ``stop`` (also run at exit) ends both processes, and on
 Linux each is started with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so
 a test process killed outright (SIGKILL, or a SIGTERM that skips the clean-up) takes them
-with it. The kernel ties that signal to the *thread* that started the process: start and
-restart a control plane from a thread that lives as long as it (the main thread, as the
-test fixtures do).
+with it. The kernel ties that signal to the *thread* that started the process, so both
+are started (and the API server restarted) by a thread the control plane owns, which
+lives until ``stop``: ``restart_apiserver`` may be called from any thread.
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import concurrent.futures
 import contextlib
 import ctypes
 import json
 import os
+import queue
 import secrets
 import shutil
 import signal
@@ -68,6 +70,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -331,6 +334,37 @@ def _dies_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+class _Spawner:
+    """A thread that starts processes for the control plane and lives as long as it: a
+    parent-death signal fires when the thread that started a process ends, so they must
+    not be started by a caller's short-lived thread."""
+
+    def __init__(self) -> None:
+        self._requests: queue.Queue[
+            tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name="envtest-spawner",
+                                        daemon=True)
+        self._thread.start()
+
+    def popen(self, args: list[str], **options: Any) -> subprocess.Popen[bytes]:
+        future: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
+        self._requests.put((lambda: subprocess.Popen(args, **options), future))
+        return future.result()
+
+    def close(self) -> None:
+        self._requests.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join(1.0)
+
+    def _serve(self) -> None:
+        while (request := self._requests.get()) is not None:
+            start, future = request
+            try:
+                future.set_result(start())
+            except BaseException as err:  # handed to the caller
+                future.set_exception(err)
+
+
 def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
     if proc is None or proc.poll() is not None:
         return
@@ -378,6 +412,7 @@ class ControlPlane:
         self.etcd_url = ""
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
+        self._spawner: _Spawner | None = None
         self._logs: list[TextIO] = []
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -396,6 +431,7 @@ class ControlPlane:
         ``default`` namespace exists. Raises :class:`EnvtestError` (with the log's tail)
         if either fails to come up within ``startup_timeout``."""
         self.dir = Path(tempfile.mkdtemp(prefix="client-cache-envtest-"))
+        self._spawner = _Spawner()
         atexit.register(self.stop)
         try:
             self.token = secrets.token_urlsafe(24)
@@ -423,14 +459,13 @@ class ControlPlane:
         client, peer = _free_port(), _free_port()
         self.etcd_url = f"http://{_LOOPBACK}:{client}"
         peer_url = f"http://{_LOOPBACK}:{peer}"
-        self._etcd = subprocess.Popen(
+        self._etcd = self._popen(
             [str(self.binaries.etcd), "--name", "envtest", "--data-dir", str(self.dir / "etcd"),
              "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
              "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
              "--initial-cluster", f"envtest={peer_url}", "--unsafe-no-fsync",
              "--log-level", "warn"],
             stdout=subprocess.DEVNULL, stderr=self._log("etcd"), start_new_session=True,
-            preexec_fn=_dies_with_parent(),  # noqa: PLW1509 - only prctl and getppid
         )
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -470,10 +505,9 @@ class ControlPlane:
         return args
 
     def _start_apiserver(self) -> None:
-        self._apiserver = subprocess.Popen(
+        self._apiserver = self._popen(
             self._apiserver_args(), stdout=subprocess.DEVNULL,
             stderr=self._log("kube-apiserver"), start_new_session=True,
-            preexec_fn=_dies_with_parent(),  # noqa: PLW1509 - only prctl and getppid
         )
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -505,6 +539,10 @@ class ControlPlane:
         with urllib.request.urlopen(request, timeout=5, context=context) as resp:
             return bytes(resp.read())
 
+    def _popen(self, args: list[str], **options: Any) -> subprocess.Popen[bytes]:
+        assert self._spawner is not None, "start() first"
+        return self._spawner.popen(args, preexec_fn=_dies_with_parent(), **options)
+
     def restart_apiserver(self) -> None:
         """Stop the API server and start it again on the same port; etcd keeps the data.
         The watch cache starts over, so watches from older resourceVersions get 410."""
@@ -516,6 +554,9 @@ class ControlPlane:
         _terminate(self._apiserver)
         _terminate(self._etcd)
         self._apiserver = self._etcd = None
+        if self._spawner is not None:
+            self._spawner.close()
+            self._spawner = None
         for handle in self._logs:
             handle.close()
         self._logs.clear()

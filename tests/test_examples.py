@@ -196,3 +196,13 @@ def test_read_modify_write_example() -> None:
     assert "dict mode: dict-mode is Running" in out
     assert "model mode: model-mode is Running, Ready=True" in out
     assert "to_model round trip equal: True" in out
+
+
+def test_async_operator_example() -> None:
+    out = run("async_operator.py")
+    for i, team in enumerate(("payments", "search", "search")):
+        assert f"reconcile: created default/web-{i}-team (team {team})" in out
+        assert f"events(): ADDED default/web-{i}-team team={team}" in out
+    assert "controller: 3 reconciles, 0 errors" in out
+    assert "config maps: web-0-team, web-1-team, web-2-team" in out
+    assert "library threads left: []" in out

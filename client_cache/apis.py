@@ -53,6 +53,7 @@ class ListOptions:
     send_initial_events: bool | None = None
 
     def copy(self) -> ListOptions:
+        """A copy whose fields can be changed without touching this one."""
         return replace(self)
 
     def to_query(self) -> list[tuple[str, str]]:

@@ -83,9 +83,20 @@ class ResourceEventHandler(Protocol):
     """Receives notifications (Go ``ResourceEventHandler``). Handlers must not mutate the
     objects they get; ``on_delete`` may receive a ``DeletedFinalStateUnknown``."""
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
-    def on_update(self, old_obj: Any, new_obj: Any) -> None: ...
-    def on_delete(self, obj: Any) -> None: ...
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Called with each added object; ``is_in_initial_list`` says whether it came from
+        the initial list (Go ``OnAdd``)."""
+        ...
+
+    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        """Called with the previous and the new version of a changed object; a resync passes
+        the same object twice (Go ``OnUpdate``)."""
+        ...
+
+    def on_delete(self, obj: Any) -> None:
+        """Called with a deleted object, or a ``DeletedFinalStateUnknown`` when the deletion
+        was missed (Go ``OnDelete``)."""
+        ...
 
 
 class _UpdateDeleteFuncs:
@@ -114,6 +125,7 @@ class ResourceEventHandlerFuncs(_UpdateDeleteFuncs):
     delete_func: Callable[[Any], None] | None = None
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Call ``add_func(obj)`` when it is set (Go ``OnAdd``)."""
         if self.add_func is not None:
             self.add_func(obj)
 
@@ -127,6 +139,7 @@ class ResourceEventHandlerDetailedFuncs(_UpdateDeleteFuncs):
     delete_func: Callable[[Any], None] | None = None
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Call ``add_func(obj, is_in_initial_list)`` when it is set (Go ``OnAdd``)."""
         if self.add_func is not None:
             self.add_func(obj, is_in_initial_list)
 
@@ -142,10 +155,13 @@ class FilteringResourceEventHandler:
     handler: ResourceEventHandler
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Pass the object on as an add when it passes the filter (Go ``OnAdd``)."""
         if self.filter_func(obj):
             self.handler.on_add(obj, is_in_initial_list)
 
     def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        """Pass on an update, an add or a delete, depending on whether the old and the new
+        object pass the filter (Go ``OnUpdate``)."""
         new_passes = self.filter_func(new_obj)
         old_passes = self.filter_func(old_obj)
         if new_passes and old_passes:
@@ -156,6 +172,7 @@ class FilteringResourceEventHandler:
             self.handler.on_delete(old_obj)
 
     def on_delete(self, obj: Any) -> None:
+        """Pass the deletion on when the object passes the filter (Go ``OnDelete``)."""
         if self.filter_func(obj):
             self.handler.on_delete(obj)
 
@@ -186,11 +203,22 @@ class Config:
 
 @runtime_checkable
 class Controller(Protocol):
-    """Go ``Controller``."""
+    """What runs a reflector into a queue and pops it into a process function: ``run``,
+    ``has_synced`` and ``last_sync_resource_version`` (Go ``Controller``)."""
 
-    def run(self, stop: threading.Event) -> None: ...
-    def has_synced(self) -> bool: ...
-    def last_sync_resource_version(self) -> str: ...
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set: the reflector fills the queue, objects are popped and
+        processed (Go ``Run``)."""
+        ...
+
+    def has_synced(self) -> bool:
+        """True once the initial list has been popped from the queue (Go ``HasSynced``)."""
+        ...
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the reflector last synced to; "" before the first list (Go
+        ``LastSyncResourceVersion``)."""
+        ...
 
 
 class _Controller:
@@ -362,7 +390,8 @@ def new_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
     handler: ResourceEventHandler,
 ) -> tuple[Store, Controller]:
-    """Go ``NewInformer``."""
+    """A store and a controller that fills it from ``lister_watcher`` and calls ``handler``
+    on every change; run the controller to start (Go ``NewInformer``)."""
     return new_informer_with_options(InformerOptions(
         lister_watcher, handler, object_type, resync_period))
 
@@ -371,7 +400,8 @@ def new_indexer_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
     handler: ResourceEventHandler, indexers: Indexers,
 ) -> tuple[Indexer, Controller]:
-    """Go ``NewIndexerInformer``."""
+    """Like :func:`new_informer`, with an indexer built from ``indexers`` instead of a plain
+    store (Go ``NewIndexerInformer``)."""
     store, controller = new_informer_with_options(InformerOptions(
         lister_watcher, handler, object_type, resync_period, indexers=indexers))
     return store, controller  # type: ignore[return-value]
@@ -381,7 +411,8 @@ def new_transforming_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
     handler: ResourceEventHandler, transformer: TransformFunc | None,
 ) -> tuple[Store, Controller]:
-    """Go ``NewTransformingInformer``."""
+    """Like :func:`new_informer`, with ``transformer`` applied to every object before it is
+    stored (Go ``NewTransformingInformer``)."""
     return new_informer_with_options(InformerOptions(
         lister_watcher, handler, object_type, resync_period, transform=transformer))
 
@@ -390,7 +421,8 @@ def new_transforming_indexer_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
     handler: ResourceEventHandler, indexers: Indexers, transformer: TransformFunc | None,
 ) -> tuple[Indexer, Controller]:
-    """Go ``NewTransformingIndexerInformer``."""
+    """Like :func:`new_indexer_informer`, with ``transformer`` applied to every object
+    before it is stored (Go ``NewTransformingIndexerInformer``)."""
     store, controller = new_informer_with_options(InformerOptions(
         lister_watcher, handler, object_type, resync_period, indexers=indexers,
         transform=transformer))

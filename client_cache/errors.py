@@ -455,6 +455,8 @@ def is_conflict(err: BaseException | None) -> bool:
 
 
 def is_already_exists(err: BaseException | None) -> bool:
+    """True when ``err`` (or an error it wraps) is the server's 409 AlreadyExists (Go
+    ``errors.IsAlreadyExists``)."""
     return _reason_or_code(err, REASON_ALREADY_EXISTS, 409)
 
 
@@ -477,6 +479,8 @@ def is_timeout(err: BaseException | None) -> bool:
 
 
 def is_bad_request(err: BaseException | None) -> bool:
+    """True when ``err`` (or an error it wraps) is the server's 400 BadRequest (Go
+    ``errors.IsBadRequest``)."""
     return _reason_or_code(err, REASON_BAD_REQUEST, 400)
 
 

@@ -49,7 +49,9 @@ class TimestampedEntry:
 class ExpirationPolicy(Protocol):
     """Decides whether an entry has expired (Go ``ExpirationPolicy``)."""
 
-    def is_expired(self, entry: TimestampedEntry) -> bool: ...
+    def is_expired(self, entry: TimestampedEntry) -> bool:
+        """True when ``entry`` should be dropped from the cache (Go ``IsExpired``)."""
+        ...
 
 
 @dataclass
@@ -64,6 +66,7 @@ class TTLPolicy:
     clock: PassiveClock = field(default_factory=lambda: REAL_CLOCK)
 
     def is_expired(self, entry: TimestampedEntry) -> bool:
+        """True when ``entry`` is older than the TTL (Go ``IsExpired``)."""
         return self.ttl > 0 and self.clock.since(entry.timestamp) > self.ttl
 
 
@@ -168,6 +171,7 @@ class FakeExpirationPolicy:
     retrieve_key_func: KeyFunc = field(default=lambda entry: str(entry.key))
 
     def is_expired(self, entry: TimestampedEntry) -> bool:
+        """True unless the entry's key is in ``never_expire`` (Go ``IsExpired``)."""
         return self.retrieve_key_func(entry) not in self.never_expire
 
 

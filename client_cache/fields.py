@@ -67,6 +67,8 @@ class Term:
 
     def matches(self, fields: Mapping[str, str]) -> bool:
         # As in Go, a missing field reads as "" (so "f=" matches objects without f).
+        """True when the field has (or, negated, has not) the value; a missing field reads
+        as ""."""
         value = fields.get(self.field, "")
         return value != self.value if self.negated else value == self.value
 
@@ -83,12 +85,15 @@ class Selector:
         self._terms = terms
 
     def matches(self, fields: Mapping[str, str]) -> bool:
+        """True when every term matches ``fields``."""
         return all(t.matches(fields) for t in self._terms)
 
     def empty(self) -> bool:
+        """True when the selector has no term (it matches everything)."""
         return not self._terms
 
     def terms(self) -> tuple[Term, ...]:
+        """The terms, all of which must hold."""
         return self._terms
 
     def requires_exact_match(self, field: str) -> tuple[str, bool]:

@@ -55,11 +55,27 @@ _TRACE_DEPTH = 10
 class ReflectorStore(Protocol):
     """What a Reflector writes to (Go ``ReflectorStore``, v0.33+)."""
 
-    def add(self, obj: Any) -> None: ...
-    def update(self, obj: Any) -> None: ...
-    def delete(self, obj: Any) -> None: ...
-    def replace(self, items: Iterable[Any], resource_version: str) -> None: ...
-    def resync(self) -> None: ...
+    def add(self, obj: Any) -> None:
+        """Insert ``obj`` under its key, replacing what was there (Go ``Add``)."""
+        ...
+
+    def update(self, obj: Any) -> None:
+        """Store ``obj`` under its key, replacing what was there (Go ``Update``)."""
+        ...
+
+    def delete(self, obj: Any) -> None:
+        """Remove the object stored under ``obj``'s key; nothing when absent (Go
+        ``Delete``)."""
+        ...
+
+    def replace(self, items: Iterable[Any], resource_version: str) -> None:
+        """Make the contents exactly ``items`` (the result of a list at
+        ``resource_version``) (Go ``Replace``)."""
+        ...
+
+    def resync(self) -> None:
+        """Deliver every stored object again, for a periodic resync (Go ``Resync``)."""
+        ...
 
 
 @runtime_checkable
@@ -71,10 +87,24 @@ class Queue(Store, Protocol):
     item only when its key is not queued already (used to requeue).
     """
 
-    def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Any: ...
-    def add_if_not_present(self, obj: Any) -> None: ...
-    def has_synced(self) -> bool: ...
-    def close(self) -> None: ...
+    def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Any:
+        """Wait for the first object (at most ``timeout`` seconds), remove it and call
+        ``process`` with it; its result is returned (Go ``Pop``)."""
+        ...
+
+    def add_if_not_present(self, obj: Any) -> None:
+        """Queue ``obj`` unless something is queued under its key already (Go
+        ``AddIfNotPresent``)."""
+        ...
+
+    def has_synced(self) -> bool:
+        """True once the first ``replace`` and everything it queued have been popped (Go
+        ``HasSynced``)."""
+        ...
+
+    def close(self) -> None:
+        """Close the queue: a waiting ``pop`` returns (Go ``Close``)."""
+        ...
 
 
 class QueueBase:
@@ -162,6 +192,7 @@ class QueueBase:
             self._cond.notify_all()
 
     def is_closed(self) -> bool:
+        """True once ``close`` was called (Go ``IsClosed``)."""
         with self._lock:
             return self._closed
 
@@ -300,17 +331,23 @@ class FIFO(QueueBase):
             self._items.pop(key, None)
 
     def list(self) -> _Objects:
+        """Every queued object (Go ``List``)."""
         with self._lock:
             return list(self._items.values())
 
     def list_keys(self) -> _Keys:
+        """The keys of every queued object (Go ``ListKeys``)."""
         with self._lock:
             return list(self._items)
 
     def get(self, obj: Any) -> tuple[Any, bool]:
+        """``(queued object, True)`` for ``obj``'s key, ``(None, False)`` when absent (Go
+        ``Get``)."""
         return self.get_by_key(self._key(obj))
 
     def get_by_key(self, key: str) -> tuple[Any, bool]:
+        """``(queued object, True)`` for ``key``, ``(None, False)`` when absent (Go
+        ``GetByKey``)."""
         with self._lock:
             if key in self._items:
                 return self._items[key], True

@@ -168,17 +168,23 @@ class Heap:
             return entry.obj
 
     def list(self) -> _Objects:
+        """Every stored object (Go ``List``)."""
         with self._lock:
             return [entry.obj for entry in self._items.values()]
 
     def list_keys(self) -> _Keys:
+        """The keys of every stored object (Go ``ListKeys``)."""
         with self._lock:
             return list(self._items)
 
     def get(self, obj: Any) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``obj``'s key, ``(None, False)`` when absent (Go
+        ``Get``)."""
         return self.get_by_key(self._key(obj))
 
     def get_by_key(self, key: str) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``key``, ``(None, False)`` when absent (Go
+        ``GetByKey``)."""
         with self._lock:
             entry = self._items.get(key)
             return (None, False) if entry is None else (entry.obj, True)
@@ -190,6 +196,7 @@ class Heap:
             self._cond.notify_all()
 
     def is_closed(self) -> bool:
+        """True once ``close`` was called (Go ``IsClosed``)."""
         with self._lock:
             return self._closed
 

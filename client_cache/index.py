@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from client_cache import meta
 from client_cache.store import Store
+from client_cache.thread_safe_store import IndexQueries
 
 if TYPE_CHECKING:
     import threading
@@ -52,7 +53,7 @@ NAMESPACE_INDEX = "namespace"
 
 
 @runtime_checkable
-class Indexer(Store, Protocol):
+class Indexer(Store, IndexQueries, Protocol):
     """A :class:`~client_cache.store.Store` with named indices (Go ``cache.Indexer``).
 
     * ``index(name, obj)``: the stored objects that share at least one ``name`` value with
@@ -68,14 +69,6 @@ class Indexer(Store, Protocol):
     ``list_index_func_values``); an unknown value gives an empty result.
     """
 
-    def index(self, index_name: str, obj: Any) -> _Objects: ...
-    def index_keys(self, index_name: str, indexed_value: str) -> _Keys: ...
-    def list_index_func_values(self, index_name: str) -> _Keys: ...
-    def by_index(self, index_name: str, indexed_value: str) -> _Objects: ...
-    def get_indexers(self) -> Indexers: ...
-    def add_indexers(self, new_indexers: Indexers) -> None: ...
-
-
 @runtime_checkable
 class ReadyIndexer(Indexer, Protocol):
     """An :class:`Indexer` that also tells when it holds its first complete list and hands
@@ -87,12 +80,28 @@ class ReadyIndexer(Indexer, Protocol):
     * ``subscribe(buffer)`` / ``close_subscriptions()``: see :mod:`client_cache.subscription`.
     """
 
-    def mark_ready(self) -> None: ...
-    def is_ready(self) -> bool: ...
+    def mark_ready(self) -> None:
+        """Declare the first complete list stored: ``wait_until_ready`` returns."""
+        ...
+
+    def is_ready(self) -> bool:
+        """True once the first complete list is stored."""
+        ...
+
     def wait_until_ready(self, timeout: float | None = None,
-                         stop: threading.Event | None = None) -> bool: ...
-    def subscribe(self, buffer: int = ...) -> Subscription: ...
-    def close_subscriptions(self) -> None: ...
+                         stop: threading.Event | None = None) -> bool:
+        """Wait until the first complete list is stored (True), ``timeout`` seconds pass or
+        ``stop`` is set (False)."""
+        ...
+
+    def subscribe(self, buffer: int = ...) -> Subscription:
+        """A :class:`~client_cache.subscription.Subscription` that receives each object
+        applied from now on (``buffer`` events held at most)."""
+        ...
+
+    def close_subscriptions(self) -> None:
+        """End every subscription (their iteration stops)."""
+        ...
 
 
 def meta_namespace_index_func(obj: Any) -> _Keys:

@@ -243,12 +243,15 @@ class Selector:
             self.matches = lambda labels: True
 
     def empty(self) -> bool:
+        """True when the selector has no requirement (it matches everything)."""
         return not self._requirements
 
     def matches_nothing(self) -> bool:
+        """True for the selector that matches no object (:func:`nothing`)."""
         return False
 
     def requirements(self) -> tuple[Requirement, ...]:
+        """The requirements, all of which must hold."""
         return self._requirements
 
     def add(self, *requirements: Requirement) -> Selector:

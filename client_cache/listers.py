@@ -92,21 +92,48 @@ def list_all_by_namespace(
 class GenericNamespaceLister(Protocol):
     """Lists and gets objects of one resource in one namespace."""
 
-    def list(self, selector: Selector) -> _Objects: ...
-    def get(self, name: str) -> Any: ...
-    def by_field(self, path: str, value: str) -> _Objects: ...
+    def list(self, selector: Selector) -> _Objects:
+        """The cached objects of this namespace that ``selector`` matches (Go ``List``)."""
+        ...
+
+    def get(self, name: str) -> Any:
+        """The cached object ``name`` of this namespace; raises the server's NotFound error
+        when absent (Go ``Get``)."""
+        ...
+
+    def by_field(self, path: str, value: str) -> _Objects:
+        """The cached objects of this namespace whose field ``path`` (indexed with
+        :func:`~client_cache.field_index.index_field`) equals ``value``."""
+        ...
 
 
 @runtime_checkable
 class GenericLister(Protocol):
     """Lists and gets objects of one resource (Go ``GenericLister``)."""
 
-    def list(self, selector: Selector) -> _Objects: ...
-    def get(self, name: str) -> Any: ...
-    def by_namespace(self, namespace: str) -> GenericNamespaceLister: ...
-    def by_field(self, path: str, value: str) -> _Objects: ...
+    def list(self, selector: Selector) -> _Objects:
+        """The cached objects that ``selector`` matches (Go ``List``)."""
+        ...
+
+    def get(self, name: str) -> Any:
+        """The cached object named ``name`` ("namespace/name" for namespaced resources);
+        raises the server's NotFound error when absent (Go ``Get``)."""
+        ...
+
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister:
+        """A lister of one namespace (Go ``ByNamespace``)."""
+        ...
+
+    def by_field(self, path: str, value: str) -> _Objects:
+        """The cached objects whose field ``path`` (indexed with
+        :func:`~client_cache.field_index.index_field`) equals ``value``."""
+        ...
+
     def wait_until_ready(self, timeout: float | None = None,
-                         stop: threading.Event | None = None) -> bool: ...
+                         stop: threading.Event | None = None) -> bool:
+        """Wait until the first complete list is stored (True), ``timeout`` seconds pass or
+        ``stop`` is set (False)."""
+        ...
 
 
 class _GenericLister:

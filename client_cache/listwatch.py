@@ -92,14 +92,18 @@ Loads = Callable[[bytes], Any]
 class Lister(Protocol):
     """Lists objects (Go ``Lister``); returns a list object (see :mod:`client_cache.apis`)."""
 
-    def list(self, options: ListOptions) -> Any: ...
+    def list(self, options: ListOptions) -> Any:
+        """List the resource with ``options``; returns the list object (Go ``List``)."""
+        ...
 
 
 @runtime_checkable
 class Watcher(Protocol):
     """Starts watches (Go ``Watcher``)."""
 
-    def watch(self, options: ListOptions) -> Watch: ...
+    def watch(self, options: ListOptions) -> Watch:
+        """Watch the resource with ``options`` (Go ``Watch``)."""
+        ...
 
 
 @runtime_checkable
@@ -114,8 +118,15 @@ class ListerWatcherWithContext(Protocol):
     set, a request in flight ends at once with
     :class:`~client_cache.errors.StopRequestedError`."""
 
-    def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any: ...
-    def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch: ...
+    def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any:
+        """List as ``list`` does; setting ``stop`` interrupts the request (Go
+        ``ListWithContext``)."""
+        ...
+
+    def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
+        """Watch as ``watch`` does; setting ``stop`` interrupts opening it (Go
+        ``WatchWithContext``)."""
+        ...
 
 
 class _IgnoringContext:
@@ -154,9 +165,11 @@ class ListWatch:
     disable_chunking: bool = False
 
     def list(self, options: ListOptions) -> Any:
+        """Call ``list_func`` with ``options`` (Go ``List``)."""
         return self.list_func(options)
 
     def watch(self, options: ListOptions) -> Watch:
+        """Call ``watch_func`` with ``options`` (Go ``Watch``)."""
         return self.watch_func(options)
 
 

@@ -221,22 +221,27 @@ class ObjectMetaAccessor:
 
     @property
     def name(self) -> str:
+        """``metadata.name``."""
         return self._str("name", "name")
 
     @property
     def namespace(self) -> str:
+        """``metadata.namespace`` ("" for cluster-scoped objects)."""
         return self._str("namespace", "namespace")
 
     @property
     def uid(self) -> str:
+        """``metadata.uid``."""
         return self._str("uid", "uid")
 
     @property
     def resource_version(self) -> str:
+        """``metadata.resourceVersion``."""
         return self._str("resource_version", "resourceVersion")
 
     @property
     def generation(self) -> int:
+        """``metadata.generation`` (0 when unset)."""
         value = _field(self._md, self._is_map, "generation", "generation")
         if value is None:
             return 0
@@ -246,19 +251,23 @@ class ObjectMetaAccessor:
 
     @property
     def labels(self) -> Mapping[str, str]:
+        """``metadata.labels`` (empty when unset)."""
         return _mapping(_field(self._md, self._is_map, "labels", "labels"))
 
     @property
     def annotations(self) -> Mapping[str, str]:
+        """``metadata.annotations`` (empty when unset)."""
         return _mapping(_field(self._md, self._is_map, "annotations", "annotations"))
 
     @property
     def owner_references(self) -> list[OwnerReference]:
+        """``metadata.ownerReferences`` (empty when unset)."""
         refs = _field(self._md, self._is_map, "owner_references", "ownerReferences")
         return [_owner_reference(ref) for ref in refs or ()]
 
     @property
     def deletion_timestamp(self) -> datetime | None:
+        """``metadata.deletionTimestamp``, None unless deletion has begun."""
         return _timestamp(
             self._obj,
             _field(self._md, self._is_map, "deletion_timestamp", "deletionTimestamp"),

@@ -58,6 +58,8 @@ class LRUExpireCache:
         self._entries: OrderedDict[str, tuple[Any, float]] = OrderedDict()
 
     def add(self, key: str, value: Any, ttl: float) -> None:
+        """Store ``value`` under ``key`` for ``ttl`` seconds, dropping the least recently
+        used entry when full (Go ``Add``)."""
         with self._lock:
             self._entries[key] = (value, self._clock.monotonic() + ttl)
             self._entries.move_to_end(key)
@@ -65,6 +67,8 @@ class LRUExpireCache:
                 self._entries.popitem(last=False)
 
     def get(self, key: str) -> tuple[Any, bool]:
+        """``(value, True)`` for a live entry (which becomes the most recently used),
+        ``(None, False)`` otherwise (Go ``Get``)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -76,10 +80,12 @@ class LRUExpireCache:
             return entry[0], True
 
     def remove(self, key: str) -> None:
+        """Drop the entry under ``key`` (Go ``Remove``)."""
         with self._lock:
             self._entries.pop(key, None)
 
     def keys(self) -> list[str]:
+        """The keys of the entries not yet expired (Go ``Keys``)."""
         with self._lock:
             now = self._clock.monotonic()
             return [k for k, (_, expires) in self._entries.items() if now <= expires]
@@ -94,7 +100,10 @@ class ResourceVersionComparator(Protocol):
     """Orders objects by resourceVersion: negative, zero or positive (Go
     ``ResourceVersionComparator``)."""
 
-    def compare_resource_version(self, lhs: Any, rhs: Any) -> int: ...
+    def compare_resource_version(self, lhs: Any, rhs: Any) -> int:
+        """Negative, 0 or positive as ``lhs``'s resourceVersion is older than, equal to or
+        newer than ``rhs``'s (Go ``CompareResourceVersion``)."""
+        ...
 
 
 class _EtcdObjectVersioner:
@@ -126,9 +135,20 @@ class MutationCache(Protocol):
     """``get_by_key``/``by_index`` that prefer newer recorded mutations (Go
     ``MutationCache``)."""
 
-    def get_by_key(self, key: str) -> tuple[Any, bool]: ...
-    def by_index(self, index_name: str, index_key: str) -> _Objects: ...
-    def mutation(self, obj: Any) -> None: ...
+    def get_by_key(self, key: str) -> tuple[Any, bool]:
+        """The newer of the cached object and the one recorded by ``mutation`` for ``key``
+        (Go ``GetByKey``)."""
+        ...
+
+    def by_index(self, index_name: str, index_key: str) -> _Objects:
+        """The indexed objects, each replaced by a newer recorded mutation if any (Go
+        ``ByIndex``)."""
+        ...
+
+    def mutation(self, obj: Any) -> None:
+        """Record ``obj`` as the result of a write, until the cache catches up or the TTL
+        passes (Go ``Mutation``)."""
+        ...
 
 
 class _MutationCache:

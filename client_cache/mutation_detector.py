@@ -68,8 +68,14 @@ class MutationDetector(Protocol):
 
     enabled: bool
 
-    def add_object(self, obj: Any) -> None: ...
-    def run(self, stop: threading.Event) -> None: ...
+    def add_object(self, obj: Any) -> None:
+        """Keep a copy of ``obj`` to compare it against later (Go ``AddObject``)."""
+        ...
+
+    def run(self, stop: threading.Event) -> None:
+        """Compare the kept copies with the objects every period until ``stop`` is set; a
+        difference is reported as a mutated cache object (Go ``Run``)."""
+        ...
 
 
 class _DummyMutationDetector:

@@ -49,6 +49,7 @@ class ObjectName:
         return self.namespace, self.name
 
     def as_namespaced_name(self) -> NamespacedName:
+        """The same name as a :class:`NamespacedName` (Go ``AsNamespacedName``)."""
         return NamespacedName(self.namespace, self.name)
 
     def __str__(self) -> str:
@@ -69,6 +70,8 @@ def parse_object_name(text: str) -> ObjectName:
 
 
 def namespaced_name_as_object_name(nn: NamespacedName) -> ObjectName:
+    """The :class:`ObjectName` of a :class:`NamespacedName` (Go
+    ``NamespacedNameAsObjectName``)."""
     return ObjectName(nn.namespace, nn.name)
 
 

@@ -164,7 +164,10 @@ class ResourceVersionUpdater(Protocol):
     """A store told about every resourceVersion the watch reaches (Go
     ``ResourceVersionUpdater``)."""
 
-    def update_resource_version(self, resource_version: str) -> None: ...
+    def update_resource_version(self, resource_version: str) -> None:
+        """Told the resourceVersion the reflector has synced to (Go
+        ``UpdateResourceVersion``)."""
+        ...
 
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
@@ -212,16 +215,21 @@ class InitialEventsEndBookmarkTicker:
         self._never: Chan[float] = Chan(1)
 
     def c(self) -> Chan[float]:
+        """The channel that ticks while the initial events' end bookmark is awaited."""
         return self._ticker.c() if self._ticker is not None else self._never
 
     def stop(self) -> None:
+        """Stop the ticker."""
         if self._ticker is not None:
             self._ticker.stop()
 
     def observe_last_event_time(self, when: float) -> None:
+        """Note when the last event arrived (monotonic seconds)."""
         self.last_event = when
 
     def produce_warning_if_expired(self) -> str | None:
+        """A warning text when the bookmark is overdue, else None (Go
+        ``produceWarningIfExpired``)."""
         if self._ticker is None:
             return None
         if self.last_event is None:
@@ -235,6 +243,7 @@ class InitialEventsEndBookmarkTicker:
                 f"initial events stream, received last event {_go_duration(elapsed)} ago")
 
     def warn_if_expired(self) -> None:
+        """Log the warning when the bookmark is overdue (Go ``warnIfExpired``)."""
         warning = self.produce_warning_if_expired()
         if warning:
             _log.warning("%s", warning)
@@ -868,7 +877,9 @@ class Reflector:
 def new_reflector_with_options(
     lister_watcher: ListerWatcher, expected_type: Any, store: Store, options: ReflectorOptions
 ) -> Reflector:
-    """Go ``NewReflectorWithOptions``."""
+    """A reflector that keeps ``store`` in step with ``lister_watcher``'s resource, objects
+    checked against ``expected_type``, set up by ``options``; start it with ``run(stop)``
+    (Go ``NewReflectorWithOptions``)."""
     if not options.name:
         options = ReflectorOptions(**{**options.__dict__, "name": _name_from_callsite()})
     return Reflector(lister_watcher, expected_type, store, options)
@@ -877,7 +888,8 @@ def new_reflector_with_options(
 def new_reflector(
     lister_watcher: ListerWatcher, expected_type: Any, store: Store, resync_period: float
 ) -> Reflector:
-    """Go ``NewReflector``."""
+    """A reflector into ``store`` resyncing every ``resync_period`` seconds (0: never) (Go
+    ``NewReflector``)."""
     return new_reflector_with_options(lister_watcher, expected_type, store,
                                       ReflectorOptions(resync_period=resync_period))
 
@@ -886,7 +898,8 @@ def new_named_reflector(
     name: str, lister_watcher: ListerWatcher, expected_type: Any, store: Store,
     resync_period: float,
 ) -> Reflector:
-    """Go ``NewNamedReflector``."""
+    """Like :func:`new_reflector`, named ``name`` in logs and metrics (Go
+    ``NewNamedReflector``)."""
     return Reflector(lister_watcher, expected_type, store,
                      ReflectorOptions(name=name, resync_period=resync_period))
 

@@ -27,29 +27,59 @@ __all__ = [
 
 @runtime_checkable
 class GaugeMetric(Protocol):
-    def set(self, value: float) -> None: ...
+    def set(self, value: float) -> None:
+        """Set the gauge to ``value``."""
+        ...
 
 
 @runtime_checkable
 class CounterMetric(Protocol):
-    def inc(self) -> None: ...
+    def inc(self) -> None:
+        """Add one."""
+        ...
 
 
 @runtime_checkable
 class SummaryMetric(Protocol):
-    def observe(self, value: float) -> None: ...
+    def observe(self, value: float) -> None:
+        """Record ``value``."""
+        ...
 
 
 @runtime_checkable
 class MetricsProvider(Protocol):
-    def new_lists_metric(self, name: str) -> CounterMetric: ...
-    def new_list_duration_metric(self, name: str) -> SummaryMetric: ...
-    def new_items_in_list_metric(self, name: str) -> SummaryMetric: ...
-    def new_watches_metric(self, name: str) -> CounterMetric: ...
-    def new_short_watches_metric(self, name: str) -> CounterMetric: ...
-    def new_watch_duration_metric(self, name: str) -> SummaryMetric: ...
-    def new_items_in_watch_metric(self, name: str) -> SummaryMetric: ...
-    def new_last_resource_version_metric(self, name: str) -> GaugeMetric: ...
+    def new_lists_metric(self, name: str) -> CounterMetric:
+        """The counter of LISTs made by reflector ``name``."""
+        ...
+
+    def new_list_duration_metric(self, name: str) -> SummaryMetric:
+        """The summary of seconds each LIST of reflector ``name`` took."""
+        ...
+
+    def new_items_in_list_metric(self, name: str) -> SummaryMetric:
+        """The summary of how many items each LIST of reflector ``name`` returned."""
+        ...
+
+    def new_watches_metric(self, name: str) -> CounterMetric:
+        """The counter of watches opened by reflector ``name``."""
+        ...
+
+    def new_short_watches_metric(self, name: str) -> CounterMetric:
+        """The counter of watches of reflector ``name`` that ended within a second with no
+        event."""
+        ...
+
+    def new_watch_duration_metric(self, name: str) -> SummaryMetric:
+        """The summary of seconds each watch of reflector ``name`` lasted."""
+        ...
+
+    def new_items_in_watch_metric(self, name: str) -> SummaryMetric:
+        """The summary of how many events each watch of reflector ``name`` delivered."""
+        ...
+
+    def new_last_resource_version_metric(self, name: str) -> GaugeMetric:
+        """The gauge of the last resourceVersion reflector ``name`` saw (as a number)."""
+        ...
 
 
 class _Noop:
@@ -104,6 +134,7 @@ def set_reflector_metrics_provider(provider: MetricsProvider) -> None:
 
 
 def reset_reflector_metrics_provider_for_tests() -> None:
+    """Forget the installed provider so that a test can install another (tests only)."""
     global _provider, _provider_set  # noqa: PLW0603
     with _lock:
         _provider = _NoopProvider()
@@ -126,5 +157,6 @@ class ReflectorMetrics:
         self.last_resource_version = provider.new_last_resource_version_metric(name)
 
     def resource_version(self, rv: str) -> None:
+        """Record ``rv`` as the last resourceVersion seen (non-numeric ones are skipped)."""
         if rv.isdigit():
             self.last_resource_version.set(float(rv))

@@ -18,10 +18,17 @@ __all__ = ["RetryWithDeadline", "new_retry_with_deadline"]
 
 @runtime_checkable
 class RetryWithDeadline(Protocol):
-    """Go ``RetryWithDeadline``."""
+    """Decides whether a failed watch is retried at once: retryable errors are, until they
+    have gone on for ``max_retry_duration`` seconds; a quiet ``min_reset_period`` starts
+    the count again (Go ``RetryWithDeadline``)."""
 
-    def after(self, err: BaseException | None) -> None: ...
-    def should_retry(self) -> bool: ...
+    def after(self, err: BaseException | None) -> None:
+        """Record the outcome of an attempt (None: success) (Go ``After``)."""
+        ...
+
+    def should_retry(self) -> bool:
+        """True when the last error may be retried now (Go ``ShouldRetry``)."""
+        ...
 
 
 class _RetryWithDeadline:
@@ -70,5 +77,5 @@ def new_retry_with_deadline(
     is_retryable: Callable[[BaseException | None], bool],
     clock: PassiveClock,
 ) -> RetryWithDeadline:
-    """Go ``NewRetryWithDeadline``."""
+    """A :class:`RetryWithDeadline` (Go ``NewRetryWithDeadline``)."""
     return _RetryWithDeadline(max_retry_duration, min_reset_period, is_retryable, clock)

@@ -28,6 +28,7 @@ class GroupVersionResource:
     resource: str = ""
 
     def group_resource(self) -> GroupResource:
+        """The group and resource, without the version (Go ``GroupResource``)."""
         return GroupResource(self.group, self.resource)
 
     def group_version(self) -> str:
@@ -54,6 +55,8 @@ class GroupVersionKind:
     kind: str = ""
 
     def group_version(self) -> str:
+        """``group/version`` (``version`` for the core group) (Go
+        ``GroupVersion().String()``)."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def __str__(self) -> str:

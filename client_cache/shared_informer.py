@@ -97,7 +97,10 @@ InformerSynced = Callable[[], bool]
 class ResourceEventHandlerRegistration(Protocol):
     """What ``add_event_handler`` returns (Go ``ResourceEventHandlerRegistration``)."""
 
-    def has_synced(self) -> bool: ...
+    def has_synced(self) -> bool:
+        """True once the informer has synced and this handler has handled the whole initial
+        list (Go ``HasSynced``)."""
+        ...
 
 
 # --- notifications and listeners -------------------------------------------------------------
@@ -193,6 +196,7 @@ class ProcessorListener:
             return len(self._pending)
 
     def start(self) -> None:
+        """Start the handler's delivery thread (once)."""
         with self._cond:
             if self._thread is not None or self._closed:
                 return
@@ -255,14 +259,17 @@ class ProcessorListener:
         return self.sync_tracker.has_synced()
 
     def should_resync(self, now: float) -> bool:
+        """True when this handler's resync is due at ``now``."""
         with self._resync_lock:
             return self.resync_period != 0 and now >= self.next_resync
 
     def determine_next_resync(self, now: float) -> None:
+        """Schedule this handler's next resync one period after ``now``."""
         with self._resync_lock:
             self.next_resync = now + self.resync_period
 
     def set_resync_period(self, period: float) -> None:
+        """Change this handler's resync period (seconds)."""
         with self._resync_lock:
             self.resync_period = period
 
@@ -359,24 +366,66 @@ class _SharedProcessor:
 
 @runtime_checkable
 class SharedInformer(Protocol):
-    """Go ``SharedInformer``."""
+    """An informer that shares one cache and one watch among many handlers (Go
+    ``SharedInformer``)."""
 
     def add_event_handler(
         self, handler: ResourceEventHandler
-    ) -> ResourceEventHandlerRegistration: ...
+    ) -> ResourceEventHandlerRegistration:
+        """Register ``handler``: it gets every cached object as an add, then every change;
+        returns its registration (Go ``AddEventHandler``)."""
+        ...
+
     def add_event_handler_with_resync_period(
         self, handler: ResourceEventHandler, resync_period: float
-    ) -> ResourceEventHandlerRegistration: ...
-    def remove_event_handler(self, handle: ResourceEventHandlerRegistration) -> None: ...
-    def get_store(self) -> Store: ...
-    def get_controller(self) -> Controller: ...
-    def run(self, stop: threading.Event) -> None: ...
-    def has_synced(self) -> bool: ...
-    def last_sync_resource_version(self) -> str: ...
-    def set_watch_error_handler(self, handler: WatchErrorHandler) -> None: ...
-    def set_transform(self, transform: TransformFunc | None) -> None: ...
-    def health(self) -> InformerHealth: ...
-    def is_stopped(self) -> bool: ...
+    ) -> ResourceEventHandlerRegistration:
+        """Like ``add_event_handler``, with its own resync period in seconds (Go
+        ``AddEventHandlerWithResyncPeriod``)."""
+        ...
+
+    def remove_event_handler(self, handle: ResourceEventHandlerRegistration) -> None:
+        """Stop delivering to the handler of ``handle`` (Go ``RemoveEventHandler``)."""
+        ...
+
+    def get_store(self) -> Store:
+        """The cache (Go ``GetStore``)."""
+        ...
+
+    def get_controller(self) -> Controller:
+        """The controller that runs the reflector (Go ``GetController``)."""
+        ...
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set: list, watch, fill the cache and deliver to the
+        handlers (Go ``Run``)."""
+        ...
+
+    def has_synced(self) -> bool:
+        """True once the initial list is in the cache (Go ``HasSynced``)."""
+        ...
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the cache last synced to (Go ``LastSyncResourceVersion``)."""
+        ...
+
+    def set_watch_error_handler(self, handler: WatchErrorHandler) -> None:
+        """Call ``handler`` with each list or watch error, before ``run`` (Go
+        ``SetWatchErrorHandler``)."""
+        ...
+
+    def set_transform(self, transform: TransformFunc | None) -> None:
+        """Apply ``transform`` to every object before it is cached, before ``run`` (Go
+        ``SetTransform``)."""
+        ...
+
+    def health(self) -> InformerHealth:
+        """A snapshot of how the informer is doing (see
+        :class:`~client_cache.health.status.InformerHealth`)."""
+        ...
+
+    def is_stopped(self) -> bool:
+        """True once the informer has stopped (Go ``IsStopped``)."""
+        ...
 
 
 @dataclass
@@ -455,18 +504,23 @@ class SharedIndexInformer:
 
     # -- configuration --------------------------------------------------------------------
     def set_watch_error_handler(self, handler: WatchErrorHandler) -> None:
+        """Call ``handler`` with each list or watch error, before ``run`` (Go
+        ``SetWatchErrorHandler``)."""
         with self._started_lock:
             if self._started:
                 raise ClientCacheError("informer has already started")
             self._watch_error_handler = handler
 
     def set_transform(self, transform: TransformFunc | None) -> None:
+        """Apply ``transform`` to every object before it is cached, before ``run`` (Go
+        ``SetTransform``)."""
         with self._started_lock:
             if self._started:
                 raise ClientCacheError("informer has already started")
             self._transform = transform
 
     def add_indexers(self, indexers: Indexers) -> None:
+        """Add index functions to the cache; allowed before ``run`` (Go ``AddIndexers``)."""
         with self._started_lock:
             if self._stopped:
                 raise ClientCacheError("indexer was not added because it has stopped already")
@@ -540,10 +594,12 @@ class SharedIndexInformer:
 
     # ResourceEventHandler side: called under _block_deltas by process_deltas.
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Apply an added object to the handlers (the informer's own handler; Go ``OnAdd``)."""
         self.cache_mutation_detector.add_object(obj)
         self.processor.distribute(_Add(obj, is_in_initial_list), False)
 
     def on_update(self, old: Any, new: Any) -> None:
+        """Apply an updated object to the handlers (Go ``OnUpdate``)."""
         try:
             is_sync = meta.get_resource_version(old) == meta.get_resource_version(new)
         except MetaAccessError:
@@ -552,10 +608,13 @@ class SharedIndexInformer:
         self.processor.distribute(_Update(old, new), is_sync)
 
     def on_delete(self, old: Any) -> None:
+        """Apply a deleted object to the handlers (Go ``OnDelete``)."""
         self.processor.distribute(_Delete(old), False)
 
     # -- handlers -------------------------------------------------------------------------------
     def add_event_handler(self, handler: ResourceEventHandler) -> ResourceEventHandlerRegistration:
+        """Register ``handler``: it gets every cached object as an add, then every change;
+        returns its registration (Go ``AddEventHandler``)."""
         return self.add_event_handler_with_resync_period(
             handler, self.default_event_handler_resync_period)
 
@@ -603,20 +662,25 @@ class SharedIndexInformer:
 
     # -- reads ------------------------------------------------------------------------------------
     def get_store(self) -> Store:
+        """The cache (Go ``GetStore``)."""
         return self.indexer
 
     def get_indexer(self) -> Indexer:
+        """The indexed cache (Go ``GetIndexer``)."""
         return self.indexer
 
     def get_controller(self) -> Controller:
+        """The controller that runs the reflector (Go ``GetController``)."""
         return _InformerController(self)
 
     def has_synced(self) -> bool:
+        """True once the initial list is in the cache (Go ``HasSynced``)."""
         with self._started_lock:
             controller = self._controller
         return controller is not None and controller.has_synced()
 
     def last_sync_resource_version(self) -> str:
+        """The resourceVersion the cache last synced to (Go ``LastSyncResourceVersion``)."""
         with self._started_lock:
             controller = self._controller
         return "" if controller is None else controller.last_sync_resource_version()
@@ -674,6 +738,7 @@ class SharedIndexInformer:
                            self.object_description)
 
     def is_stopped(self) -> bool:
+        """True once the informer has stopped (Go ``IsStopped``)."""
         with self._started_lock:
             return self._stopped
 
@@ -681,7 +746,8 @@ class SharedIndexInformer:
 def new_shared_index_informer_with_options(
     lister_watcher: ListerWatcher, example_object: Any, options: SharedIndexInformerOptions
 ) -> SharedIndexInformer:
-    """Go ``NewSharedIndexInformerWithOptions``."""
+    """A shared informer on ``lister_watcher`` holding objects like ``example_object``, set
+    up by ``options`` (Go ``NewSharedIndexInformerWithOptions``)."""
     return SharedIndexInformer(lister_watcher, example_object, options)
 
 
@@ -689,7 +755,8 @@ def new_shared_index_informer(
     lister_watcher: ListerWatcher, example_object: Any,
     default_event_handler_resync_period: float, indexers: Indexers,
 ) -> SharedIndexInformer:
-    """Go ``NewSharedIndexInformer``."""
+    """A shared informer with ``indexers`` and a default handler resync period in seconds
+    (Go ``NewSharedIndexInformer``)."""
     return SharedIndexInformer(lister_watcher, example_object, SharedIndexInformerOptions(
         resync_period=default_event_handler_resync_period, indexers=indexers))
 
@@ -698,7 +765,7 @@ def new_shared_informer(
     lister_watcher: ListerWatcher, example_object: Any,
     default_event_handler_resync_period: float,
 ) -> SharedIndexInformer:
-    """Go ``NewSharedInformer``."""
+    """A shared informer without indexes (Go ``NewSharedInformer``)."""
     return new_shared_index_informer(lister_watcher, example_object,
                                      default_event_handler_resync_period, {})
 

@@ -62,29 +62,64 @@ class Store(Protocol):
     :class:`~client_cache.errors.KeyFuncError` and leaves the store unchanged.
     """
 
-    def add(self, obj: Any) -> None: ...
-    def update(self, obj: Any) -> None: ...
-    def delete(self, obj: Any) -> None: ...
-    def list(self) -> _Objects: ...
-    def list_keys(self) -> _Keys: ...
-    def get(self, obj: Any) -> tuple[Any, bool]: ...
-    def get_by_key(self, key: str) -> tuple[Any, bool]: ...
-    def replace(self, items: Iterable[Any], resource_version: str) -> None: ...
-    def resync(self) -> None: ...
+    def add(self, obj: Any) -> None:
+        """Insert ``obj`` under its key, replacing what was there (Go ``Add``)."""
+        ...
+
+    def update(self, obj: Any) -> None:
+        """Store ``obj`` under its key, replacing what was there (Go ``Update``)."""
+        ...
+
+    def delete(self, obj: Any) -> None:
+        """Remove the object stored under ``obj``'s key; nothing when absent (Go
+        ``Delete``)."""
+        ...
+
+    def list(self) -> _Objects:
+        """Every stored object (Go ``List``)."""
+        ...
+
+    def list_keys(self) -> _Keys:
+        """The keys of every stored object (Go ``ListKeys``)."""
+        ...
+
+    def get(self, obj: Any) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``obj``'s key, ``(None, False)`` when absent (Go
+        ``Get``)."""
+        ...
+
+    def get_by_key(self, key: str) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``key``, ``(None, False)`` when absent (Go
+        ``GetByKey``)."""
+        ...
+
+    def replace(self, items: Iterable[Any], resource_version: str) -> None:
+        """Make the contents exactly ``items`` (the result of a list at
+        ``resource_version``) (Go ``Replace``)."""
+        ...
+
+    def resync(self) -> None:
+        """Deliver every stored object again, for a periodic resync (Go ``Resync``)."""
+        ...
 
 
 @runtime_checkable
 class KeyLister(Protocol):
     """Something that lists its keys (Go ``KeyLister``)."""
 
-    def list_keys(self) -> _Keys: ...
+    def list_keys(self) -> _Keys:
+        """The keys of every stored object (Go ``ListKeys``)."""
+        ...
 
 
 @runtime_checkable
 class KeyGetter(Protocol):
     """Something that looks objects up by key (Go ``KeyGetter``)."""
 
-    def get_by_key(self, key: str) -> tuple[Any, bool]: ...
+    def get_by_key(self, key: str) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``key``, ``(None, False)`` when absent (Go
+        ``GetByKey``)."""
+        ...
 
 
 @runtime_checkable

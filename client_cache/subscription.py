@@ -76,6 +76,7 @@ class Subscription:
 
     @property
     def closed(self) -> bool:
+        """True once the subscription has ended."""
         with self._cond:
             return self._closed
 

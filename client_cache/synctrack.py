@@ -92,10 +92,12 @@ class SingleFileTracker:
         self._lock = threading.Lock()
 
     def start(self) -> None:
+        """An initial notification is being handled (Go ``Start``)."""
         with self._lock:
             self._count += 1
 
     def finished(self) -> None:
+        """An initial notification has been handled (Go ``Finished``)."""
         with self._lock:
             self._count -= 1
             if self._count < 0:
@@ -108,6 +110,8 @@ class SingleFileTracker:
             notify_sync_changed()
 
     def has_synced(self) -> bool:
+        """True when the upstream has synced and no initial notification is in flight (Go
+        ``HasSynced``)."""
         if not self.upstream_has_synced():
             return False
         with self._lock:
@@ -124,10 +128,12 @@ class AsyncTracker(Generic[T]):
         self._lock = threading.Lock()
 
     def start(self, key: T) -> None:
+        """``key`` is being processed (Go ``Start``)."""
         with self._lock:
             self._waiting.add(key)
 
     def finished(self, key: T) -> None:
+        """``key`` has been processed (Go ``Finished``)."""
         with self._lock:
             self._waiting.discard(key)
             done = not self._waiting
@@ -135,6 +141,8 @@ class AsyncTracker(Generic[T]):
             notify_sync_changed()
 
     def has_synced(self) -> bool:
+        """True when the upstream has synced and no key is being processed (Go
+        ``HasSynced``)."""
         if not self.upstream_has_synced():
             return False
         with self._lock:
@@ -162,10 +170,12 @@ class Lazy(Generic[V]):
         self._entry: _Entry[V] | None = None
 
     def notify(self) -> None:
+        """Forget the cached value: the next ``get`` computes it again (Go ``Notify``)."""
         with self._lock:
             self._entry = _Entry()
 
     def get(self) -> V:
+        """The value, computed when it was forgotten (Go ``Get``)."""
         with self._lock:
             if self._entry is None:
                 self._entry = _Entry()

@@ -118,6 +118,7 @@ class RealFIFO(QueueBase):
         return queue_key_of(self._key_func, obj)
 
     def transformer(self) -> TransformFunc | None:
+        """The transform applied to objects as they are queued, or None."""
         return self._transformer
 
     def _prepare(self, obj: Any) -> Any:

@@ -45,7 +45,7 @@ from client_cache.watch import Event, EventType
 if TYPE_CHECKING:
     from client_cache.index import Index, Indexers, IndexFunc, Indices
 
-__all__ = ["ThreadSafeMap", "ThreadSafeStore", "new_thread_safe_store"]
+__all__ = ["IndexQueries", "ThreadSafeMap", "ThreadSafeStore", "new_thread_safe_store"]
 
 # Aliases so that annotations inside classes with a ``list`` method mean the builtin.
 _Objects = list[Any]
@@ -58,7 +58,40 @@ _Values = dict[str, Sequence[str]]
 
 
 @runtime_checkable
-class ThreadSafeStore(Protocol):
+class IndexQueries(Protocol):
+    """The index operations shared by :class:`~client_cache.index.Indexer` and
+    :class:`ThreadSafeStore` (Go declares them on both)."""
+
+    def index(self, index_name: str, obj: Any) -> _Objects:
+        """The objects that share an index value of ``obj`` under ``index_name`` (Go
+        ``Index``)."""
+        ...
+
+    def index_keys(self, index_name: str, indexed_value: str) -> _Keys:
+        """The keys of the objects indexed under ``indexed_value`` in ``index_name`` (Go
+        ``IndexKeys``)."""
+        ...
+
+    def list_index_func_values(self, index_name: str) -> _Keys:
+        """Every value present in the index ``index_name`` (Go ``ListIndexFuncValues``)."""
+        ...
+
+    def by_index(self, index_name: str, indexed_value: str) -> _Objects:
+        """The objects indexed under ``indexed_value`` in ``index_name`` (Go ``ByIndex``)."""
+        ...
+
+    def get_indexers(self) -> Indexers:
+        """The index functions by name (Go ``GetIndexers``)."""
+        ...
+
+    def add_indexers(self, new_indexers: Indexers) -> None:
+        """Add index functions; existing objects are indexed by them at once (Go
+        ``AddIndexers``)."""
+        ...
+
+
+@runtime_checkable
+class ThreadSafeStore(IndexQueries, Protocol):
     """Concurrent storage of objects by key with indices (Go ``ThreadSafeStore``).
 
     Callers supply the keys. ``add`` and ``update`` are the same operation, ``delete`` of a
@@ -67,20 +100,39 @@ class ThreadSafeStore(Protocol):
     Returned objects are shared with the store and must not be mutated.
     """
 
-    def add(self, key: str, obj: Any) -> None: ...
-    def update(self, key: str, obj: Any) -> None: ...
-    def delete(self, key: str) -> None: ...
-    def get(self, key: str) -> tuple[Any, bool]: ...
-    def list(self) -> _Objects: ...
-    def list_keys(self) -> _Keys: ...
-    def replace(self, items: Mapping[str, Any], resource_version: str) -> None: ...
-    def index(self, index_name: str, obj: Any) -> _Objects: ...
-    def index_keys(self, index_name: str, indexed_value: str) -> _Keys: ...
-    def list_index_func_values(self, index_name: str) -> _Keys: ...
-    def by_index(self, index_name: str, indexed_value: str) -> _Objects: ...
-    def get_indexers(self) -> Indexers: ...
-    def add_indexers(self, new_indexers: Indexers) -> None: ...
-    def resync(self) -> None: ...
+    def add(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key`` and index it (Go ``Add``)."""
+        ...
+
+    def update(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key``, re-indexing it (Go ``Update``)."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove ``key`` and its index entries (Go ``Delete``)."""
+        ...
+
+    def get(self, key: str) -> tuple[Any, bool]:
+        """``(object, True)`` for ``key``, ``(None, False)`` when absent (Go ``Get``)."""
+        ...
+
+    def list(self) -> _Objects:
+        """Every stored object (Go ``List``)."""
+        ...
+
+    def list_keys(self) -> _Keys:
+        """The keys of every stored object (Go ``ListKeys``)."""
+        ...
+
+    def replace(self, items: Mapping[str, Any], resource_version: str) -> None:
+        """Make the contents exactly ``items`` (key -> object), rebuilding the indexes (Go
+        ``Replace``)."""
+        ...
+
+    def resync(self) -> None:
+        """A no-op, as in Go (Go ``Resync``)."""
+        ...
+
     def __len__(self) -> int: ...
 
 

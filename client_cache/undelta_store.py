@@ -33,34 +33,49 @@ class UndeltaStore:
         self.push_func(self.store.list())
 
     def add(self, obj: Any) -> None:
+        """Insert ``obj`` under its key, replacing what was there (Go ``Add``). Then push
+        the whole contents."""
         self.store.add(obj)
         self._push()
 
     def update(self, obj: Any) -> None:
+        """Store ``obj`` under its key, replacing what was there (Go ``Update``). Then push
+        the whole contents."""
         self.store.update(obj)
         self._push()
 
     def delete(self, obj: Any) -> None:
+        """Remove the object stored under ``obj``'s key; nothing when absent (Go
+        ``Delete``). Then push the whole contents."""
         self.store.delete(obj)
         self._push()
 
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
+        """Make the contents exactly ``items`` (the result of a list at
+        ``resource_version``) (Go ``Replace``). Then push the whole contents."""
         self.store.replace(items, resource_version)
         self._push()
 
     def list(self) -> _Objects:
+        """Every stored object (Go ``List``)."""
         return self.store.list()
 
     def list_keys(self) -> _Keys:
+        """The keys of every stored object (Go ``ListKeys``)."""
         return self.store.list_keys()
 
     def get(self, obj: Any) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``obj``'s key, ``(None, False)`` when absent (Go
+        ``Get``)."""
         return self.store.get(obj)
 
     def get_by_key(self, key: str) -> tuple[Any, bool]:
+        """``(stored object, True)`` for ``key``, ``(None, False)`` when absent (Go
+        ``GetByKey``)."""
         return self.store.get_by_key(key)
 
     def resync(self) -> None:
+        """Resync the underlying store (Go ``Resync``)."""
         self.store.resync()
 
 

@@ -101,8 +101,13 @@ class Event:
 class Watch(Protocol):
     """A running watch (Go ``watch.Interface``)."""
 
-    def stop(self) -> None: ...
-    def result_chan(self) -> Chan[Event]: ...
+    def stop(self) -> None:
+        """End the watch: the result channel closes (Go ``Stop``)."""
+        ...
+
+    def result_chan(self) -> Chan[Event]:
+        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
+        ...
 
 
 _W = TypeVar("_W", bound="WatchIteration")
@@ -113,9 +118,11 @@ class WatchIteration:
     until the watch ends) and ``with watch:`` (``stop`` at the end of the block)."""
 
     def stop(self) -> None:
+        """End the watch: the result channel closes (Go ``Stop``)."""
         raise NotImplementedError
 
     def result_chan(self) -> Chan[Event]:
+        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
         raise NotImplementedError
 
     def __iter__(self) -> Iterator[Event]:
@@ -204,6 +211,7 @@ class FakeWatcher(_FakeBase):
         return UnbufferedChan() if self._size <= 0 else Chan(self._size)
 
     def action(self, action: EventType, obj: Any) -> None:
+        """Send an event of type ``action`` with ``obj`` (Go ``Action``)."""
         self.result_chan().send(Event(action, obj))
 
 
@@ -225,6 +233,8 @@ class RaceFreeFakeWatcher(_FakeBase):
         return Chan(DEFAULT_CHAN_SIZE)
 
     def action(self, action: EventType, obj: Any) -> None:
+        """Queue an event of type ``action`` with ``obj``; a full buffer is an error (Go
+        ``Action``)."""
         with self._lock:
             if self.stopped:
                 return
@@ -233,7 +243,8 @@ class RaceFreeFakeWatcher(_FakeBase):
 
 
 def new_race_free_fake() -> RaceFreeFakeWatcher:
-    """Go ``NewRaceFreeFake``."""
+    """A fake watch with a buffered channel that can be fed before anyone reads (Go
+    ``NewRaceFreeFake``)."""
     return RaceFreeFakeWatcher()
 
 
@@ -245,9 +256,11 @@ class MockWatcher(WatchIteration):
     result_chan_func: Callable[[], Chan[Event]]
 
     def stop(self) -> None:
+        """End the watch: the result channel closes (Go ``Stop``)."""
         self.stop_func()
 
     def result_chan(self) -> Chan[Event]:
+        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
         return self.result_chan_func()
 
 
@@ -260,15 +273,19 @@ class ProxyWatcher(WatchIteration):
         self._stop = DoneChan()
 
     def stop(self) -> None:
+        """End the watch: the result channel closes (Go ``Stop``)."""
         self._stop.close()
 
     def stopping(self) -> bool:
+        """True once ``stop`` was called (Go ``Stopping``)."""
         return self._stop.is_closed()
 
     def result_chan(self) -> Chan[Event]:
+        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
         return self._chan
 
     def stop_chan(self) -> DoneChan:
+        """A channel closed when the watch is stopped (Go ``StopChan``)."""
         return self._stop
 
 
@@ -311,9 +328,12 @@ class Broadcaster:
         self._stopped = False
 
     def watch(self) -> Watch:
+        """A new watch that receives every event from now on (Go ``Watch``)."""
         return self.watch_with_prefix([])
 
     def watch_with_prefix(self, queued_events: list[Event]) -> Watch:
+        """A new watch that receives ``queued_events`` first, then every event (Go
+        ``WatchWithPrefix``)."""
         with self._action_lock, self._lock:
             if self._stopped:
                 raise RuntimeError("broadcaster already stopped")
@@ -426,6 +446,7 @@ class StreamWatcher(WatchIteration):
         self._thread.start()
 
     def result_chan(self) -> Chan[Event]:
+        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
         return self._result
 
     def stop(self) -> None:
@@ -444,6 +465,7 @@ class StreamWatcher(WatchIteration):
             self._thread.join(_STOP_JOIN_SECONDS)
 
     def is_stopped(self) -> bool:
+        """True once ``stop`` was called."""
         with self._lock:
             return self._stopped
 

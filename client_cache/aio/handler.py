@@ -71,16 +71,20 @@ class AsyncHandler:
         return self._caller.loop
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Run ``on_add`` (or ``on_add_detailed``) for the object on the loop and wait for
+        it (Go ``OnAdd``)."""
         if self.on_add_detailed_func is not None:
             self._run(self.on_add_detailed_func, obj, is_in_initial_list)
         elif self.on_add_func is not None:
             self._run(self.on_add_func, obj)
 
     def on_update(self, old_obj: Any, new_obj: Any) -> None:
+        """Run ``on_update(old, new)`` on the loop and wait for it (Go ``OnUpdate``)."""
         if self.on_update_func is not None:
             self._run(self.on_update_func, old_obj, new_obj)
 
     def on_delete(self, obj: Any) -> None:
+        """Run ``on_delete(obj)`` on the loop and wait for it (Go ``OnDelete``)."""
         if self.on_delete_func is not None:
             self._run(self.on_delete_func, obj)
 

@@ -27,7 +27,10 @@ class RecorderLike(Protocol):
 
     def eventf(self, regarding: Any, related: Any, event_type: str, reason: str,
                action: str, note: str, *args: Any, kind: str = "",
-               api_version: str = "") -> None: ...
+               api_version: str = "") -> None:
+        """Record an Event about ``regarding`` (``related`` and ``action`` are dropped by
+        core/v1 recorders); ``note`` is formatted with ``args`` (Go ``Eventf``)."""
+        ...
 
 
 class EventRecorderAdapter:

@@ -82,11 +82,18 @@ class EventSink(Protocol):
     """Where events.k8s.io/v1 Events are written (Go ``events.EventSink``); each returns
     the stored Event or raises :class:`~client_cache.record.broadcast.EventSinkError`."""
 
-    def create(self, event: dict[str, Any]) -> dict[str, Any]: ...
+    def create(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Create ``event`` on the server and return what the server stored."""
+        ...
 
-    def update(self, event: dict[str, Any]) -> dict[str, Any]: ...
+    def update(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Replace ``event`` on the server and return what the server stored."""
+        ...
 
-    def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]: ...
+    def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply the strategic-merge ``patch`` to ``event`` and return what the server
+        stored."""
+        ...
 
 
 class EventsV1Sink(RestEventSink):
@@ -101,14 +108,18 @@ class EventsV1Sink(RestEventSink):
         return f"{path}/{md['name']}" if name else path
 
     def create(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Create ``event`` on the server and return what the server stored."""
         body = dict(event, metadata={k: v for k, v in event["metadata"].items()
                                      if k != "resourceVersion"})
         return self.send("POST", self._path(event, False), body, "application/json")
 
     def update(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Replace ``event`` on the server and return what the server stored."""
         return self.send("PUT", self._path(event, True), event, "application/json")
 
     def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply the strategic-merge ``patch`` to ``event`` and return what the server
+        stored."""
         return self.send("PATCH", self._path(event, True), patch,
                          "application/strategic-merge-patch+json")
 

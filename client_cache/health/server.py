@@ -134,6 +134,7 @@ class HealthServer:
 
     @property
     def url(self) -> str:
+        """The server's ``http://host:port`` (its port when 0 was asked for)."""
         return f"http://{self.host}:{self.port}"
 
     def add_healthz_check(self, name: str, check: Check) -> None:

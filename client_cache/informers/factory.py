@@ -301,7 +301,9 @@ def _describe_type(object_type: Any) -> str:
 def new_shared_informer_factory_with_options(
     api_client: Any, default_resync: float, options: SharedInformerFactoryOptions | None = None
 ) -> SharedInformerFactory:
-    """Go ``NewSharedInformerFactoryWithOptions``."""
+    """A factory of shared informers on ``api_client`` with ``options`` (namespace, list
+    tweaks, transform, custom resyncs); ``default_resync`` seconds between resyncs, 0 for
+    none (Go ``NewSharedInformerFactoryWithOptions``)."""
     return SharedInformerFactory(api_client, default_resync,
                                  options or SharedInformerFactoryOptions())
 

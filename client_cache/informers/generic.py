@@ -20,6 +20,7 @@ class GenericInformer:
         self._lister_resource = lister_resource or resource.group_resource()
 
     def informer(self) -> SharedIndexInformer:
+        """The shared informer of this resource (made on first use; Go ``Informer``)."""
         return self._informer
 
     def lister(self) -> GenericLister:

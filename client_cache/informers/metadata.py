@@ -71,6 +71,7 @@ class PartialObjectMetadata:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PartialObjectMetadata:
+        """Build it from a ``PartialObjectMetadata`` wire dict."""
         from kubernetes.client import V1ObjectMeta  # noqa: PLC0415 - only in model mode
 
         md = data.get("metadata") or {}
@@ -79,6 +80,7 @@ class PartialObjectMetadata:
                    build(md) if callable(build) else md)
 
     def to_dict(self) -> dict[str, Any]:
+        """The wire dict (the server's field names)."""
         md = self.metadata
         to_dict = getattr(md, "to_dict", None)
         return {"apiVersion": self.api_version, "kind": self.kind,
@@ -113,6 +115,8 @@ class MetadataSharedInformerFactory(SharedInformerFactory):
         return GenericInformer(informer, gvr)
 
     def _no_typed_accessors(self) -> Any:
+        """Not available on a metadata factory (use ``for_resource``): raises
+        ``AttributeError``."""
         raise AttributeError("a metadata informer factory has for_resource() only, as Go's "
                              "metadatainformer (every resource has the same metadata form)")
 
@@ -133,7 +137,9 @@ def new_filtered_metadata_shared_informer_factory(
     api_client: Any, default_resync: float, namespace: str,
     tweak_list_options: TweakListOptionsFunc | None,
 ) -> MetadataSharedInformerFactory:
-    """Go ``metadatainformer.NewFilteredSharedInformerFactory``."""
+    """A factory of metadata-only informers limited to ``namespace`` ("" for all) with
+    ``tweak_list_options`` applied to every list and watch (Go
+    ``metadatainformer.NewFilteredSharedInformerFactory``)."""
     return new_metadata_shared_informer_factory(
         api_client, default_resync,
         SharedInformerFactoryOptions(namespace=namespace, tweak_list_options=tweak_list_options))

@@ -137,6 +137,7 @@ class LeaderElector:
 
     # -- observation ------------------------------------------------------------------------
     def identity(self) -> str:
+        """This candidate's identity in the lock (Go ``config.Lock.Identity()``)."""
         return self.config.lock.identity()
 
     def get_leader(self) -> str:
@@ -393,9 +394,11 @@ class HealthzAdaptor:
         self._lock = threading.Lock()
 
     def name(self) -> str:
+        """The check's name in health output (Go ``Name``)."""
         return "leaderElection"
 
     def set_leader_election(self, elector: LeaderElector) -> None:
+        """Attach the elector whose lease is checked (Go ``SetLeaderElection``)."""
         with self._lock:
             self._elector = elector
 

@@ -22,9 +22,13 @@ __all__ = [
 class LeaderMetricsProvider(Protocol):
     """Go ``leaderMetricsAdapter``: whether the named election is led by this process."""
 
-    def on(self, name: str) -> None: ...
+    def on(self, name: str) -> None:
+        """Report that this process now leads ``name``."""
+        ...
 
-    def off(self, name: str) -> None: ...
+    def off(self, name: str) -> None:
+        """Report that this process no longer leads ``name``."""
+        ...
 
 
 class NoopLeaderMetricsProvider:

@@ -78,7 +78,8 @@ class LeaderElectionRecord:
 
     @classmethod
     def from_lease_spec(cls, spec: dict[str, Any] | None) -> LeaderElectionRecord:
-        """Go ``LeaseSpecToLeaderElectionRecord``."""
+        """The record a Lease's spec holds; an absent or empty spec is an empty record (Go
+        ``LeaseSpecToLeaderElectionRecord``)."""
         spec = spec or {}
         return cls(holder_identity=str(spec.get("holderIdentity") or ""),
                    lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
@@ -111,18 +112,27 @@ class Interface(Protocol):
         ``timeout`` (seconds) bounds the request, as Go's context deadline does."""
         ...
 
-    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None: ...
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        """Create the lock holding ``record``; a lost race raises :class:`LockConflictError`
+        (Go ``Create``)."""
+        ...
 
     def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
         """Write ``record`` over the version last read; :class:`LockConflictError` if
         someone wrote since."""
         ...
 
-    def record_event(self, message: str) -> None: ...
+    def record_event(self, message: str) -> None:
+        """Post an Event about the lock, when a recorder is configured (Go ``RecordEvent``)."""
+        ...
 
-    def identity(self) -> str: ...
+    def identity(self) -> str:
+        """This candidate's identity (Go ``Identity``)."""
+        ...
 
-    def describe(self) -> str: ...
+    def describe(self) -> str:
+        """``namespace/name`` of the lock, for logs (Go ``Describe``)."""
+        ...
 
 
 class LeaseLock:
@@ -167,22 +177,29 @@ class LeaseLock:
         return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
 
     def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
+        """The current record and its raw form; :class:`LockNotFoundError` if the lock does
+        not exist (Go ``Get``)."""
         record = self._keep(*self._request("GET", True, None, timeout), "get")
         return record, record.raw()
 
     def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        """Create the lock holding ``record``; a lost race raises :class:`LockConflictError`
+        (Go ``Create``)."""
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": record.to_lease_spec()}
         self._keep(*self._request("POST", False, body, timeout), "create")
 
     def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        """Write ``record`` over the version last read; a lost race raises
+        :class:`LockConflictError` (Go ``Update``)."""
         if self._lease is None:
             raise LockError("lease not initialized, call get or create first")
         body = dict(self._lease, spec=record.to_lease_spec())  # the whole spec, as Go
         self._keep(*self._request("PUT", True, body, timeout), "update")
 
     def record_event(self, message: str) -> None:
+        """Post an Event about the lock, when a recorder is configured (Go ``RecordEvent``)."""
         recorder = self.lock_config.event_recorder
         if recorder is None or self._lease is None:
             return
@@ -191,7 +208,9 @@ class LeaseLock:
                         self.lock_config.identity, message)
 
     def identity(self) -> str:
+        """This candidate's identity (Go ``Identity``)."""
         return self.lock_config.identity
 
     def describe(self) -> str:
+        """``namespace/name`` of the lock, for logs (Go ``Describe``)."""
         return f"{self.namespace}/{self.name}"

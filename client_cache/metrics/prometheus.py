@@ -100,24 +100,36 @@ class WorkqueueProvider:
                                "workqueue", ["name"], registry=registry)
 
     def new_depth_metric(self, name: str) -> Any:
+        """The gauge of how many items wait in queue ``name`` (``workqueue_depth``)."""
         return self.depth.labels(name)
 
     def new_adds_metric(self, name: str) -> Any:
+        """The counter of items added to queue ``name`` (``workqueue_adds_total``)."""
         return self.adds.labels(name)
 
     def new_latency_metric(self, name: str) -> Any:
+        """The histogram of seconds items wait in queue ``name`` before a worker takes them
+        (``workqueue_queue_duration_seconds``)."""
         return self.latency.labels(name)
 
     def new_work_duration_metric(self, name: str) -> Any:
+        """The histogram of seconds workers of queue ``name`` spend on an item
+        (``workqueue_work_duration_seconds``)."""
         return self.work_duration.labels(name)
 
     def new_unfinished_work_seconds_metric(self, name: str) -> Any:
+        """The gauge of seconds of work in progress not yet done in queue ``name``
+        (``workqueue_unfinished_work_seconds``)."""
         return self.unfinished.labels(name)
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> Any:
+        """The gauge of the longest time an item of queue ``name`` has been in work
+        (``workqueue_longest_running_processor_seconds``)."""
         return self.longest.labels(name)
 
     def new_retries_metric(self, name: str) -> Any:
+        """The counter of rate-limited re-adds to queue ``name``
+        (``workqueue_retries_total``)."""
         return self.retries.labels(name)
 
 
@@ -150,27 +162,36 @@ class ReflectorProvider:
                              registry=registry)
 
     def new_lists_metric(self, name: str) -> Any:
+        """The counter of LISTs made by reflector ``name``."""
         return self.lists.labels(name)
 
     def new_list_duration_metric(self, name: str) -> Any:
+        """The summary of seconds each LIST of reflector ``name`` took."""
         return self.list_duration.labels(name)
 
     def new_items_in_list_metric(self, name: str) -> Any:
+        """The summary of how many items each LIST of reflector ``name`` returned."""
         return self.items_per_list.labels(name)
 
     def new_watches_metric(self, name: str) -> Any:
+        """The counter of watches opened by reflector ``name``."""
         return self.watches.labels(name)
 
     def new_short_watches_metric(self, name: str) -> Any:
+        """The counter of watches of reflector ``name`` that ended within a second with no
+        event."""
         return self.short_watches.labels(name)
 
     def new_watch_duration_metric(self, name: str) -> Any:
+        """The summary of seconds each watch of reflector ``name`` lasted."""
         return self.watch_duration.labels(name)
 
     def new_items_in_watch_metric(self, name: str) -> Any:
+        """The summary of how many events each watch of reflector ``name`` delivered."""
         return self.items_per_watch.labels(name)
 
     def new_last_resource_version_metric(self, name: str) -> Any:
+        """The gauge of the last resourceVersion reflector ``name`` saw (as a number)."""
         return self.last_rv.labels(name)
 
 
@@ -195,18 +216,28 @@ class ControllerProvider:
                                     ["controller"], registry=registry)
 
     def new_reconcile_total_metric(self, name: str, result: str) -> Any:
+        """The counter of reconciles of controller ``name`` that ended with ``result``
+        (``controller_runtime_reconcile_total``)."""
         return self.total.labels(name, result)
 
     def new_reconcile_errors_metric(self, name: str) -> Any:
+        """The counter of failed reconciles of controller ``name``
+        (``controller_runtime_reconcile_errors_total``)."""
         return self.errors.labels(name)
 
     def new_reconcile_time_metric(self, name: str) -> Any:
+        """The histogram of seconds each reconcile of controller ``name`` took
+        (``controller_runtime_reconcile_time_seconds``)."""
         return self.time.labels(name)
 
     def new_active_workers_metric(self, name: str) -> Any:
+        """The gauge of reconciles of controller ``name`` running now
+        (``controller_runtime_active_workers``)."""
         return self.workers.labels(name)
 
     def new_max_concurrent_reconciles_metric(self, name: str) -> Any:
+        """The gauge of controller ``name``'s concurrency limit
+        (``controller_runtime_max_concurrent_reconciles``)."""
         return self.max_concurrent.labels(name)
 
 
@@ -220,9 +251,11 @@ class LeaderProvider:
                             "string used to identify the lease.", ["name"], registry=registry)
 
     def on(self, name: str) -> None:
+        """Report that this process now leads ``name``."""
         self.status.labels(name).set(1)
 
     def off(self, name: str) -> None:
+        """Report that this process no longer leads ``name``."""
         self.status.labels(name).set(0)
 
 

@@ -66,15 +66,21 @@ DEFAULT_SLEEP_DURATION = 10.0
 class EventSink(Protocol):
     """Where events are written (Go ``EventSink``); both return the stored Event."""
 
-    def create(self, event: dict[str, Any]) -> dict[str, Any]: ...
+    def create(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Create ``event`` on the server and return what the server stored."""
+        ...
 
-    def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]: ...
+    def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply the strategic-merge ``patch`` to ``event`` and return what the server
+        stored."""
+        ...
 
 
 class CoreV1EventSink(RestEventSink):
     """core/v1 Events through a ``kubernetes`` API client (Go ``EventSinkImpl``)."""
 
     def create(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Create ``event`` on the server and return what the server stored."""
         namespace = event["metadata"]["namespace"]
         body = dict(event, metadata={k: v for k, v in event["metadata"].items()
                                      if k != "resourceVersion"})
@@ -82,6 +88,8 @@ class CoreV1EventSink(RestEventSink):
                          "application/json")
 
     def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply the strategic-merge ``patch`` to ``event`` and return what the server
+        stored."""
         md = event["metadata"]
         return self.send("PATCH", f"/api/v1/namespaces/{md['namespace']}/events/{md['name']}",
                          patch, "application/strategic-merge-patch+json")

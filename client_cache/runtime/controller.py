@@ -215,6 +215,7 @@ class Controller(Generic[D]):
 
     @property
     def name(self) -> str:
+        """The controller's name in thread names, logs and metrics."""
         return self._config.name or self._gvr.label()
 
     def with_config(self, config: ControllerConfig) -> Controller[D]:

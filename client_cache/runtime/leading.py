@@ -54,6 +54,7 @@ class LeadershipGate:
             self._on_lost()
 
     def start(self) -> None:
+        """Start the election on a thread of its own."""
         self._thread.start()
 
     def wait_leading(self, stopping: threading.Event) -> bool:
@@ -66,6 +67,7 @@ class LeadershipGate:
         return not stopping.is_set()
 
     def is_leader(self) -> bool:
+        """True while this replica leads."""
         return self._elector.is_leader()
 
     def check(self, max_tolerable_expired_lease: float) -> None:

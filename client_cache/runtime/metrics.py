@@ -37,11 +37,30 @@ RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
 class ControllerMetricsProvider(Protocol):
     """Makes one controller's metrics."""
 
-    def new_reconcile_total_metric(self, name: str, result: str) -> CounterMetric: ...
-    def new_reconcile_errors_metric(self, name: str) -> CounterMetric: ...
-    def new_reconcile_time_metric(self, name: str) -> HistogramMetric: ...
-    def new_active_workers_metric(self, name: str) -> GaugeMetric: ...
-    def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric: ...
+    def new_reconcile_total_metric(self, name: str, result: str) -> CounterMetric:
+        """The counter of reconciles of controller ``name`` that ended with ``result``
+        (``controller_runtime_reconcile_total``)."""
+        ...
+
+    def new_reconcile_errors_metric(self, name: str) -> CounterMetric:
+        """The counter of failed reconciles of controller ``name``
+        (``controller_runtime_reconcile_errors_total``)."""
+        ...
+
+    def new_reconcile_time_metric(self, name: str) -> HistogramMetric:
+        """The histogram of seconds each reconcile of controller ``name`` took
+        (``controller_runtime_reconcile_time_seconds``)."""
+        ...
+
+    def new_active_workers_metric(self, name: str) -> GaugeMetric:
+        """The gauge of reconciles of controller ``name`` running now
+        (``controller_runtime_active_workers``)."""
+        ...
+
+    def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric:
+        """The gauge of controller ``name``'s concurrency limit
+        (``controller_runtime_max_concurrent_reconciles``)."""
+        ...
 
 
 _NOOP = NOOP_METRIC
@@ -51,18 +70,23 @@ class NoopControllerMetricsProvider:
     """The default provider: every metric does nothing."""
 
     def new_reconcile_total_metric(self, name: str, result: str) -> CounterMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_reconcile_errors_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_reconcile_time_metric(self, name: str) -> HistogramMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_active_workers_metric(self, name: str) -> GaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
 

@@ -74,30 +74,38 @@ class ReconcileReason:
 
     @classmethod
     def unknown(cls) -> ReconcileReason:
+        """The reason is not known (kube-rs ``Unknown``)."""
         return cls(ReasonKind.UNKNOWN)
 
     @classmethod
     def object_updated(cls) -> ReconcileReason:
+        """The object itself changed (kube-rs ``ObjectUpdated``)."""
         return cls(ReasonKind.OBJECT_UPDATED)
 
     @classmethod
     def related_object_updated(cls, related: ObjectRef) -> ReconcileReason:
+        """An owned or watched object ``related`` changed (kube-rs
+        ``RelatedObjectUpdated``)."""
         return cls(ReasonKind.RELATED_OBJECT_UPDATED, related)
 
     @classmethod
     def reconciler_requested_retry(cls) -> ReconcileReason:
+        """The last reconcile asked to run again (kube-rs ``ReconcilerRequestedRetry``)."""
         return cls(ReasonKind.RECONCILER_REQUESTED_RETRY)
 
     @classmethod
     def error_policy_requested_retry(cls) -> ReconcileReason:
+        """The error policy asked for a retry (kube-rs ``ErrorPolicyRequestedRetry``)."""
         return cls(ReasonKind.ERROR_POLICY_REQUESTED_RETRY)
 
     @classmethod
     def bulk_reconcile(cls) -> ReconcileReason:
+        """Everything was asked to reconcile (kube-rs ``BulkReconcile``)."""
         return cls(ReasonKind.BULK_RECONCILE)
 
     @classmethod
     def custom(cls, text: str) -> ReconcileReason:
+        """A reason given by an external trigger (kube-rs ``Custom``)."""
         return cls(ReasonKind.CUSTOM, text=text)
 
     def __str__(self) -> str:
@@ -136,10 +144,12 @@ class Context(Generic[D]):
 
     @property
     def reason(self) -> ReconcileReason:
+        """Why this reconcile runs."""
         return self.request.reason
 
     @property
     def obj_ref(self) -> ObjectRef:
+        """The reference of the object being reconciled."""
         return self.request.obj_ref
 
 

@@ -136,4 +136,5 @@ class Scheduler:
             self._pending.clear()
 
     def shutting_down(self) -> bool:
+        """True once ``shut_down`` was called."""
         return self._queue.shutting_down()

@@ -60,17 +60,21 @@ class ResourceType:
 
     @property
     def api_version(self) -> str:
+        """``group/version`` (``version`` for the core group)."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def singular(self) -> str:
+        """The singular name (the kind in lower case)."""
         return self.kind.lower()
 
     @property
     def key(self) -> tuple[str, str]:
+        """``(group, plural)``, the resource's key in the store."""
         return self.group, self.plural
 
     def discovery(self) -> dict[str, Any]:
+        """The resource's entry in an API discovery document."""
         return {
             "name": self.plural,
             "singularName": self.singular,
@@ -173,6 +177,7 @@ class Watcher:
         return None
 
     def matches(self, obj: Mapping[str, Any] | None) -> bool:
+        """True when ``obj`` is in this watch's namespace and matches its selectors."""
         if obj is None:
             return False
         md = obj.get("metadata") or {}
@@ -261,21 +266,25 @@ class ApiStore:
             self._watchers.setdefault(rtype.key, set())
 
     def resource_types(self) -> list[ResourceType]:
+        """Every resource type served."""
         with self._lock:
             return list(self._types.values())
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The resource type of ``group/version/plural``, None when not served."""
         with self._lock:
             rtype = self._types.get((group, plural))
             return rtype if rtype is not None and rtype.version == version else None
 
     @property
     def resource_version(self) -> int:
+        """The store's current revision."""
         with self._lock:
             return self._rv
 
     @property
     def compacted_revision(self) -> int:
+        """The oldest revision still in the history."""
         with self._lock:
             return self._compacted
 
@@ -320,6 +329,7 @@ class ApiStore:
     def create(
         self, rtype: ResourceType, namespace: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
+        """Create an object from ``body`` and return it as stored."""
         return copy.deepcopy(self.insert(rtype, namespace, copy.deepcopy(dict(body))))
 
     def insert(self, rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -388,6 +398,7 @@ class ApiStore:
             return self._existing_locked(rtype, namespace, name)[1]
 
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        """The stored object; raises a NotFound API error when absent."""
         with self._lock:
             obj = self._objects[rtype.key].get(self._key(rtype, namespace, name))
             if obj is None:
@@ -508,6 +519,7 @@ class ApiStore:
     def delete_collection(
         self, rtype: ResourceType, namespace: str, label_selector: labelsel.Selector
     ) -> int:
+        """Delete the objects ``label_selector`` matches; returns how many."""
         with self._lock:
             doomed = [
                 obj["metadata"]["name"]
@@ -661,10 +673,12 @@ class ApiStore:
             watcher.queue.put(encode_event(*event))
 
     def close_watch(self, watcher: Watcher) -> None:
+        """End ``watcher``'s watch."""
         with self._lock:
             self._watchers.get(watcher.resource.key, set()).discard(watcher)
 
     def watchers(self) -> list[Watcher]:
+        """The watches open now."""
         with self._lock:
             return [w for ws in self._watchers.values() for w in ws]
 

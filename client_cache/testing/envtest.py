@@ -164,10 +164,12 @@ class Binaries:
 
     @classmethod
     def in_dir(cls, directory: Path) -> Binaries:
+        """The binaries' paths in ``directory``."""
         return cls(directory / "kube-apiserver", directory / "etcd",
                    directory / "envtest-keygen")
 
     def exist(self) -> bool:
+        """True when every binary is there."""
         return all(p.is_file() and os.access(p, os.X_OK)
                    for p in (self.kube_apiserver, self.etcd, self.keygen))
 
@@ -418,6 +420,7 @@ class ControlPlane:
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
     def url(self) -> str:
+        """The API server's ``https://127.0.0.1:port``."""
         return f"https://{_LOOPBACK}:{self.port}"
 
     @property

@@ -73,21 +73,28 @@ class FakeControllerSource:
             self._changes = []
 
     def add(self, obj: Any) -> None:
+        """Add ``obj`` with the next resourceVersion and tell the watchers (Go ``Add``)."""
         self.change(Event(EventType.ADDED, obj), 1.0)
 
     def modify(self, obj: Any) -> None:
+        """Replace ``obj`` with the next resourceVersion and tell the watchers (Go
+        ``Modify``)."""
         self.change(Event(EventType.MODIFIED, obj), 1.0)
 
     def delete(self, last_value: Any) -> None:
+        """Delete ``last_value`` and tell the watchers (Go ``Delete``)."""
         self.change(Event(EventType.DELETED, last_value), 1.0)
 
     def add_drop_watch(self, obj: Any) -> None:
+        """Add ``obj`` without telling the watchers (Go ``AddDropWatch``)."""
         self.change(Event(EventType.ADDED, obj), 0.0)
 
     def modify_drop_watch(self, obj: Any) -> None:
+        """Replace ``obj`` without telling the watchers (Go ``ModifyDropWatch``)."""
         self.change(Event(EventType.MODIFIED, obj), 0.0)
 
     def delete_drop_watch(self, last_value: Any) -> None:
+        """Delete ``last_value`` without telling the watchers (Go ``DeleteDropWatch``)."""
         self.change(Event(EventType.DELETED, last_value), 0.0)
 
     def change(self, event: Event, watch_probability: float) -> None:
@@ -167,12 +174,15 @@ class FakePVCControllerSource(FakeControllerSource):
 
 
 def new_fake_controller_source() -> FakeControllerSource:
+    """An empty fake list-watch source (Go ``NewFakeControllerSource``)."""
     return FakeControllerSource()
 
 
 def new_fake_pv_controller_source() -> FakePVControllerSource:
+    """An empty fake source of PersistentVolumes (Go ``NewFakePVControllerSource``)."""
     return FakePVControllerSource()
 
 
 def new_fake_pvc_controller_source() -> FakePVCControllerSource:
+    """An empty fake source of PersistentVolumeClaims (Go ``NewFakePVCControllerSource``)."""
     return FakePVCControllerSource()

@@ -90,6 +90,7 @@ class CandidateProcess:
             return find()
 
     def last(self, kind: str, before: float = float("inf")) -> dict[str, Any] | None:
+        """The last event of ``kind`` at or before ``before`` (monotonic seconds), or None."""
         with self._cond:
             return next((e for e in reversed(self.events)
                          if e["e"] == kind and e["t"] <= before), None)
@@ -115,6 +116,7 @@ class CandidateProcess:
         return at
 
     def close(self) -> None:
+        """End the candidate (SIGKILL if needed) and its reader thread."""
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         if self.proc.poll() is None:
@@ -142,6 +144,8 @@ def _emit(kind: str, **fields: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one candidate (``python -m client_cache.testing.leader``): elect, print each
+    event as a JSON line, exit on SIGTERM or when the parent goes away."""
     from kubernetes import config as kube_config  # noqa: PLC0415 - the child's imports
 
     from client_cache.leaderelection import (  # noqa: PLC0415

@@ -39,9 +39,11 @@ class TcpProxy:
 
     @property
     def url_host(self) -> str:
+        """``127.0.0.1:port`` of the proxy."""
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> TcpProxy:
+        """Start forwarding on a thread of its own; returns the proxy."""
         with self._lock:
             self._spawn_locked(self._accept, "proxy-accept")
         return self

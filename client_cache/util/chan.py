@@ -176,6 +176,7 @@ class Chan(Generic[T]):
             self._notify_locked()
 
     def closed(self) -> bool:
+        """True once the channel is closed."""
         with self._cond:
             return self._is_closed
 
@@ -262,6 +263,7 @@ class DoneChan(Chan[None]):
         super().__init__(1)
 
     def is_closed(self) -> bool:
+        """True once ``close`` was called."""
         return self.closed()
 
 

@@ -54,17 +54,30 @@ __all__ = [
 class Timer(Protocol):
     """A single-shot timer (Go ``clock.Timer``)."""
 
-    def c(self) -> Chan[float]: ...
-    def stop(self) -> bool: ...
-    def reset(self, d: float) -> bool: ...
+    def c(self) -> Chan[float]:
+        """The channel that receives the clock's reading when the timer fires."""
+        ...
+
+    def stop(self) -> bool:
+        """Stop the timer; True if that kept it from firing."""
+        ...
+
+    def reset(self, d: float) -> bool:
+        """Fire ``d`` seconds from now instead; True if it had not fired yet."""
+        ...
 
 
 @runtime_checkable
 class Ticker(Protocol):
     """A periodic ticker (Go ``clock.Ticker``)."""
 
-    def c(self) -> Chan[float]: ...
-    def stop(self) -> None: ...
+    def c(self) -> Chan[float]:
+        """The channel that receives the clock's reading at each tick."""
+        ...
+
+    def stop(self) -> None:
+        """Stop ticking."""
+        ...
 
 
 @runtime_checkable
@@ -72,33 +85,57 @@ class PassiveClock(Protocol):
     """Reads the time (Go ``clock.PassiveClock``): ``now``/``since`` on the wall clock,
     ``monotonic`` for durations (Go keeps both in one ``time.Time``)."""
 
-    def now(self) -> float: ...
-    def since(self, ts: float) -> float: ...
-    def monotonic(self) -> float: ...
+    def now(self) -> float:
+        """Wall-clock time in seconds since the epoch (for timestamps shown or sent)."""
+        ...
+
+    def since(self, ts: float) -> float:
+        """Seconds from the monotonic reading ``ts`` to now."""
+        ...
+
+    def monotonic(self) -> float:
+        """The monotonic reading in seconds (for durations, timers and deadlines)."""
+        ...
 
 
 @runtime_checkable
 class Clock(PassiveClock, Protocol):
     """A clock with timers (Go ``clock.Clock``)."""
 
-    def after(self, d: float) -> Chan[float]: ...
-    def new_timer(self, d: float) -> Timer: ...
-    def sleep(self, d: float) -> None: ...
-    def tick(self, d: float) -> Chan[float]: ...
+    def after(self, d: float) -> Chan[float]:
+        """A channel that receives a reading once ``d`` seconds have passed."""
+        ...
+
+    def new_timer(self, d: float) -> Timer:
+        """A timer that fires once ``d`` seconds from now."""
+        ...
+
+    def sleep(self, d: float) -> None:
+        """Block for ``d`` seconds."""
+        ...
+
+    def tick(self, d: float) -> Chan[float]:
+        """A channel that receives a reading every ``d`` seconds."""
+        ...
 
 
 @runtime_checkable
 class WithTicker(Clock, Protocol):
     """A clock that makes tickers (Go ``clock.WithTicker``)."""
 
-    def new_ticker(self, d: float) -> Ticker: ...
+    def new_ticker(self, d: float) -> Ticker:
+        """A ticker firing every ``d`` seconds."""
+        ...
 
 
 @runtime_checkable
 class WithDelayedExecution(Clock, Protocol):
     """A clock that runs functions later (Go ``clock.WithDelayedExecution``)."""
 
-    def after_func(self, d: float, f: Callable[[], None]) -> Timer: ...
+    def after_func(self, d: float, f: Callable[[], None]) -> Timer:
+        """Call ``f`` on a thread of its own ``d`` seconds from now; returns a timer that
+        can stop it."""
+        ...
 
 
 # --- real clock ---------------------------------------------------------------------------
@@ -225,12 +262,16 @@ class RealClock:
         return time.monotonic()
 
     def after(self, d: float) -> Chan[float]:
+        """A channel that receives a reading once ``d`` seconds have passed."""
         return _RealTimer(d)
 
     def new_timer(self, d: float) -> Timer:
+        """A timer that fires once ``d`` seconds from now."""
         return _RealTimer(d)
 
     def after_func(self, d: float, f: Callable[[], None]) -> Timer:
+        """Call ``f`` on a thread of its own ``d`` seconds from now; returns a timer that
+        can stop it."""
         return _RealFuncTimer(d, f)
 
     def tick(self, d: float) -> Chan[float]:
@@ -240,9 +281,11 @@ class RealClock:
         return _RealTicker(d)
 
     def new_ticker(self, d: float) -> Ticker:
+        """A ticker firing every ``d`` seconds."""
         return _RealTicker(d)
 
     def sleep(self, d: float) -> None:
+        """Block for ``d`` seconds."""
         if d > 0:
             time.sleep(d)
 
@@ -268,6 +311,7 @@ class FakePassiveClock:
             return self._time + self._wall_offset
 
     def since(self, ts: float) -> float:
+        """Seconds from the fake reading ``ts`` to the fake now."""
         with self._lock:
             return self._time + self._wall_offset - ts
 
@@ -348,14 +392,19 @@ class FakeClock(FakePassiveClock):
         return waiter
 
     def after(self, d: float) -> Chan[float]:
+        """A channel that receives a reading once ``d`` seconds fake seconds have passed
+        (``step`` moves time)."""
         return self.new_timer(d).c()
 
     def new_timer(self, d: float) -> Timer:
+        """A timer that fires once ``d`` fake seconds from now."""
         with self._lock:
             waiter = self._add(_Waiter(self._time + d, Chan(1)))
         return _FakeTimer(self, waiter)
 
     def after_func(self, d: float, f: Callable[[], None]) -> Timer:
+        """Call ``f`` on a thread of its own ``d`` fake seconds from now; returns a timer
+        that can stop it."""
         with self._lock:
             waiter = self._add(_Waiter(self._time + d, Chan(1), after_func=f))
         return _FakeTimer(self, waiter)
@@ -367,6 +416,7 @@ class FakeClock(FakePassiveClock):
         return self.new_ticker(d).c()
 
     def new_ticker(self, d: float) -> Ticker:
+        """A ticker firing every ``d`` seconds."""
         if d <= 0:
             raise ValueError("non-positive interval for new_ticker")
         with self._lock:
@@ -430,10 +480,12 @@ class IntervalClock:
         self.duration = float(duration)
 
     def now(self) -> float:
+        """The next reading: each call advances by the interval."""
         self.time += self.duration
         return self.time
 
     def since(self, ts: float) -> float:
+        """Seconds from ``ts`` to the next reading."""
         return self.now() - ts
 
     def monotonic(self) -> float:
@@ -444,19 +496,25 @@ class IntervalClock:
         return NotImplementedError("IntervalClock has no timers")
 
     def after(self, d: float) -> Chan[float]:
+        """Not supported by an interval clock: raises ``NotImplementedError``."""
         raise self._unsupported()
 
     def new_timer(self, d: float) -> Timer:
+        """Not supported by an interval clock: raises ``NotImplementedError``."""
         raise self._unsupported()
 
     def after_func(self, d: float, f: Callable[[], None]) -> Timer:
+        """Not supported by an interval clock: raises ``NotImplementedError``."""
         raise self._unsupported()
 
     def tick(self, d: float) -> Chan[float]:
+        """Not supported by an interval clock: raises ``NotImplementedError``."""
         raise self._unsupported()
 
     def new_ticker(self, d: float) -> Ticker:
+        """Not supported by an interval clock: raises ``NotImplementedError``."""
         raise self._unsupported()
 
     def sleep(self, d: float) -> None:
+        """Not supported by an interval clock: raises ``NotImplementedError``."""
         raise self._unsupported()

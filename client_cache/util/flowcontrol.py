@@ -33,6 +33,7 @@ class TokenBucketRateLimiter:
         self._clock = clock
 
     def qps(self) -> float:
+        """The sustained rate, in tokens per second."""
         return self._qps
 
     def try_accept(self) -> bool:
@@ -47,7 +48,8 @@ class TokenBucketRateLimiter:
 
 
 def new_token_bucket_rate_limiter(qps: float, burst: int) -> TokenBucketRateLimiter:
-    """Go ``flowcontrol.NewTokenBucketRateLimiter``."""
+    """A limiter allowing ``qps`` requests per second on average and bursts of ``burst`` (Go
+    ``flowcontrol.NewTokenBucketRateLimiter``)."""
     return TokenBucketRateLimiter(qps, burst)
 
 

@@ -112,6 +112,7 @@ class Backoff:
     cap: float = 0.0
 
     def step(self) -> float:
+        """The next wait in seconds, and advance the backoff (Go ``Step``)."""
         if self.steps < 1:
             return jitter(self.duration, self.jitter) if self.jitter > 0 else self.duration
         self.steps -= 1
@@ -129,7 +130,9 @@ class BackoffManager(Protocol):
     """Hands out the timer to wait on before the next attempt (Go ``BackoffManager``).
     Implementations return the same timer object, reset, on every call."""
 
-    def backoff(self) -> Timer: ...
+    def backoff(self) -> Timer:
+        """A timer for the next wait (Go ``Backoff``)."""
+        ...
 
 
 def _arm(clock: Clock, timer: Timer | None, delay: float) -> Timer:
@@ -170,6 +173,8 @@ class ExponentialBackoffManager:
         return self._backoff.step()
 
     def backoff(self) -> Timer:
+        """A timer for the next wait, doubled since the last (reset after a quiet period)
+        (Go ``Backoff``)."""
         with self._lock:
             self._timer = _arm(self._clock, self._timer, self._next_backoff())
             return self._timer
@@ -185,6 +190,7 @@ class JitteredBackoffManager:
         self._timer: Timer | None = None
 
     def backoff(self) -> Timer:
+        """A timer for the next wait, the base duration with jitter (Go ``Backoff``)."""
         delay = jitter(self._duration, self._jitter) if self._jitter > 0 else self._duration
         self._timer = _arm(self._clock, self._timer, delay)
         return self._timer
@@ -349,6 +355,7 @@ class Group:
         self._lock = threading.Lock()
 
     def start(self, f: Callable[[], None]) -> None:
+        """Run ``f`` on a new thread the group waits for (Go ``Start``)."""
         with self._lock:
             thread = threading.Thread(
                 target=f, name=f"{self._name}-{len(self._threads)}", daemon=True
@@ -359,7 +366,7 @@ class Group:
     def start_with_stop(
         self, stop: threading.Event, f: Callable[[threading.Event], None]
     ) -> None:
-        """Go ``StartWithChannel``."""
+        """Run ``f(stop)`` on a new thread the group waits for (Go ``StartWithChannel``)."""
         self.start(lambda: f(stop))
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -38,11 +38,20 @@ _MAX_INT64_SECONDS = (2**63 - 1) / 1e9  # the largest Go time.Duration, in secon
 
 @runtime_checkable
 class RateLimiter(Protocol[T_contra]):
-    """Go ``TypedRateLimiter``."""
+    """Decides how long an item waits before it is retried (Go ``TypedRateLimiter``)."""
 
-    def when(self, item: T_contra) -> float: ...
-    def forget(self, item: T_contra) -> None: ...
-    def num_requeues(self, item: T_contra) -> int: ...
+    def when(self, item: T_contra) -> float:
+        """How many seconds ``item`` should wait before it is added again (Go ``When``)."""
+        ...
+
+    def forget(self, item: T_contra) -> None:
+        """Stop tracking ``item``: its next failure starts over (Go ``Forget``)."""
+        ...
+
+    def num_requeues(self, item: T_contra) -> int:
+        """How many times ``item`` has been rate limited since it was last forgotten (Go
+        ``NumRequeues``)."""
+        ...
 
 
 class TokenBucket:
@@ -100,12 +109,15 @@ class BucketRateLimiter(Generic[T]):
         self.bucket = bucket
 
     def when(self, item: T) -> float:
+        """Seconds until the token bucket has a token for the next item (Go ``When``)."""
         return self.bucket.reserve()
 
     def num_requeues(self, item: T) -> int:
+        """Always 0: the bucket does not track items (Go ``NumRequeues``)."""
         return 0
 
     def forget(self, item: T) -> None:
+        """Nothing to forget (Go ``Forget``)."""
         pass
 
 
@@ -142,6 +154,8 @@ class ItemExponentialFailureRateLimiter(_PerItemFailures[T]):
         self.max_delay = max_delay
 
     def when(self, item: T) -> float:
+        """The base delay doubled for each earlier failure of ``item``, capped (Go
+        ``When``)."""
         exp = self._record_failure(item)
         try:
             backoff = math.ldexp(self.base_delay, exp)
@@ -162,6 +176,8 @@ class ItemFastSlowRateLimiter(_PerItemFailures[T]):
         self.max_fast_attempts = max_fast_attempts
 
     def when(self, item: T) -> float:
+        """The fast delay for the first attempts of ``item``, the slow delay after (Go
+        ``When``)."""
         failures = self._record_failure(item) + 1
         return self.fast_delay if failures <= self.max_fast_attempts else self.slow_delay
 
@@ -173,12 +189,15 @@ class MaxOfRateLimiter(Generic[T]):
         self.limiters = limiters
 
     def when(self, item: T) -> float:
+        """The longest wait any of the limiters asks for (Go ``When``)."""
         return max((limiter.when(item) for limiter in self.limiters), default=0.0)
 
     def num_requeues(self, item: T) -> int:
+        """The highest count any of the limiters keeps (Go ``NumRequeues``)."""
         return max((limiter.num_requeues(item) for limiter in self.limiters), default=0)
 
     def forget(self, item: T) -> None:
+        """Forget ``item`` in every limiter (Go ``Forget``)."""
         for limiter in self.limiters:
             limiter.forget(item)
 
@@ -191,34 +210,45 @@ class WithMaxWaitRateLimiter(Generic[T]):
         self.max_delay = max_delay
 
     def when(self, item: T) -> float:
+        """The wrapped limiter's wait, capped at the maximum (Go ``When``)."""
         return min(self.limiter.when(item), self.max_delay)
 
     def forget(self, item: T) -> None:
+        """Stop tracking ``item``: its next failure starts over (Go ``Forget``)."""
         self.limiter.forget(item)
 
     def num_requeues(self, item: T) -> int:
+        """How many times ``item`` has been rate limited since it was last forgotten (Go
+        ``NumRequeues``)."""
         return self.limiter.num_requeues(item)
 
 
 def new_item_exponential_failure_rate_limiter(
     base_delay: float, max_delay: float
 ) -> ItemExponentialFailureRateLimiter[T]:
+    """A limiter whose wait for an item starts at ``base_delay`` and doubles with each
+    failure, up to ``max_delay`` (Go ``NewItemExponentialFailureRateLimiter``)."""
     return ItemExponentialFailureRateLimiter(base_delay, max_delay)
 
 
 def new_item_fast_slow_rate_limiter(
     fast_delay: float, slow_delay: float, max_fast_attempts: int
 ) -> ItemFastSlowRateLimiter[T]:
+    """A limiter waiting ``fast_delay`` for an item's first ``max_fast_attempts`` failures
+    and ``slow_delay`` after (Go ``NewItemFastSlowRateLimiter``)."""
     return ItemFastSlowRateLimiter(fast_delay, slow_delay, max_fast_attempts)
 
 
 def new_max_of_rate_limiter(*limiters: RateLimiter[T]) -> MaxOfRateLimiter[T]:
+    """A limiter whose wait is the longest of ``limiters``' (Go ``NewMaxOfRateLimiter``)."""
     return MaxOfRateLimiter(*limiters)
 
 
 def new_with_max_wait_rate_limiter(
     limiter: RateLimiter[T], max_delay: float
 ) -> WithMaxWaitRateLimiter[T]:
+    """``limiter`` with its waits capped at ``max_delay`` (Go
+    ``NewWithMaxWaitRateLimiter``)."""
     return WithMaxWaitRateLimiter(limiter, max_delay)
 
 

@@ -52,7 +52,9 @@ WAITING_FOR_ADD_CAPACITY = 1000
 class DelayingInterface(Interface[T], Protocol[T]):
     """A work queue with ``add_after`` (Go ``TypedDelayingInterface``)."""
 
-    def add_after(self, item: T, duration: float) -> None: ...
+    def add_after(self, item: T, duration: float) -> None:
+        """Add ``item`` once ``duration`` seconds have passed (Go ``AddAfter``)."""
+        ...
 
 
 @dataclass
@@ -107,15 +109,20 @@ class DelayingType(QueueIteration[T]):
 
     # -- the work queue interface, delegated ------------------------------------------------
     def add(self, item: T) -> None:
+        """Queue ``item`` unless it is queued already or the queue is shutting down (Go
+        ``Add``)."""
         self.queue.add(item)
 
     def len(self) -> int:
+        """How many items wait to be handed out (Go ``Len``)."""
         return self.queue.len()
 
     def __len__(self) -> int:
         return self.queue.len()
 
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Wait for an item: ``(item, False)``, or ``(None, True)`` once shut down and empty
+        (Go ``Get``)."""
         return self.queue.get(timeout)
 
     async def get_async(self) -> tuple[T | None, bool]:
@@ -123,9 +130,11 @@ class DelayingType(QueueIteration[T]):
         return await self.queue.get_async()
 
     def done(self, item: T) -> None:
+        """Mark ``item`` processed; queue it again if it was added meanwhile (Go ``Done``)."""
         self.queue.done(item)
 
     def shutting_down(self) -> bool:
+        """True once the queue is shutting down (Go ``ShuttingDown``)."""
         return self.queue.shutting_down()
 
     def shut_down(self) -> None:
@@ -256,7 +265,7 @@ def new_typed_delaying_queue_with_config(config: DelayingQueueConfig[T]) -> Dela
 
 
 def new_delaying_queue_with_config(config: DelayingQueueConfig[T]) -> DelayingType[T]:
-    """Go ``NewDelayingQueueWithConfig``."""
+    """A delaying queue set up by ``config`` (Go ``NewDelayingQueueWithConfig``)."""
     return new_typed_delaying_queue_with_config(config)
 
 
@@ -266,7 +275,7 @@ def new_delaying_queue() -> DelayingType[T]:
 
 
 def new_typed_delaying_queue() -> DelayingType[T]:
-    """Go ``NewTypedDelayingQueue``."""
+    """An unnamed delaying queue without metrics (Go ``NewTypedDelayingQueue``)."""
     return new_typed_delaying_queue_with_config(DelayingQueueConfig())
 
 

@@ -52,41 +52,79 @@ METRIC_NAMES = {
 
 @runtime_checkable
 class GaugeMetric(Protocol):
-    def inc(self) -> None: ...
-    def dec(self) -> None: ...
+    def inc(self) -> None:
+        """Add one."""
+        ...
+
+    def dec(self) -> None:
+        """Subtract one."""
+        ...
 
 
 @runtime_checkable
 class SettableGaugeMetric(Protocol):
-    def set(self, value: float) -> None: ...
+    def set(self, value: float) -> None:
+        """Set the gauge to ``value``."""
+        ...
 
 
 @runtime_checkable
 class CounterMetric(Protocol):
-    def inc(self) -> None: ...
+    def inc(self) -> None:
+        """Add one."""
+        ...
 
 
 @runtime_checkable
 class SummaryMetric(Protocol):
-    def observe(self, value: float) -> None: ...
+    def observe(self, value: float) -> None:
+        """Record ``value``."""
+        ...
 
 
 @runtime_checkable
 class HistogramMetric(Protocol):
-    def observe(self, value: float) -> None: ...
+    def observe(self, value: float) -> None:
+        """Record ``value``."""
+        ...
 
 
 @runtime_checkable
 class MetricsProvider(Protocol):
     """Makes the metrics of one named queue (Go ``MetricsProvider``)."""
 
-    def new_depth_metric(self, name: str) -> GaugeMetric: ...
-    def new_adds_metric(self, name: str) -> CounterMetric: ...
-    def new_latency_metric(self, name: str) -> HistogramMetric: ...
-    def new_work_duration_metric(self, name: str) -> HistogramMetric: ...
-    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric: ...
-    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric: ...
-    def new_retries_metric(self, name: str) -> CounterMetric: ...
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        """The gauge of how many items wait in queue ``name`` (``workqueue_depth``)."""
+        ...
+
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        """The counter of items added to queue ``name`` (``workqueue_adds_total``)."""
+        ...
+
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        """The histogram of seconds items wait in queue ``name`` before a worker takes them
+        (``workqueue_queue_duration_seconds``)."""
+        ...
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        """The histogram of seconds workers of queue ``name`` spend on an item
+        (``workqueue_work_duration_seconds``)."""
+        ...
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """The gauge of seconds of work in progress not yet done in queue ``name``
+        (``workqueue_unfinished_work_seconds``)."""
+        ...
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """The gauge of the longest time an item of queue ``name`` has been in work
+        (``workqueue_longest_running_processor_seconds``)."""
+        ...
+
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        """The counter of rate-limited re-adds to queue ``name``
+        (``workqueue_retries_total``)."""
+        ...
 
 
 class _NoopMetric:
@@ -112,24 +150,31 @@ class NoopMetricsProvider:
     """The default provider: every metric does nothing."""
 
     def new_depth_metric(self, name: str) -> GaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_adds_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_latency_metric(self, name: str) -> HistogramMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_retries_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
         return _NOOP
 
 
@@ -148,6 +193,7 @@ def set_provider(provider: MetricsProvider) -> None:
 
 
 def get_provider() -> MetricsProvider:
+    """The metrics provider installed by ``set_provider`` (a no-op one otherwise)."""
     with _provider_lock:
         return _provider
 
@@ -178,12 +224,14 @@ class QueueMetrics(Generic[T]):
         self._processing_start_times: dict[T, float] = {}
 
     def add(self, item: T) -> None:
+        """Count an add of ``item`` and note when it was queued."""
         self.adds.inc()
         self.depth.inc()
         if item not in self._add_times:
             self._add_times[item] = self._clock.monotonic()
 
     def get(self, item: T) -> None:
+        """Record how long ``item`` waited and note when its work began."""
         self.depth.dec()
         self._processing_start_times[item] = self._clock.monotonic()
         start = self._add_times.pop(item, None)
@@ -191,11 +239,13 @@ class QueueMetrics(Generic[T]):
             self.latency.observe(self._clock.monotonic() - start)
 
     def done(self, item: T) -> None:
+        """Record how long the work on ``item`` took."""
         start = self._processing_start_times.pop(item, None)
         if start is not None:
             self.work_duration.observe(self._clock.monotonic() - start)
 
     def update_unfinished_work(self) -> None:
+        """Refresh the unfinished-work and longest-running gauges."""
         total = 0.0
         oldest = 0.0
         for start in self._processing_start_times.values():
@@ -210,15 +260,19 @@ class NoQueueMetrics(Generic[T]):
     """What an unnamed queue (or one with the no-op provider) uses."""
 
     def add(self, item: T) -> None:
+        """Nothing: the queue has no metrics."""
         pass
 
     def get(self, item: T) -> None:
+        """Nothing: the queue has no metrics."""
         pass
 
     def done(self, item: T) -> None:
+        """Nothing: the queue has no metrics."""
         pass
 
     def update_unfinished_work(self) -> None:
+        """Nothing: the queue has no metrics."""
         pass
 
 

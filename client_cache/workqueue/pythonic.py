@@ -36,12 +36,16 @@ class QueueIteration(Generic[T]):
     """Mixed into the queue classes: :meth:`__iter__` and :meth:`processing`."""
 
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Wait for an item: ``(item, False)``, or ``(None, True)`` once shut down and empty
+        (Go ``Get``)."""
         raise NotImplementedError
 
     async def get_async(self) -> tuple[T | None, bool]:
+        """``get`` for a coroutine, without blocking the event loop."""
         raise NotImplementedError
 
     def done(self, item: T) -> None:
+        """Mark ``item`` processed; queue it again if it was added meanwhile (Go ``Done``)."""
         raise NotImplementedError
 
     def __iter__(self) -> Iterator[T]:

@@ -68,14 +68,41 @@ UNFINISHED_WORK_UPDATE_PERIOD = 0.5
 class Interface(Protocol[T]):
     """What workers use (Go ``TypedInterface``)."""
 
-    def add(self, item: T) -> None: ...
-    def len(self) -> int: ...
-    def get(self, timeout: float | None = None) -> tuple[T | None, bool]: ...
-    async def get_async(self) -> tuple[T | None, bool]: ...  # a port addition
-    def done(self, item: T) -> None: ...
-    def shut_down(self) -> None: ...
-    def shut_down_with_drain(self) -> None: ...
-    def shutting_down(self) -> bool: ...
+    def add(self, item: T) -> None:
+        """Queue ``item`` unless it is queued already or the queue is shutting down (Go
+        ``Add``)."""
+        ...
+
+    def len(self) -> int:
+        """How many items wait to be handed out (Go ``Len``)."""
+        ...
+
+    def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Wait for an item: ``(item, False)``, or ``(None, True)`` once shut down and empty
+        (Go ``Get``)."""
+        ...
+
+    async def get_async(self) -> tuple[T | None, bool]:
+        """``get`` for a coroutine, without blocking the event loop (a port addition)."""
+        ...
+
+    def done(self, item: T) -> None:
+        """Mark ``item`` processed; queue it again if it was added meanwhile (Go ``Done``)."""
+        ...
+
+    def shut_down(self) -> None:
+        """Stop accepting items; workers get what is queued, then ``shutdown`` (Go
+        ``ShutDown``)."""
+        ...
+
+    def shut_down_with_drain(self) -> None:
+        """Like ``shut_down``, then wait until every handed-out item is done (Go
+        ``ShutDownWithDrain``)."""
+        ...
+
+    def shutting_down(self) -> bool:
+        """True once the queue is shutting down (Go ``ShuttingDown``)."""
+        ...
 
 
 @runtime_checkable
@@ -83,10 +110,22 @@ class Queue(Protocol[T]):
     """The storage behind a work queue, pluggable for priority orders (Go ``Queue[T]``).
     ``touch`` is called when an already queued item is added again."""
 
-    def touch(self, item: T) -> None: ...
-    def push(self, item: T) -> None: ...
-    def len(self) -> int: ...
-    def pop(self) -> T: ...
+    def touch(self, item: T) -> None:
+        """Note that a queued ``item`` was added again (a plain FIFO does nothing) (Go
+        ``Touch``)."""
+        ...
+
+    def push(self, item: T) -> None:
+        """Put ``item`` at the back (Go ``Push``)."""
+        ...
+
+    def len(self) -> int:
+        """How many items are in line (Go ``Len``)."""
+        ...
+
+    def pop(self) -> T:
+        """Take the item at the front (Go ``Pop``)."""
+        ...
 
 
 class DefaultQueue(Generic[T]):
@@ -98,15 +137,20 @@ class DefaultQueue(Generic[T]):
         self._items: deque[T] = deque()
 
     def touch(self, item: T) -> None:
+        """Note that a queued ``item`` was added again (a plain FIFO does nothing) (Go
+        ``Touch``)."""
         pass
 
     def push(self, item: T) -> None:
+        """Put ``item`` at the back (Go ``Push``)."""
         self._items.append(item)
 
     def len(self) -> int:
+        """How many items are in line (Go ``Len``)."""
         return len(self._items)
 
     def pop(self) -> T:
+        """Take the item at the front (Go ``Pop``)."""
         return self._items.popleft()
 
 
@@ -273,6 +317,7 @@ class Typed(QueueIteration[T]):
         self._stop_metrics()
 
     def shutting_down(self) -> bool:
+        """True once the queue is shutting down (Go ``ShuttingDown``)."""
         with self._cond:
             return self._shutting_down
 

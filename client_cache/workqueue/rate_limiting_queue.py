@@ -50,11 +50,21 @@ T = TypeVar("T", bound=Hashable)
 
 @runtime_checkable
 class RateLimitingInterface(DelayingInterface[T], Protocol[T]):
-    """Go ``TypedRateLimitingInterface``."""
+    """A delaying queue that also retries items after their rate limiter's wait (Go
+    ``TypedRateLimitingInterface``)."""
 
-    def add_rate_limited(self, item: T) -> None: ...
-    def forget(self, item: T) -> None: ...
-    def num_requeues(self, item: T) -> int: ...
+    def add_rate_limited(self, item: T) -> None:
+        """Add ``item`` after the wait its rate limiter asks for (Go ``AddRateLimited``)."""
+        ...
+
+    def forget(self, item: T) -> None:
+        """Stop tracking ``item``: its next failure starts over (Go ``Forget``)."""
+        ...
+
+    def num_requeues(self, item: T) -> int:
+        """How many times ``item`` has been rate limited since it was last forgotten (Go
+        ``NumRequeues``)."""
+        ...
 
 
 @dataclass
@@ -76,9 +86,12 @@ class RateLimitingType(QueueIteration[T]):
         self.rate_limiter = rate_limiter
 
     def add(self, item: T) -> None:
+        """Queue ``item`` unless it is queued already or the queue is shutting down (Go
+        ``Add``)."""
         self.delaying.add(item)
 
     def add_after(self, item: T, duration: float) -> None:
+        """Add ``item`` once ``duration`` seconds have passed (Go ``AddAfter``)."""
         self.delaying.add_after(item, duration)
 
     def add_rate_limited(self, item: T) -> None:
@@ -90,15 +103,20 @@ class RateLimitingType(QueueIteration[T]):
         self.rate_limiter.forget(item)
 
     def num_requeues(self, item: T) -> int:
+        """How many times ``item`` has been rate limited since it was last forgotten (Go
+        ``NumRequeues``)."""
         return self.rate_limiter.num_requeues(item)
 
     def len(self) -> int:
+        """How many items wait to be handed out (Go ``Len``)."""
         return self.delaying.len()
 
     def __len__(self) -> int:
         return self.delaying.len()
 
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
+        """Wait for an item: ``(item, False)``, or ``(None, True)`` once shut down and empty
+        (Go ``Get``)."""
         return self.delaying.get(timeout)
 
     async def get_async(self) -> tuple[T | None, bool]:
@@ -106,22 +124,29 @@ class RateLimitingType(QueueIteration[T]):
         return await self.delaying.get_async()
 
     def done(self, item: T) -> None:
+        """Mark ``item`` processed; queue it again if it was added meanwhile (Go ``Done``)."""
         self.delaying.done(item)
 
     def shut_down(self) -> None:
+        """Stop accepting items; workers get what is queued, then ``shutdown`` (Go
+        ``ShutDown``)."""
         self.delaying.shut_down()
 
     def shut_down_with_drain(self) -> None:
+        """Like ``shut_down``, then wait until every handed-out item is done (Go
+        ``ShutDownWithDrain``)."""
         self.delaying.shut_down_with_drain()
 
     def shutting_down(self) -> bool:
+        """True once the queue is shutting down (Go ``ShuttingDown``)."""
         return self.delaying.shutting_down()
 
 
 def new_typed_rate_limiting_queue_with_config(
     rate_limiter: RateLimiter[T], config: RateLimitingQueueConfig[T]
 ) -> RateLimitingType[T]:
-    """Go ``NewTypedRateLimitingQueueWithConfig``."""
+    """A rate-limiting queue using ``rate_limiter``, set up by ``config`` (Go
+    ``NewTypedRateLimitingQueueWithConfig``)."""
     delaying = config.delaying_queue
     if delaying is None:
         delaying = new_typed_delaying_queue_with_config(
@@ -135,7 +160,8 @@ def new_typed_rate_limiting_queue_with_config(
 def new_rate_limiting_queue_with_config(
     rate_limiter: RateLimiter[T], config: RateLimitingQueueConfig[T]
 ) -> RateLimitingType[T]:
-    """Go ``NewRateLimitingQueueWithConfig``."""
+    """Same as :func:`new_typed_rate_limiting_queue_with_config` (Go
+    ``NewRateLimitingQueueWithConfig``)."""
     return new_typed_rate_limiting_queue_with_config(rate_limiter, config)
 
 

@@ -54,6 +54,7 @@ class FaultInjection:
     store: ApiStore
 
     def init_faults(self) -> None:
+        """Set up the fault switches (all off)."""
         self._faults: list[_Fault] = []
         self._bad_lists: list[str] = []
         self._fault_lock = threading.Lock()
@@ -61,6 +62,7 @@ class FaultInjection:
         self._stall_changed = threading.Condition()
 
     def connections(self) -> list[socket.socket]:
+        """The client connections open now."""
         raise NotImplementedError
 
     def fail_next(

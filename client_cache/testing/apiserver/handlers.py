@@ -105,6 +105,7 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing ----------------------------------------------------------------------------------
     @property
     def owner(self) -> EmbeddedApiServer:
+        """The server this handler serves."""
         owner: EmbeddedApiServer = getattr(self.server, "owner")  # noqa: B009
         return owner
 
@@ -137,18 +138,23 @@ class Handler(BaseHTTPRequestHandler):
             raise new_bad_request(f"invalid JSON body: {err}") from err
 
     def do_GET(self) -> None:
+        """Serve a GET: discovery, a read, a list or a watch."""
         self._dispatch("GET")
 
     def do_POST(self) -> None:
+        """Serve a POST: a create, or a fault-injection control."""
         self._dispatch("POST")
 
     def do_PUT(self) -> None:
+        """Serve a PUT: a replace (``/status`` for the status subresource)."""
         self._dispatch("PUT")
 
     def do_PATCH(self) -> None:
+        """Serve a PATCH: merge, strategic-merge or JSON patch."""
         self._dispatch("PATCH")
 
     def do_DELETE(self) -> None:
+        """Serve a DELETE of one object or of a collection."""
         self._dispatch("DELETE")
 
     def _dispatch(self, method: str) -> None:

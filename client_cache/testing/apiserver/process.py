@@ -95,6 +95,7 @@ class EmbeddedApiServerProcess:
         return self._proc.pid if self._proc is not None else None
 
     def stop(self) -> None:
+        """End the process: SIGTERM, then SIGKILL after 5 s."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -119,6 +120,7 @@ class EmbeddedApiServerProcess:
         self.stop()
 
     def configuration(self) -> Any:
+        """A ``kubernetes.client.Configuration`` for the server."""
         return client_configuration(self.url)
 
     def api_client(self) -> Any:

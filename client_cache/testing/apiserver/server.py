@@ -122,9 +122,11 @@ class EmbeddedApiServer(FaultInjection):
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
     def url(self) -> str:
+        """The server's ``http://127.0.0.1:port``."""
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> EmbeddedApiServer:
+        """Start serving on a thread of its own; returns the server."""
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
             name="apiserver-listener", daemon=True,
@@ -161,6 +163,7 @@ class EmbeddedApiServer(FaultInjection):
 
     # -- clients -----------------------------------------------------------------------------------
     def configuration(self) -> Any:
+        """A ``kubernetes.client.Configuration`` for the server."""
         return client_configuration(self.url)
 
     def api_client(self) -> Any:
@@ -168,6 +171,7 @@ class EmbeddedApiServer(FaultInjection):
         return ApiClient(self.configuration())
 
     def kubeconfig(self) -> dict[str, Any]:
+        """A kubeconfig dict pointing at the server."""
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -224,6 +228,7 @@ class EmbeddedApiServer(FaultInjection):
             return list(self._httpd.connections)
 
     def open_watch_count(self) -> int:
+        """How many watches are open now."""
         return len(self.store.watchers())
 
 

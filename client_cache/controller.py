@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache.delta_fifo import (
     DeltaFIFOOptions,
@@ -77,82 +77,92 @@ ProcessFunc = Callable[[Any, bool], None]
 
 ShouldResyncFunc = Callable[[], bool]
 
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
 
 @runtime_checkable
-class ResourceEventHandler(Protocol):
+class ResourceEventHandler(Protocol[T_contra]):
     """Receives notifications (Go ``ResourceEventHandler``). Handlers must not mutate the
-    objects they get; ``on_delete`` may receive a ``DeletedFinalStateUnknown``."""
+    objects they get; ``on_delete`` may receive a ``DeletedFinalStateUnknown``.
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+    Generic in the object type: ``ResourceEventHandler[V1Pod]`` for an informer of models,
+    ``ResourceEventHandler[WireObject]`` for wire dicts, so that ``mypy`` checks a
+    handler against the informer it is added to."""
+
+    def on_add(self, obj: T_contra, is_in_initial_list: bool) -> None:
         """Called with each added object; ``is_in_initial_list`` says whether it came from
         the initial list (Go ``OnAdd``)."""
         ...
 
-    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+    def on_update(self, old_obj: T_contra, new_obj: T_contra) -> None:
         """Called with the previous and the new version of a changed object; a resync passes
         the same object twice (Go ``OnUpdate``)."""
         ...
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: T_contra | DeletedFinalStateUnknown) -> None:
         """Called with a deleted object, or a ``DeletedFinalStateUnknown`` when the deletion
         was missed (Go ``OnDelete``)."""
         ...
 
 
-class _UpdateDeleteFuncs:
+class _UpdateDeleteFuncs(Generic[T]):
     """``on_update``/``on_delete`` for the function-backed handlers: call the function
     when it is set, do nothing otherwise."""
 
-    update_func: Callable[[Any, Any], None] | None
-    delete_func: Callable[[Any], None] | None
+    update_func: Callable[[T, T], None] | None
+    delete_func: Callable[[T | DeletedFinalStateUnknown], None] | None
 
-    def on_update(self, old_obj: Any, new_obj: Any) -> None:
+    def on_update(self, old_obj: T, new_obj: T) -> None:
+        """Call ``update_func(old, new)`` when it is set (Go ``OnUpdate``)."""
         if self.update_func is not None:
             self.update_func(old_obj, new_obj)
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: T | DeletedFinalStateUnknown) -> None:
+        """Call ``delete_func(obj)`` when it is set (Go ``OnDelete``)."""
         if self.delete_func is not None:
             self.delete_func(obj)
 
 
 @dataclass
-class ResourceEventHandlerFuncs(_UpdateDeleteFuncs):
+class ResourceEventHandlerFuncs(_UpdateDeleteFuncs[T]):
     """A handler from up to three functions; ``add_func`` does not receive
-    ``is_in_initial_list`` (Go ``ResourceEventHandlerFuncs``)."""
+    ``is_in_initial_list`` (Go ``ResourceEventHandlerFuncs``). The object type is taken
+    from the functions (``delete_func`` must accept a ``DeletedFinalStateUnknown`` too)."""
 
-    add_func: Callable[[Any], None] | None = None
-    update_func: Callable[[Any, Any], None] | None = None
-    delete_func: Callable[[Any], None] | None = None
+    add_func: Callable[[T], None] | None = None
+    update_func: Callable[[T, T], None] | None = None
+    delete_func: Callable[[T | DeletedFinalStateUnknown], None] | None = None
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: T, is_in_initial_list: bool) -> None:
         """Call ``add_func(obj)`` when it is set (Go ``OnAdd``)."""
         if self.add_func is not None:
             self.add_func(obj)
 
 
 @dataclass
-class ResourceEventHandlerDetailedFuncs(_UpdateDeleteFuncs):
+class ResourceEventHandlerDetailedFuncs(_UpdateDeleteFuncs[T]):
     """Like :class:`ResourceEventHandlerFuncs`, with ``is_in_initial_list`` for adds."""
 
-    add_func: Callable[[Any, bool], None] | None = None
-    update_func: Callable[[Any, Any], None] | None = None
-    delete_func: Callable[[Any], None] | None = None
+    add_func: Callable[[T, bool], None] | None = None
+    update_func: Callable[[T, T], None] | None = None
+    delete_func: Callable[[T | DeletedFinalStateUnknown], None] | None = None
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: T, is_in_initial_list: bool) -> None:
         """Call ``add_func(obj, is_in_initial_list)`` when it is set (Go ``OnAdd``)."""
         if self.add_func is not None:
             self.add_func(obj, is_in_initial_list)
 
 
 @dataclass
-class FilteringResourceEventHandler:
+class FilteringResourceEventHandler(Generic[T]):
     """Passes on only objects that satisfy ``filter_func`` (Go
     ``FilteringResourceEventHandler``). An update whose new object starts passing the
     filter becomes an add (``is_in_initial_list`` False); one that stops passing becomes a
     delete of the old object."""
 
     filter_func: Callable[[Any], bool]
-    handler: ResourceEventHandler
+    handler: ResourceEventHandler[T]
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         """Pass the object on as an add when it passes the filter (Go ``OnAdd``)."""
@@ -294,7 +304,8 @@ def new_controller(config: Config) -> Controller:
 
 
 def process_deltas(
-    handler: ResourceEventHandler, client_state: Store, deltas: Deltas, is_in_initial_list: bool
+    handler: ResourceEventHandler[Any], client_state: Store, deltas: Deltas,
+    is_in_initial_list: bool,
 ) -> None:
     """Apply ``deltas`` (oldest first) to ``client_state`` and notify ``handler`` (Go
     ``processDeltas``); a store error stops at that delta and propagates."""
@@ -316,7 +327,7 @@ def process_deltas(
             handler.on_add(obj, is_in_initial_list)
 
 
-def replace_all(handler: ResourceEventHandler, client_state: Store, info: ReplacedAllInfo,
+def replace_all(handler: ResourceEventHandler[Any], client_state: Store, info: ReplacedAllInfo,
                 is_in_initial_list: bool) -> None:
     """Apply a whole relist (a ``ReplacedAll`` delta): swap ``client_state`` to the listed
     objects in one step, then notify ``handler`` as the per-object deltas would have: a
@@ -345,7 +356,7 @@ class InformerOptions:
     """Options of :func:`new_informer_with_options` (Go ``InformerOptions``)."""
 
     lister_watcher: ListerWatcher
-    handler: ResourceEventHandler
+    handler: ResourceEventHandler[Any]
     object_type: Any = None
     resync_period: float = 0.0
     min_watch_timeout: float = 0.0
@@ -388,7 +399,7 @@ def new_informer_with_options(options: InformerOptions) -> tuple[Store, Controll
 
 def new_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
-    handler: ResourceEventHandler,
+    handler: ResourceEventHandler[Any],
 ) -> tuple[Store, Controller]:
     """A store and a controller that fills it from ``lister_watcher`` and calls ``handler``
     on every change; run the controller to start (Go ``NewInformer``)."""
@@ -398,7 +409,7 @@ def new_informer(
 
 def new_indexer_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
-    handler: ResourceEventHandler, indexers: Indexers,
+    handler: ResourceEventHandler[Any], indexers: Indexers,
 ) -> tuple[Indexer, Controller]:
     """Like :func:`new_informer`, with an indexer built from ``indexers`` instead of a plain
     store (Go ``NewIndexerInformer``)."""
@@ -409,7 +420,7 @@ def new_indexer_informer(
 
 def new_transforming_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
-    handler: ResourceEventHandler, transformer: TransformFunc | None,
+    handler: ResourceEventHandler[Any], transformer: TransformFunc | None,
 ) -> tuple[Store, Controller]:
     """Like :func:`new_informer`, with ``transformer`` applied to every object before it is
     stored (Go ``NewTransformingInformer``)."""
@@ -419,7 +430,7 @@ def new_transforming_informer(
 
 def new_transforming_indexer_informer(
     lister_watcher: ListerWatcher, object_type: Any, resync_period: float,
-    handler: ResourceEventHandler, indexers: Indexers, transformer: TransformFunc | None,
+    handler: ResourceEventHandler[Any], indexers: Indexers, transformer: TransformFunc | None,
 ) -> tuple[Indexer, Controller]:
     """Like :func:`new_indexer_informer`, with ``transformer`` applied to every object
     before it is stored (Go ``NewTransformingIndexerInformer``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from client_cache import meta
 from client_cache.errors import IndexNotFoundError, new_not_found
@@ -35,6 +35,8 @@ _log = logging.getLogger(__name__)
 
 # Aliases so that annotations inside classes with a ``list`` method mean the builtin.
 _Objects = list[Any]
+_ListOf = list  # ``list`` inside the lister classes is their method
+T = TypeVar("T")
 
 AppendFunc = Callable[[Any], None]
 """Receives each selected object (Go ``AppendFunc``)."""
@@ -89,42 +91,45 @@ def list_all_by_namespace(
 
 
 @runtime_checkable
-class GenericNamespaceLister(Protocol):
-    """Lists and gets objects of one resource in one namespace."""
+class GenericNamespaceLister(Protocol[T]):
+    """Lists and gets objects of one resource in one namespace (generic in the cached
+    object type, as :class:`GenericLister`)."""
 
-    def list(self, selector: Selector) -> _Objects:
+    def list(self, selector: Selector) -> _ListOf[T]:
         """The cached objects of this namespace that ``selector`` matches (Go ``List``)."""
         ...
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> T:
         """The cached object ``name`` of this namespace; raises the server's NotFound error
         when absent (Go ``Get``)."""
         ...
 
-    def by_field(self, path: str, value: str) -> _Objects:
+    def by_field(self, path: str, value: str) -> _ListOf[T]:
         """The cached objects of this namespace whose field ``path`` (indexed with
         :func:`~client_cache.field_index.index_field`) equals ``value``."""
         ...
 
 
 @runtime_checkable
-class GenericLister(Protocol):
-    """Lists and gets objects of one resource (Go ``GenericLister``)."""
+class GenericLister(Protocol[T]):
+    """Lists and gets objects of one resource (Go ``GenericLister``). Generic in the
+    cached object type: ``GenericLister[V1Pod]`` from a typed accessor with
+    ``models=True``, ``GenericLister[WireObject]`` for wire dicts."""
 
-    def list(self, selector: Selector) -> _Objects:
+    def list(self, selector: Selector) -> _ListOf[T]:
         """The cached objects that ``selector`` matches (Go ``List``)."""
         ...
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> T:
         """The cached object named ``name`` ("namespace/name" for namespaced resources);
         raises the server's NotFound error when absent (Go ``Get``)."""
         ...
 
-    def by_namespace(self, namespace: str) -> GenericNamespaceLister:
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister[T]:
         """A lister of one namespace (Go ``ByNamespace``)."""
         ...
 
-    def by_field(self, path: str, value: str) -> _Objects:
+    def by_field(self, path: str, value: str) -> _ListOf[T]:
         """The cached objects whose field ``path`` (indexed with
         :func:`~client_cache.field_index.index_field`) equals ``value``."""
         ...
@@ -157,7 +162,7 @@ class _GenericLister:
             raise new_not_found(self._resource.group, self._resource.resource, name)
         return obj
 
-    def by_namespace(self, namespace: str) -> GenericNamespaceLister:
+    def by_namespace(self, namespace: str) -> GenericNamespaceLister[Any]:
         """A lister restricted to ``namespace``."""
         return _GenericNamespaceLister(self._indexer, self._resource, namespace)
 
@@ -206,7 +211,7 @@ class _GenericNamespaceLister:
         return obj
 
 
-def new_generic_lister(indexer: Indexer, resource: GroupResource) -> GenericLister:
+def new_generic_lister(indexer: Indexer, resource: GroupResource) -> GenericLister[Any]:
     """A :class:`GenericLister` over ``indexer`` for ``resource`` (Go ``NewGenericLister``).
 
     ``resource`` names the resource in NotFound errors, e.g. ``GroupResource("", "pod")``

@@ -18,11 +18,17 @@ from __future__ import annotations
 import copy
 import datetime
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from client_cache.listwatch import model_decoder
 
-__all__ = ["to_model", "to_wire"]
+__all__ = ["WireObject", "to_model", "to_wire"]
+
+WireObject: TypeAlias = Mapping[str, Any]
+"""How an object in wire form (the server's JSON, as informers hand it out by default)
+is typed: a read-only mapping, since cached objects are shared; copy it
+(``copy.deepcopy``) to change it. Deliberately not a ``TypedDict``: every resource and
+version would need its own."""
 
 
 def to_wire(obj: Any) -> Any:

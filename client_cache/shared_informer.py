@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from client_cache import meta
 from client_cache.controller import (
@@ -84,6 +84,9 @@ __all__ = [
     "wait_for_cache_sync",
     "wait_for_named_cache_sync",
 ]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 _log = logging.getLogger(__name__)
 
@@ -152,7 +155,7 @@ class ProcessorListener:
 
     def __init__(
         self,
-        handler: ResourceEventHandler,
+        handler: ResourceEventHandler[Any],
         requested_resync_period: float,
         resync_period: float,
         now: float,
@@ -365,19 +368,19 @@ class _SharedProcessor:
 
 
 @runtime_checkable
-class SharedInformer(Protocol):
+class SharedInformer(Protocol[T_co]):
     """An informer that shares one cache and one watch among many handlers (Go
     ``SharedInformer``)."""
 
     def add_event_handler(
-        self, handler: ResourceEventHandler
+        self, handler: ResourceEventHandler[T_co]
     ) -> ResourceEventHandlerRegistration:
         """Register ``handler``: it gets every cached object as an add, then every change;
         returns its registration (Go ``AddEventHandler``)."""
         ...
 
     def add_event_handler_with_resync_period(
-        self, handler: ResourceEventHandler, resync_period: float
+        self, handler: ResourceEventHandler[T_co], resync_period: float
     ) -> ResourceEventHandlerRegistration:
         """Like ``add_event_handler``, with its own resync period in seconds (Go
         ``AddEventHandlerWithResyncPeriod``)."""
@@ -454,7 +457,7 @@ class SharedIndexInformerOptions:
 class _InformerController:
     """What ``get_controller`` hands out (Go ``dummyController``): ``run`` does nothing."""
 
-    def __init__(self, informer: SharedIndexInformer) -> None:
+    def __init__(self, informer: SharedIndexInformer[Any]) -> None:
         self._informer = informer
 
     def run(self, stop: threading.Event) -> None:
@@ -467,7 +470,7 @@ class _InformerController:
         return self._informer.last_sync_resource_version()
 
 
-class SharedIndexInformer:
+class SharedIndexInformer(Generic[T]):
     """See the module documentation. Build with :func:`new_shared_index_informer`."""
 
     def __init__(
@@ -612,14 +615,15 @@ class SharedIndexInformer:
         self.processor.distribute(_Delete(old), False)
 
     # -- handlers -------------------------------------------------------------------------------
-    def add_event_handler(self, handler: ResourceEventHandler) -> ResourceEventHandlerRegistration:
+    def add_event_handler(
+            self, handler: ResourceEventHandler[T]) -> ResourceEventHandlerRegistration:
         """Register ``handler``: it gets every cached object as an add, then every change;
         returns its registration (Go ``AddEventHandler``)."""
         return self.add_event_handler_with_resync_period(
             handler, self.default_event_handler_resync_period)
 
     def add_event_handler_with_resync_period(
-        self, handler: ResourceEventHandler, resync_period: float
+        self, handler: ResourceEventHandler[T], resync_period: float
     ) -> ResourceEventHandlerRegistration:
         """Register ``handler``; see the module documentation for resync periods."""
         with self._started_lock:
@@ -745,7 +749,7 @@ class SharedIndexInformer:
 
 def new_shared_index_informer_with_options(
     lister_watcher: ListerWatcher, example_object: Any, options: SharedIndexInformerOptions
-) -> SharedIndexInformer:
+) -> SharedIndexInformer[Any]:
     """A shared informer on ``lister_watcher`` holding objects like ``example_object``, set
     up by ``options`` (Go ``NewSharedIndexInformerWithOptions``)."""
     return SharedIndexInformer(lister_watcher, example_object, options)
@@ -754,7 +758,7 @@ def new_shared_index_informer_with_options(
 def new_shared_index_informer(
     lister_watcher: ListerWatcher, example_object: Any,
     default_event_handler_resync_period: float, indexers: Indexers,
-) -> SharedIndexInformer:
+) -> SharedIndexInformer[Any]:
     """A shared informer with ``indexers`` and a default handler resync period in seconds
     (Go ``NewSharedIndexInformer``)."""
     return SharedIndexInformer(lister_watcher, example_object, SharedIndexInformerOptions(
@@ -764,7 +768,7 @@ def new_shared_index_informer(
 def new_shared_informer(
     lister_watcher: ListerWatcher, example_object: Any,
     default_event_handler_resync_period: float,
-) -> SharedIndexInformer:
+) -> SharedIndexInformer[Any]:
     """A shared informer without indexes (Go ``NewSharedInformer``)."""
     return new_shared_index_informer(lister_watcher, example_object,
                                      default_event_handler_resync_period, {})

@@ -249,6 +249,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Overflow": ("—", "events()' overflow policy: wait or fail"),
     "wait_for_cache_sync_async": ("—", "wait_for_cache_sync for a coroutine"),
     "on_sync_changed": ("—", "a callback at every sync change (for the asyncio bridge)"),
+    "WireObject": ("—", "the type of an object in wire form: Mapping[str, Any]"),
     "IndexQueries": ("—", "the index methods Go declares on both Indexer and ThreadSafeStore"),
     "Reconciler": ("—", "reconcile(obj, ctx) -> Action, plain or async"),
     "ErrorPolicy": ("—", "error_policy(obj, err, ctx) -> Action, plain or async"),

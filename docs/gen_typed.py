@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import kubernetes
+import kubernetes.client
 import kubernetes.client.api as api_package
 
 OUT = Path(__file__).resolve().parent.parent / "client_cache" / "informers" / "typed.py"
@@ -62,6 +63,18 @@ def source_of(cls: type, name: str) -> str:
     return "\n".join(parts)
 
 
+def item_model(name: str, group: str) -> str:
+    """The ``kubernetes.client`` class of a list's items: ``name`` itself, or, where two
+    groups have a kind of that name, the class with the group's prefix
+    (``ResourceV1ResourceClaim``, ``CoreV1Event``)."""
+    if hasattr(kubernetes.client, name):
+        return name
+    prefixed = (group.split(".", 1)[0] or "core").capitalize() + name
+    if hasattr(kubernetes.client, prefixed):
+        return prefixed
+    raise SystemExit(f"no kubernetes.client class for {name} (group {group or 'core'})")
+
+
 def resources() -> dict[tuple[str, str], dict[str, tuple[str, str, str, bool]]]:
     """(group, version) -> {accessor: (plural, model, singular, namespaced)}."""
     found: dict[tuple[str, str], dict[str, tuple[str, str, str, bool]]] = {}
@@ -94,7 +107,7 @@ def resources() -> dict[tuple[str, str], dict[str, tuple[str, str, str, bool]]]:
                 accessor = snake_plural(singular)
                 if accessor.replace("_", "") != plural:
                     accessor = plural  # the rule does not fit this kind: the REST plural
-                model_name = model.group(1)[: -len("List")]
+                model_name = item_model(model.group(1)[: -len("List")], group)
                 found.setdefault((group, version), {})[accessor] = (
                     plural, model_name, singular.replace("_", ""), namespaced)
     return found
@@ -127,12 +140,17 @@ def generate() -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from typing import TYPE_CHECKING, Any",
+        "from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload",
         "",
         "from client_cache.informers.accessors import GroupVersion, TypedResource",
         "from client_cache.informers.generic import GenericInformer",
+        "from client_cache.objects import WireObject",
         "",
         "if TYPE_CHECKING:",
+        "    from kubernetes.client import (",
+        "MODELS",
+        "    )",
+        "",
         "    from client_cache.informers.factory import SharedInformerFactory",
         "",
         "__all__ = [\"GENERATED_FROM\", \"TypedGroups\"]",
@@ -140,7 +158,10 @@ def generate() -> str:
         f'GENERATED_FROM = "{kubernetes.__version__}"',
         '"""The ``kubernetes`` package this module was generated from."""',
         "",
+        '_T = TypeVar("_T")',
+        "",
     ]
+    models_used: set[str] = set()
     for accessor, versions in sorted(groups.items()):
         for version in sorted(versions, key=version_key, reverse=True):
             group = versions[version]
@@ -157,10 +178,25 @@ def generate() -> str:
             out += ["    }"]
             for res in sorted(found[(group, version)]):
                 plural, model = found[(group, version)][res][:2]
+                models_used.add(model)
+                # three typings: wire dicts by default, the model with models=True, the
+                # type given as object_type
                 out += ["",
+                        "    @overload",
+                        f"    def {res}(self, object_type: None = None, models: Literal[False]"
+                        " = False) -> GenericInformer[WireObject]: ...",
+                        "",
+                        "    @overload",
+                        f"    def {res}(self, object_type: None = None, *, models: Literal[True]"
+                        f") -> GenericInformer[{model}]: ...",
+                        "",
+                        "    @overload",
+                        f"    def {res}(self, object_type: type[_T], models: bool = False) -> "
+                        "GenericInformer[_T]: ...",
+                        "",
                         f"    def {res}(",
                         "            self, object_type: Any = None, models: bool = False,",
-                        "    ) -> GenericInformer:",
+                        "    ) -> GenericInformer[Any]:",
                         f'        """The ``{plural}`` informer: wire dicts, or ``{model}`` '
                         'with ``models=True``."""',
                         f'        return self.informer("{res}", object_type, models)']
@@ -179,6 +215,8 @@ def generate() -> str:
         out += [f"    def {accessor}(self) -> {class_name(accessor)}:",
                 f'        """The ``{accessor}`` group (Go ``{class_name(accessor)}()``)."""',
                 f"        return {class_name(accessor)}(self)  # type: ignore[arg-type]", ""]
+    at = out.index("MODELS")
+    out[at:at + 1] = [f"        {model}," for model in sorted(models_used, key=str.lower)]
     return "\n".join(out).rstrip() + "\n"
 
 

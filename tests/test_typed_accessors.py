@@ -68,6 +68,55 @@ def test_mypy_catches_a_misspelt_accessor(tmp_path: Path) -> None:
     assert 'typo.py:5: error: "CoreV1" has no attribute "podz"' in result.stdout
 
 
+@pytest.mark.slow  # mypy over the package: ~13 s with the lint step's cache
+def test_mypy_types_listers_and_handlers(tmp_path: Path) -> None:
+    """Objects are typed through the lister (the model with ``models=True``, a read-only
+    mapping otherwise), and a handler for another type is refused where it is added."""
+    script = tmp_path / "typed.py"
+    script.write_text(
+        "from typing import Any\n"
+        "from kubernetes.client import V1Node, V1Pod\n"
+        "from client_cache.controller import ResourceEventHandlerFuncs\n"
+        "from client_cache.informers import new_shared_informer_factory\n"
+        "from client_cache.store import DeletedFinalStateUnknown\n"
+        "factory = new_shared_informer_factory(None, 0)\n"
+        "pods = factory.core().v1().pods(models=True)\n"
+        "reveal_type(pods.lister().by_namespace('ns').get('web'))\n"
+        "reveal_type(factory.core().v1().pods().lister().get('ns/web'))\n"
+        "reveal_type(pods.lister().list)\n"
+        "def on_pod(pod: V1Pod) -> None: ...\n"
+        "def on_node(node: V1Node) -> None: ...\n"
+        "def gone(pod: V1Pod | DeletedFinalStateUnknown) -> None: ...\n"
+        "pods.informer().add_event_handler(ResourceEventHandlerFuncs(add_func=on_pod,\n"
+        "                                                            delete_func=gone))\n"
+        "pods.informer().add_event_handler(ResourceEventHandlerFuncs(add_func=on_node))\n",
+        encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", str(script)],
+                            capture_output=True, text=True, check=False, cwd=REPO)
+    out = result.stdout
+    assert 'typed.py:8: note: Revealed type is "kubernetes.client.models.v1_pod.V1Pod"' \
+        in out, out
+    assert 'typed.py:9: note: Revealed type is "typing.Mapping[str, Any]"' in out, out
+    assert "list[kubernetes.client.models.v1_pod.V1Pod]" in out, out
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "typed.py:16: error:" in errors[0], out
+    assert '"Callable[[V1Node], None]"; expected "Callable[[V1Pod], None] | None"' \
+        in errors[0], out
+
+
+def test_every_accessor_model_exists() -> None:
+    """``models=True`` looks the model up in ``kubernetes.client``: every generated name
+    must be there (kinds two groups share carry the group's prefix there)."""
+    import kubernetes.client as models  # noqa: PLC0415
+
+    gone = [(cls.__name__, name, resource.model)
+            for cls in vars(typed_module).values()
+            if isinstance(cls, type) and issubclass(cls, typed_module.GroupVersion)
+            for name, resource in cls.RESOURCES.items()
+            if not hasattr(models, resource.model)]
+    assert not gone
+
+
 def test_generated_accessors_inform(server: EmbeddedApiServer) -> None:
     api = server.api_client()
     CoreV1Api(api).create_namespaced_config_map("default", {"metadata": {"name": "c"}})

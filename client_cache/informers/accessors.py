@@ -48,7 +48,7 @@ class GroupVersion:
         self._factory = factory
 
     def informer(self, name: str, object_type: Any = None,
-                 models: bool = False) -> GenericInformer:
+                 models: bool = False) -> GenericInformer[Any]:
         """The informer of resource ``name`` (an accessor name or the REST plural);
         ``models=True`` decodes into the ``kubernetes.client`` model (e.g. ``V1Pod``),
         ``object_type`` names a type explicitly; the default keeps wire dicts."""

@@ -65,7 +65,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 TweakListOptionsFunc = Callable[[ListOptions], None]
-NewInformerFunc = Callable[[Any, float], SharedIndexInformer]
+NewInformerFunc = Callable[[Any, float], SharedIndexInformer[Any]]
 """``new_func(api_client, resync_period)`` builds an informer (Go ``NewInformerFunc``)."""
 
 
@@ -117,7 +117,7 @@ class SharedInformerFactory(TypedGroups):
         self.request_timeout = options.request_timeout
         self.atomic_relist = options.atomic_relist
         self._lock = threading.Lock()
-        self._informers: dict[GroupVersionResource, SharedIndexInformer] = {}
+        self._informers: dict[GroupVersionResource, SharedIndexInformer[Any]] = {}
         self._object_types: dict[GroupVersionResource, Any] = {}
         self._started: set[GroupVersionResource] = set()
         self._threads: list[threading.Thread] = []
@@ -128,7 +128,7 @@ class SharedInformerFactory(TypedGroups):
         """How the factory builds ``gvr``'s informer when the caller gives no ``new_func``:
         a list-watch from the client with the factory's options, a namespace index (the
         hook a subclass overrides, as the metadata factory does)."""
-        def build(api_client: Any, resync: float) -> SharedIndexInformer:
+        def build(api_client: Any, resync: float) -> SharedIndexInformer[Any]:
             lw: ListerWatcher = new_filtered_list_watch_from_client(
                 api_client, gvr, self.namespace, self.tweak_list_options,
                 object_type=object_type, request_timeout=self.request_timeout,
@@ -145,7 +145,7 @@ class SharedInformerFactory(TypedGroups):
     def informer_for(
         self, gvr: GroupVersionResource, new_func: NewInformerFunc | None = None,
         object_type: Any = None, expected_type: Any = None,
-    ) -> SharedIndexInformer:
+    ) -> SharedIndexInformer[Any]:
         """The informer for ``gvr``, created on first request (Go ``InformerFor``); a later
         request gets the same informer whatever ``new_func`` it gives.
 
@@ -177,7 +177,8 @@ class SharedInformerFactory(TypedGroups):
             self._object_types[gvr] = object_type
             return informer
 
-    def for_resource(self, gvr: GroupVersionResource, object_type: Any = None) -> GenericInformer:
+    def for_resource(self, gvr: GroupVersionResource,
+                     object_type: Any = None) -> GenericInformer[Any]:
         """A :class:`GenericInformer` for any resource, built-in or custom (Go
         ``ForResource``).
 

@@ -102,7 +102,7 @@ class MetadataSharedInformerFactory(SharedInformerFactory):
     metadata_only = True
 
     def for_resource(self, gvr: GroupVersionResource, object_type: Any = None,
-                     models: bool = False) -> GenericInformer:
+                     models: bool = False) -> GenericInformer[Any]:
         """The metadata informer of ``gvr`` (Go ``ForResource``): wire dicts, or
         :class:`PartialObjectMetadata` models with ``models=True``. A resource the server
         does not serve raises, as in the full factory."""
@@ -145,7 +145,7 @@ def new_filtered_metadata_shared_informer_factory(
         SharedInformerFactoryOptions(namespace=namespace, tweak_list_options=tweak_list_options))
 
 
-def new_metadata_lister(indexer: Indexer, gvr: GroupVersionResource) -> GenericLister:
+def new_metadata_lister(indexer: Indexer, gvr: GroupVersionResource) -> GenericLister[Any]:
     """A lister over a metadata informer's indexer (Go ``metadatalister.New``): ``list``,
     ``get`` and ``by_namespace`` as every generic lister; a missing object raises the
     API's NotFound error."""

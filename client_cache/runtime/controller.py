@@ -159,8 +159,8 @@ class ControllerConfig:
 
 @dataclass
 class _Watched:
-    informer: SharedIndexInformer
-    handler: ResourceEventHandlerFuncs
+    informer: SharedIndexInformer[Any]
+    handler: ResourceEventHandlerFuncs[Any]
 
 
 def _unwrap(obj: Any) -> Any:
@@ -171,7 +171,7 @@ class Controller(Generic[D]):
     """See the module documentation (kube-rs ``Controller``)."""
 
     def __init__(self, factory: SharedInformerFactory,
-                 for_: GroupVersionResource | GenericInformer, *, kind: str = "",
+                 for_: GroupVersionResource | GenericInformer[Any], *, kind: str = "",
                  namespaced: bool | None = None, config: ControllerConfig | None = None,
                  clock: WithTicker | None = None) -> None:
         self._factory = factory
@@ -201,8 +201,8 @@ class Controller(Generic[D]):
             update_func=lambda old, new: self._primary_applied(new)))
 
     # -- building ---------------------------------------------------------------------------
-    def _informer_of(self, what: GroupVersionResource | GenericInformer,
-                     ) -> tuple[GroupVersionResource, SharedIndexInformer]:
+    def _informer_of(self, what: GroupVersionResource | GenericInformer[Any],
+                     ) -> tuple[GroupVersionResource, SharedIndexInformer[Any]]:
         if isinstance(what, GenericInformer):
             return what.resource, what.informer()
         if isinstance(what, GroupVersionResource):
@@ -210,7 +210,8 @@ class Controller(Generic[D]):
         raise TypeError(f"expected a GroupVersionResource or a typed accessor's informer, "
                         f"not {type(what).__name__}")
 
-    def _watch(self, informer: SharedIndexInformer, handler: ResourceEventHandlerFuncs) -> None:
+    def _watch(self, informer: SharedIndexInformer[Any],
+               handler: ResourceEventHandlerFuncs[Any]) -> None:
         self._watched.append(_Watched(informer, handler))
 
     @property
@@ -223,7 +224,7 @@ class Controller(Generic[D]):
         self._config = config
         return self
 
-    def owns(self, child: GroupVersionResource | GenericInformer) -> Controller[D]:
+    def owns(self, child: GroupVersionResource | GenericInformer[Any]) -> Controller[D]:
         """Reconcile the owners of changed ``child`` objects (kube-rs ``owns``)."""
         _, informer = self._informer_of(child)
 
@@ -248,7 +249,7 @@ class Controller(Generic[D]):
             add_func=changed, update_func=changed, delete_func=changed))
         return self
 
-    def watches(self, related: GroupVersionResource | GenericInformer,
+    def watches(self, related: GroupVersionResource | GenericInformer[Any],
                 mapper: Mapper) -> Controller[D]:
         """Reconcile the refs ``mapper`` returns for each changed ``related`` object (kube-rs
         ``watches``); a ref without kind means the primary kind."""
@@ -420,7 +421,7 @@ class Controller(Generic[D]):
         if is_async_callable(reconcile) or is_async_callable(error_policy):
             caller = LoopCaller(config.loop, name=f"controller-{self.name}-loop")
         sync_reconcile, sync_policy = _threaded(caller, reconcile), _threaded(caller, error_policy)
-        registrations: list[tuple[SharedIndexInformer, ResourceEventHandlerRegistration]] = []
+        registrations: list[tuple[SharedIndexInformer[Any], ResourceEventHandlerRegistration]] = []
         hooks = [on_stop(event, self._stopping.set) for event in self._shutdown_events]
         informer_stop = stop if stop is not None else threading.Event()
         if stop is not None:

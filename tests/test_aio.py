@@ -304,6 +304,7 @@ def test_events_yields_the_list_then_changes_and_unregisters_on_close(
                     elif event.type is EventType.DELETED:
                         break
         assert informer.processor.listener_list() == []  # the handler is gone
+        assert asyncio.all_tasks() == {asyncio.current_task()}
 
     with pods_informer(server) as informer:
         asyncio.run(main(informer))
@@ -369,6 +370,7 @@ def test_cancelling_the_consumer_removes_its_handler(server: EmbeddedApiServer) 
         with pytest.raises(asyncio.CancelledError):
             await task
         assert informer.processor.listener_list() == []
+        assert asyncio.all_tasks() == {asyncio.current_task()}  # no task left behind
 
     with pods_informer(server) as informer:
         asyncio.run(main(informer))
@@ -569,3 +571,43 @@ def test_loop_lag_during_a_10000_object_sync() -> None:
           f"{late} over 10 ms")
     assert lags[len(lags) // 2] < 0.001
     assert late <= len(lags) * 0.02
+
+
+def test_writes_with_kubernetes_asyncio_from_an_async_reconcile(
+        server: EmbeddedApiServer) -> None:
+    """The other asyncio client, ``kubernetes_asyncio``, works beside the bridge the same
+    way as ``kubernetes.aio`` (examples/async_operator.py): its session belongs to the
+    loop the reconciles run on."""
+    from kubernetes_asyncio import client as kac  # noqa: PLC0415 - a test extra
+
+    core = CoreV1Api(server.api_client())
+    for i in range(3):
+        core.create_namespaced_pod("default", pod(f"p{i}"))
+
+    async def main() -> Any:
+        writes = kac.ApiClient(kac.Configuration(host=server.url))
+        config_maps = kac.CoreV1Api(writes)
+        factory = new_shared_informer_factory(server.api_client(), 0)
+        controller = Controller(factory, PODS).with_config(ControllerConfig(
+            events=False, loop=asyncio.get_running_loop()))
+        written: set[str] = set()
+
+        async def reconcile(obj: Any, ctx: Any) -> Action:
+            name = obj["metadata"]["name"] + "-cm"
+            await config_maps.create_namespaced_config_map(
+                "default", {"metadata": {"name": name}})
+            written.add(name)
+            if len(written) == 3:
+                controller.shutdown()
+            return Action.await_change()
+
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(controller.run, reconcile), 30)
+        finally:
+            await writes.close()
+            assert asyncio.all_tasks() == {asyncio.current_task()}  # nothing left running
+
+    summary = asyncio.run(main())
+    assert summary.errors == 0
+    names = {c.metadata.name for c in core.list_namespaced_config_map("default").items}
+    assert {"p0-cm", "p1-cm", "p2-cm"} <= names

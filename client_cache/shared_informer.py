@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,11 +57,20 @@ from client_cache.health.status import InformerHealth, ReflectorStatus
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
+from client_cache.processor import (
+    AddNotification,
+    DeleteNotification,
+    ProcessorListener,
+    SharedProcessor,
+    UpdateNotification,
+    determine_resync_period,
+    handler_name,
+)
 from client_cache.reflector import WatchErrorHandler, describe_expected_type
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
-from client_cache.synctrack import SingleFileTracker, sync_generation, wait_sync_changed
+from client_cache.synctrack import sync_generation, wait_sync_changed
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
-from client_cache.util.clock import REAL_CLOCK, PassiveClock, WithTicker
+from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.runtime import handle_error
 
 if TYPE_CHECKING:
@@ -104,267 +112,6 @@ class ResourceEventHandlerRegistration(Protocol):
         """True once the informer has synced and this handler has handled the whole initial
         list (Go ``HasSynced``)."""
         ...
-
-
-# --- notifications and listeners -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Add:
-    obj: Any
-    is_in_initial_list: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Update:
-    old: Any
-    new: Any
-
-
-@dataclass(frozen=True, slots=True)
-class _Delete:
-    old: Any
-
-
-def _handler_name(handler: Any) -> str:
-    funcs = [getattr(handler, f, None) for f in ("add_func", "update_func", "delete_func")]
-    named = [getattr(f, "__qualname__", repr(f)) for f in funcs if f is not None]
-    if named:
-        return "+".join(named)
-    return f"{type(handler).__module__}.{type(handler).__qualname__}"
-
-
-def determine_resync_period(desired: float, check: float) -> float:
-    """The period a handler really gets (Go ``determineResyncPeriod``)."""
-    if desired == 0:
-        return 0.0
-    if check == 0:
-        _log.warning("The specified resyncPeriod %s is invalid because this shared informer "
-                     "doesn't support resyncing", desired)
-        return 0.0
-    if desired < check:
-        _log.warning("The specified resyncPeriod %s is being increased to the minimum "
-                     "resyncCheckPeriod %s", desired, check)
-        return check
-    return desired
-
-
-class ProcessorListener:
-    """One handler's buffer and delivery thread (Go ``processorListener``); it is also the
-    handler's registration."""
-
-    def __init__(
-        self,
-        handler: ResourceEventHandler[Any],
-        requested_resync_period: float,
-        resync_period: float,
-        now: float,
-        upstream_has_synced: Callable[[], bool],
-        informer_name: str,
-    ) -> None:
-        self.handler = handler
-        self.name = _handler_name(handler)
-        self.requested_resync_period = requested_resync_period
-        self._resync_lock = threading.Lock()
-        self.resync_period = resync_period
-        self.next_resync = now + resync_period
-        self.sync_tracker = SingleFileTracker(upstream_has_synced,
-                                              f"{informer_name} + event handler {self.name}")
-        self._pending: deque[Any] = deque()
-        self._cond = threading.Condition(threading.Lock())
-        self._closed = False
-        self._thread: threading.Thread | None = None
-        self._informer_name = informer_name
-        self.handled = 0
-        """Notifications delivered to the handler."""
-        self.errors = 0
-        """Notifications whose handler raised."""
-
-    def __repr__(self) -> str:
-        return f"<ProcessorListener {self.name}>"
-
-    def add(self, notification: Any) -> None:
-        """Queue a notification (never blocks; the buffer is unbounded)."""
-        if isinstance(notification, _Add) and notification.is_in_initial_list:
-            self.sync_tracker.start()
-        with self._cond:
-            if self._closed:
-                return
-            self._pending.append(notification)
-            self._cond.notify()
-
-    def pending(self) -> int:
-        """Notifications waiting in the buffer."""
-        with self._cond:
-            return len(self._pending)
-
-    def start(self) -> None:
-        """Start the handler's delivery thread (once)."""
-        with self._cond:
-            if self._thread is not None or self._closed:
-                return
-            self._thread = threading.Thread(
-                target=self._run, name=f"informer-handler-{self._informer_name}", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> threading.Thread | None:
-        """Stop delivering (pending notifications are dropped); returns the thread to join.
-
-        A handler with a ``handler_stopped()`` method has it called here (a port
-        addition: a handler that waits on something else, such as
-        :class:`~client_cache.aio.AsyncHandler` on an event loop, gives up the wait, so
-        its thread ends with the informer)."""
-        with self._cond:
-            self._closed = True
-            self._pending.clear()
-            self._cond.notify_all()
-            thread = self._thread
-        stopped = getattr(self.handler, "handler_stopped", None)
-        if callable(stopped):
-            try:
-                stopped()
-            except Exception as err:
-                handle_error(err)
-        return thread
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                notification = self._pending.popleft()
-            self._dispatch(notification)
-
-    def _dispatch(self, notification: Any) -> None:
-        try:
-            if isinstance(notification, _Update):
-                self.handler.on_update(notification.old, notification.new)
-            elif isinstance(notification, _Add):
-                self.handler.on_add(notification.obj, notification.is_in_initial_list)
-            elif isinstance(notification, _Delete):
-                self.handler.on_delete(notification.old)
-            else:
-                handle_error(f"unrecognized notification: {type(notification).__name__}")
-        except Exception as err:
-            self.errors += 1
-            _log.error("event handler %s of %s failed, skipping the notification: %r",
-                       self.name, self._informer_name, err, exc_info=True,
-                       extra={"resource": self._informer_name, "handler": self.name})
-        finally:
-            self.handled += 1
-            if isinstance(notification, _Add) and notification.is_in_initial_list:
-                self.sync_tracker.finished()
-
-    def has_synced(self) -> bool:
-        """The informer is synced and this handler has handled the initial list."""
-        return self.sync_tracker.has_synced()
-
-    def should_resync(self, now: float) -> bool:
-        """True when this handler's resync is due at ``now``."""
-        with self._resync_lock:
-            return self.resync_period != 0 and now >= self.next_resync
-
-    def determine_next_resync(self, now: float) -> None:
-        """Schedule this handler's next resync one period after ``now``."""
-        with self._resync_lock:
-            self.next_resync = now + self.resync_period
-
-    def set_resync_period(self, period: float) -> None:
-        """Change this handler's resync period (seconds)."""
-        with self._resync_lock:
-            self.resync_period = period
-
-
-class _SharedProcessor:
-    def __init__(self, clock: PassiveClock) -> None:
-        self.clock = clock
-        self._lock = threading.RLock()
-        self._retired = (0, 0)
-        self.listeners: dict[ProcessorListener, bool] = {}
-        self.started = False
-
-    def listener_list(self) -> list[ProcessorListener]:
-        """The current listeners, in the order they were added."""
-        with self._lock:
-            return list(self.listeners)
-
-    def delivered(self) -> tuple[int, int]:
-        """Notifications handled and handler errors, over every listener this processor
-        ever had (removed and stopped ones included)."""
-        with self._lock:
-            return (self._retired[0] + sum(x.handled for x in self.listeners),
-                    self._retired[1] + sum(x.errors for x in self.listeners))
-
-    def _retire(self, listener: ProcessorListener) -> None:
-        self._retired = (self._retired[0] + listener.handled,
-                         self._retired[1] + listener.errors)
-
-    def add_listener(self, listener: ProcessorListener) -> None:
-        with self._lock:
-            self.listeners[listener] = True
-            if self.started:
-                listener.start()
-
-    def remove_listener(self, handle: Any) -> None:
-        if not isinstance(handle, ProcessorListener):
-            raise TypeError(f"invalid key type {type(handle).__name__}")
-        with self._lock:
-            if handle not in self.listeners:
-                return
-            del self.listeners[handle]
-            self._retire(handle)
-            if self.started:
-                handle.stop()
-
-    def distribute(self, notification: Any, sync: bool) -> None:
-        with self._lock:
-            for listener, due in self.listeners.items():
-                if not sync or due:
-                    listener.add(notification)
-
-    def start(self) -> None:
-        """Start every listener's delivery thread (Go ``sharedProcessor.run``, first
-        half); listeners added later start as they are added."""
-        with self._lock:
-            for listener in self.listeners:
-                listener.start()
-            self.started = True
-
-    def stop(self) -> None:
-        """Stop and join every listener (pending notifications are dropped; Go
-        ``sharedProcessor.run``, second half)."""
-        with self._lock:
-            threads = [t for t in (listener.stop() for listener in self.listeners) if t]
-            for listener in self.listeners:
-                self._retire(listener)
-            self.listeners = {}
-            self.started = False
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(1.0)
-
-    def should_resync(self) -> bool:
-        with self._lock:
-            now = self.clock.monotonic()
-            needed = False
-            for listener in list(self.listeners):
-                due = listener.should_resync(now)
-                self.listeners[listener] = due
-                if due:
-                    needed = True
-                    listener.determine_next_resync(now)
-            return needed
-
-    def resync_check_period_changed(self, period: float) -> None:
-        with self._lock:
-            for listener in self.listeners:
-                listener.set_resync_period(
-                    determine_resync_period(listener.requested_resync_period, period))
-
-
-# --- the informer --------------------------------------------------------------------------
 
 
 @runtime_checkable
@@ -480,7 +227,7 @@ class SharedIndexInformer(Generic[T]):
         self.indexer = new_indexer(deletion_handling_meta_namespace_key_func,
                                    dict(options.indexers or {}))
         self.clock: WithTicker = options.clock or REAL_CLOCK
-        self.processor = _SharedProcessor(self.clock)
+        self.processor = SharedProcessor(self.clock)
         self.lister_watcher = lister_watcher
         self.object_type = example_object
         description, _, _ = describe_expected_type(example_object)
@@ -599,7 +346,7 @@ class SharedIndexInformer(Generic[T]):
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         """Apply an added object to the handlers (the informer's own handler; Go ``OnAdd``)."""
         self.cache_mutation_detector.add_object(obj)
-        self.processor.distribute(_Add(obj, is_in_initial_list), False)
+        self.processor.distribute(AddNotification(obj, is_in_initial_list), False)
 
     def on_update(self, old: Any, new: Any) -> None:
         """Apply an updated object to the handlers (Go ``OnUpdate``)."""
@@ -608,11 +355,11 @@ class SharedIndexInformer(Generic[T]):
         except MetaAccessError:
             is_sync = False
         self.cache_mutation_detector.add_object(new)
-        self.processor.distribute(_Update(old, new), is_sync)
+        self.processor.distribute(UpdateNotification(old, new), is_sync)
 
     def on_delete(self, old: Any) -> None:
         """Apply a deleted object to the handlers (Go ``OnDelete``)."""
-        self.processor.distribute(_Delete(old), False)
+        self.processor.distribute(DeleteNotification(old), False)
 
     # -- handlers -------------------------------------------------------------------------------
     def add_event_handler(
@@ -629,7 +376,7 @@ class SharedIndexInformer(Generic[T]):
         with self._started_lock:
             if self._stopped:
                 raise ClientCacheError(
-                    f"handler {_handler_name(handler)} was not added to shared informer "
+                    f"handler {handler_name(handler)} was not added to shared informer "
                     "because it has stopped already")
             if resync_period > 0:
                 if resync_period < MINIMUM_RESYNC_PERIOD:
@@ -656,7 +403,7 @@ class SharedIndexInformer(Generic[T]):
             with self._block_deltas:
                 self.processor.add_listener(listener)
                 for obj in self.indexer.list():
-                    listener.add(_Add(obj, True))
+                    listener.add(AddNotification(obj, True))
             return listener
 
     def remove_event_handler(self, handle: ResourceEventHandlerRegistration) -> None:

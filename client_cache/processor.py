@@ -1,0 +1,311 @@
+"""The listeners that carry an informer's notifications to its event handlers (Go
+``processorListener`` and ``sharedProcessor`` in ``tools/cache/shared_informer.go``).
+
+Each handler gets a :class:`ProcessorListener`: an unbounded, order-preserving buffer
+drained by its own named thread, so a handler sees one notification at a time, in order,
+and a slow handler never blocks the informer or the other handlers. The informer's
+:class:`SharedProcessor` hands every notification to the listeners.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from client_cache.controller import ResourceEventHandler
+from client_cache.synctrack import SingleFileTracker
+from client_cache.util.clock import PassiveClock
+from client_cache.util.runtime import handle_error
+
+__all__ = [
+    "AddNotification",
+    "DeleteNotification",
+    "ProcessorListener",
+    "SharedProcessor",
+    "UpdateNotification",
+    "determine_resync_period",
+    "handler_name",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AddNotification:
+    """An object was added (or listed: ``is_in_initial_list``) (Go ``addNotification``)."""
+
+    obj: Any
+    is_in_initial_list: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateNotification:
+    """An object changed from ``old`` to ``new`` (Go ``updateNotification``)."""
+
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteNotification:
+    """An object was deleted (Go ``deleteNotification``)."""
+
+    old: Any
+
+
+def handler_name(handler: Any) -> str:
+    """How logs name a handler: its functions' qualified names, or its class."""
+    funcs = [getattr(handler, f, None) for f in ("add_func", "update_func", "delete_func")]
+    named = [getattr(f, "__qualname__", repr(f)) for f in funcs if f is not None]
+    if named:
+        return "+".join(named)
+    return f"{type(handler).__module__}.{type(handler).__qualname__}"
+
+
+def determine_resync_period(desired: float, check: float) -> float:
+    """The period a handler really gets (Go ``determineResyncPeriod``)."""
+    if desired == 0:
+        return 0.0
+    if check == 0:
+        _log.warning("The specified resyncPeriod %s is invalid because this shared informer "
+                     "doesn't support resyncing", desired)
+        return 0.0
+    if desired < check:
+        _log.warning("The specified resyncPeriod %s is being increased to the minimum "
+                     "resyncCheckPeriod %s", desired, check)
+        return check
+    return desired
+
+
+class ProcessorListener:
+    """One handler's buffer and delivery thread (Go ``processorListener``); it is also the
+    handler's registration."""
+
+    def __init__(
+        self,
+        handler: ResourceEventHandler[Any],
+        requested_resync_period: float,
+        resync_period: float,
+        now: float,
+        upstream_has_synced: Callable[[], bool],
+        informer_name: str,
+    ) -> None:
+        self.handler = handler
+        self.name = handler_name(handler)
+        self.requested_resync_period = requested_resync_period
+        self._resync_lock = threading.Lock()
+        self.resync_period = resync_period
+        self.next_resync = now + resync_period
+        self.sync_tracker = SingleFileTracker(upstream_has_synced,
+                                              f"{informer_name} + event handler {self.name}")
+        self._pending: deque[Any] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._informer_name = informer_name
+        self.handled = 0
+        """Notifications delivered to the handler."""
+        self.errors = 0
+        """Notifications whose handler raised."""
+
+    def __repr__(self) -> str:
+        return f"<ProcessorListener {self.name}>"
+
+    def add(self, notification: Any) -> None:
+        """Queue a notification (never blocks; the buffer is unbounded)."""
+        if isinstance(notification, AddNotification) and notification.is_in_initial_list:
+            self.sync_tracker.start()
+        with self._cond:
+            if self._closed:
+                return
+            self._pending.append(notification)
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """Notifications waiting in the buffer."""
+        with self._cond:
+            return len(self._pending)
+
+    def start(self) -> None:
+        """Start the handler's delivery thread (once)."""
+        with self._cond:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name=f"informer-handler-{self._informer_name}", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> threading.Thread | None:
+        """Stop delivering (pending notifications are dropped); returns the thread to join.
+
+        A handler with a ``handler_stopped()`` method has it called here (a port
+        addition: a handler that waits on something else, such as
+        :class:`~client_cache.aio.AsyncHandler` on an event loop, gives up the wait, so
+        its thread ends with the informer)."""
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        stopped = getattr(self.handler, "handler_stopped", None)
+        if callable(stopped):
+            try:
+                stopped()
+            except Exception as err:
+                handle_error(err)
+        return thread
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                notification = self._pending.popleft()
+            self._dispatch(notification)
+
+    def _dispatch(self, notification: Any) -> None:
+        try:
+            if isinstance(notification, UpdateNotification):
+                self.handler.on_update(notification.old, notification.new)
+            elif isinstance(notification, AddNotification):
+                self.handler.on_add(notification.obj, notification.is_in_initial_list)
+            elif isinstance(notification, DeleteNotification):
+                self.handler.on_delete(notification.old)
+            else:
+                handle_error(f"unrecognized notification: {type(notification).__name__}")
+        except Exception as err:
+            self.errors += 1
+            _log.error("event handler %s of %s failed, skipping the notification: %r",
+                       self.name, self._informer_name, err, exc_info=True,
+                       extra={"resource": self._informer_name, "handler": self.name})
+        finally:
+            self.handled += 1
+            if isinstance(notification, AddNotification) and notification.is_in_initial_list:
+                self.sync_tracker.finished()
+
+    def has_synced(self) -> bool:
+        """The informer is synced and this handler has handled the initial list."""
+        return self.sync_tracker.has_synced()
+
+    def should_resync(self, now: float) -> bool:
+        """True when this handler's resync is due at ``now``."""
+        with self._resync_lock:
+            return self.resync_period != 0 and now >= self.next_resync
+
+    def determine_next_resync(self, now: float) -> None:
+        """Schedule this handler's next resync one period after ``now``."""
+        with self._resync_lock:
+            self.next_resync = now + self.resync_period
+
+    def set_resync_period(self, period: float) -> None:
+        """Change this handler's resync period (seconds)."""
+        with self._resync_lock:
+            self.resync_period = period
+
+
+class SharedProcessor:
+    """An informer's listeners: hands each notification to every listener (or, for a
+    resync, to those due) (Go ``sharedProcessor``)."""
+
+    def __init__(self, clock: PassiveClock) -> None:
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._retired = (0, 0)
+        self.listeners: dict[ProcessorListener, bool] = {}
+        self.started = False
+
+    def listener_list(self) -> list[ProcessorListener]:
+        """The current listeners, in the order they were added."""
+        with self._lock:
+            return list(self.listeners)
+
+    def delivered(self) -> tuple[int, int]:
+        """Notifications handled and handler errors, over every listener this processor
+        ever had (removed and stopped ones included)."""
+        with self._lock:
+            return (self._retired[0] + sum(x.handled for x in self.listeners),
+                    self._retired[1] + sum(x.errors for x in self.listeners))
+
+    def _retire(self, listener: ProcessorListener) -> None:
+        self._retired = (self._retired[0] + listener.handled,
+                         self._retired[1] + listener.errors)
+
+    def add_listener(self, listener: ProcessorListener) -> None:
+        """Add a listener; it starts at once when the processor runs (Go ``addListener``)."""
+        with self._lock:
+            self.listeners[listener] = True
+            if self.started:
+                listener.start()
+
+    def remove_listener(self, handle: Any) -> None:
+        """Stop and drop the listener ``handle``; an unknown one is ignored, another type
+        raises ``TypeError`` (Go ``removeListener``)."""
+        if not isinstance(handle, ProcessorListener):
+            raise TypeError(f"invalid key type {type(handle).__name__}")
+        with self._lock:
+            if handle not in self.listeners:
+                return
+            del self.listeners[handle]
+            self._retire(handle)
+            if self.started:
+                handle.stop()
+
+    def distribute(self, notification: Any, sync: bool) -> None:
+        """Hand ``notification`` to every listener, or with ``sync`` only to those whose
+        resync is due (Go ``distribute``)."""
+        with self._lock:
+            for listener, due in self.listeners.items():
+                if not sync or due:
+                    listener.add(notification)
+
+    def start(self) -> None:
+        """Start every listener's delivery thread (Go ``sharedProcessor.run``, first
+        half); listeners added later start as they are added."""
+        with self._lock:
+            for listener in self.listeners:
+                listener.start()
+            self.started = True
+
+    def stop(self) -> None:
+        """Stop and join every listener (pending notifications are dropped; Go
+        ``sharedProcessor.run``, second half)."""
+        with self._lock:
+            threads = [t for t in (listener.stop() for listener in self.listeners) if t]
+            for listener in self.listeners:
+                self._retire(listener)
+            self.listeners = {}
+            self.started = False
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(1.0)
+
+    def should_resync(self) -> bool:
+        """Mark which listeners are due for a resync now; True when any is (Go
+        ``shouldResync``)."""
+        with self._lock:
+            now = self.clock.monotonic()
+            needed = False
+            for listener in list(self.listeners):
+                due = listener.should_resync(now)
+                self.listeners[listener] = due
+                if due:
+                    needed = True
+                    listener.determine_next_resync(now)
+            return needed
+
+    def resync_check_period_changed(self, period: float) -> None:
+        """Recompute every listener's resync period after the informer's check period
+        changed to ``period`` (Go ``resyncCheckPeriodChanged``)."""
+        with self._lock:
+            for listener in self.listeners:
+                listener.set_resync_period(
+                    determine_resync_period(listener.requested_resync_period, period))
+
+
+# --- the informer --------------------------------------------------------------------------

@@ -36,7 +36,9 @@ class AsyncHandler:
     counted as a failed notification, as a handler that raises. When the registration
     ends (the handler is removed, or the informer stops) the coroutine still running is
     cancelled and the rest of the buffer is dropped, as for a threaded handler. A closed
-    loop makes each notification fail (logged) instead of blocking.
+    loop makes each notification fail (logged) instead of blocking. Use one
+    ``AsyncHandler`` per registration: once its registration ends it delivers nothing
+    more.
     """
 
     def __init__(self, on_add: Callable[[Any], Awaitable[None]] | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -289,13 +290,18 @@ def test_list_and_watch_with_errors() -> None:
 
 
 def conn_backoff_elapsed(failures: int) -> tuple[float, list[Any], int]:
+    """Refuse the first ``failures`` watches; after each refusal, once the backoff timer is
+    set, step the fake clock by twice the unjittered backoff (enough for any jitter) and
+    wait for the next attempt: one step per refusal, never more."""
     clock = FakeClock(T0)
     stop = threading.Event()
+    attempts: queue.Queue[int] = queue.Queue()
     calls = [0]
     lists = [0]
 
     def watch(options: ListOptions) -> Any:
         calls[0] += 1
+        attempts.put(calls[0])
         if calls[0] > failures:
             stop.set()
             return new_fake()
@@ -308,14 +314,13 @@ def conn_backoff_elapsed(failures: int) -> tuple[float, list[Any], int]:
     r = reflector(lw(list_func, watch), clock=clock)
     r.backoff_manager = new_exponential_backoff_manager(0.001, 0.05, 0.1, 2.0, 1.0, clock)
     t, result = run_in_thread(lambda: r.list_and_watch(stop), "test-conn-backoff")
-    i = 0
-    while t.is_alive():
-        if clock.has_waiters():
-            clock.step(min(2 ** (i + 1) / 1000, 0.1))
-            i += 1
-        else:
-            time.sleep(0.0005)
-    stop.set()
+    for i in range(failures):
+        assert attempts.get(timeout=10) == i + 1  # refused; the reflector backs off
+        eventually(clock.has_waiters, message="no backoff timer")
+        clock.step(min(2 ** (i + 1) / 1000, 0.1))
+    assert attempts.get(timeout=10) == failures + 1  # the attempt after the last backoff
+    t.join(10)
+    assert not t.is_alive()
     return clock.now() - T0, result, lists[0]
 
 

@@ -14,6 +14,7 @@ from kubernetes.client import CoreV1Api, V1ConfigMap
 from client_cache.errors import ClientCacheError
 from client_cache.informers import new_shared_informer_factory
 from client_cache.informers import typed as typed_module
+from client_cache.informers.metadata import new_metadata_shared_informer_factory
 from client_cache.testing.apiserver import EmbeddedApiServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,6 +116,17 @@ def test_every_accessor_model_exists() -> None:
             for name, resource in cls.RESOURCES.items()
             if not hasattr(models, resource.model)]
     assert not gone
+
+
+def test_a_metadata_factory_refuses_every_typed_accessor() -> None:
+    """Go's metadata factory has ForResource only; a typed accessor would expect its kind
+    where a metadata watch sends PartialObjectMetadata (only four groups were refused)."""
+    factory = new_metadata_shared_informer_factory(None, 0)
+    groups = [name for name in vars(typed_module.TypedGroups) if not name.startswith("_")]
+    for group in groups:
+        with pytest.raises(AttributeError, match="for_resource"):
+            getattr(factory, group)()
+    assert len(groups) >= 20
 
 
 def test_generated_accessors_inform(server: EmbeddedApiServer) -> None:

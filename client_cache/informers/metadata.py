@@ -33,6 +33,7 @@ from client_cache.informers.factory import (
     SharedInformerFactoryOptions,
     TweakListOptionsFunc,
 )
+from client_cache.informers.typed import TypedGroups
 from client_cache.listers import GenericLister, new_generic_lister
 from client_cache.meta import describe
 from client_cache.schema import GroupVersionResource
@@ -120,7 +121,15 @@ class MetadataSharedInformerFactory(SharedInformerFactory):
         raise AttributeError("a metadata informer factory has for_resource() only, as Go's "
                              "metadatainformer (every resource has the same metadata form)")
 
-    core = apps = batch = coordination = _no_typed_accessors
+
+# Every group accessor of the full factory (the generated TypedGroups) is refused, not
+# only the first four: a typed informer expects its kind, a metadata watch sends
+# PartialObjectMetadata.
+for _group in [name for name in vars(TypedGroups) if not name.startswith("_")]:
+    setattr(MetadataSharedInformerFactory, _group,
+            MetadataSharedInformerFactory._no_typed_accessors)
+del _group
+
 
 
 def new_metadata_shared_informer_factory(

@@ -1,0 +1,3 @@
+module clientcache.bench/replay
+
+go 1.22

@@ -1,0 +1,59 @@
+"""The benchmarks' replay source (bench/replay): a client_cache informer syncs from its
+LIST and from its watch-list, then receives every change event once they are let go."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench.replay import ReplayServer
+from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.informers import SharedInformerFactoryOptions
+from client_cache.informers import new_shared_informer_factory_with_options as new_factory
+from client_cache.testing.envtest import find_go
+
+pytestmark = pytest.mark.skipif(find_go() is None, reason="needs the Go toolchain")
+
+PODS, EVENTS = 300, 2000
+
+
+@pytest.fixture
+def replay() -> Iterator[ReplayServer]:
+    with ReplayServer(PODS, EVENTS) as server:
+        yield server
+
+
+@pytest.mark.parametrize("watch_list", [False, True])
+def test_an_informer_syncs_and_receives_every_change(
+        replay: ReplayServer, watch_list: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if watch_list:
+        monkeypatch.setenv("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA", "true")
+    else:
+        monkeypatch.delenv("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA", raising=False)
+    assert os.environ.get("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") == ("true" if watch_list else None)
+    changes: list[str] = []
+    everything = threading.Event()
+
+    def updated(old: Any, new: Any) -> None:
+        changes.append(new["status"]["message"])
+        if len(changes) == EVENTS:
+            everything.set()
+
+    api = replay.api_client()
+    factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace="bench"))
+    informer = factory.core().v1().pods().informer()
+    informer.add_event_handler(ResourceEventHandlerFuncs(update_func=updated))
+    with factory.running(timeout=30):
+        assert len(informer.get_store().list_keys()) == PODS
+        stats = replay.stats()  # the path asked for was taken
+        assert (stats["lists"], stats["watchLists"]) == ((0, 1) if watch_list else (1, 0))
+        assert 1500 < replay.pod_bytes < 4000
+        replay.start_events()
+        assert everything.wait(30), f"{len(changes)} of {EVENTS} changes"
+        assert changes == [f"change {j}" for j in range(EVENTS)]  # in order, none lost
+        assert informer.last_sync_resource_version() == str(PODS + EVENTS)
+    api.close()

@@ -17,7 +17,7 @@ from client_cache import meta
 from client_cache.errors import IndexNotFoundError, new_not_found
 from client_cache.field_index import list_by_field
 from client_cache.index import NAMESPACE_INDEX, Indexer
-from client_cache.labels import Selector
+from client_cache.labels import Selector, everything
 from client_cache.schema import GroupResource
 from client_cache.store import Store
 
@@ -95,8 +95,9 @@ class GenericNamespaceLister(Protocol[T]):
     """Lists and gets objects of one resource in one namespace (generic in the cached
     object type, as :class:`GenericLister`)."""
 
-    def list(self, selector: Selector) -> _ListOf[T]:
-        """The cached objects of this namespace that ``selector`` matches (Go ``List``)."""
+    def list(self, selector: Selector | None = None) -> _ListOf[T]:
+        """The cached objects of this namespace that ``selector`` matches (None: all of
+        them) (Go ``List``)."""
         ...
 
     def get(self, name: str) -> T:
@@ -116,8 +117,8 @@ class GenericLister(Protocol[T]):
     cached object type: ``GenericLister[V1Pod]`` from a typed accessor with
     ``models=True``, ``GenericLister[WireObject]`` for wire dicts."""
 
-    def list(self, selector: Selector) -> _ListOf[T]:
-        """The cached objects that ``selector`` matches (Go ``List``)."""
+    def list(self, selector: Selector | None = None) -> _ListOf[T]:
+        """The cached objects that ``selector`` matches (None: all of them) (Go ``List``)."""
         ...
 
     def get(self, name: str) -> T:
@@ -148,10 +149,11 @@ class _GenericLister:
         self._indexer = indexer
         self._resource = resource
 
-    def list(self, selector: Selector) -> _Objects:
-        """Every cached object matching ``selector``, in all namespaces."""
+    def list(self, selector: Selector | None = None) -> _Objects:
+        """Every cached object matching ``selector`` (None: every object; Go requires a
+        selector, ``labels.Everything()``), in all namespaces."""
         out: list[Any] = []
-        list_all(self._indexer, selector, out.append)
+        list_all(self._indexer, everything() if selector is None else selector, out.append)
         return out
 
     def get(self, name: str) -> Any:
@@ -192,10 +194,11 @@ class _GenericNamespaceLister:
         self._resource = resource
         self._namespace = namespace
 
-    def list(self, selector: Selector) -> _Objects:
-        """Every cached object in the namespace matching ``selector``."""
+    def list(self, selector: Selector | None = None) -> _Objects:
+        """Every cached object in the namespace matching ``selector`` (None: all)."""
         out: list[Any] = []
-        list_all_by_namespace(self._indexer, self._namespace, selector, out.append)
+        list_all_by_namespace(self._indexer, self._namespace,
+                              everything() if selector is None else selector, out.append)
         return out
 
     def by_field(self, path: str, value: str) -> _Objects:

@@ -107,6 +107,10 @@ def test_generic_lister() -> None:
     assert is_not_found(err)
     with pytest.raises(ApiStatusError):
         lister.get("web-1")  # cluster-wide get uses the bare key
+    # without a selector: everything, as labels.Everything() (a port addition)
+    assert names(lister.list()) == names(lister.list(parse(""))) and len(lister.list()) > 4
+    assert names(prod.list()) == names(prod.list(parse("")))
+    assert all(name.startswith("prod/") for name in names(prod.list()))
 
 
 def test_generic_lister_group_in_message() -> None:

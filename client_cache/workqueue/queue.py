@@ -275,6 +275,8 @@ class Typed(QueueIteration[T]):
     def _wake_async_locked(self) -> None:
         """Wake every waiting :meth:`get_async` (each checks the queue again; few
         coroutines wait on one queue, so waking all is cheaper than bookkeeping)."""
+        if not self._async_waiters:  # the common case, on every add and done
+            return
         waiters, self._async_waiters = self._async_waiters, []
         for loop, waiter in waiters:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more

@@ -30,7 +30,7 @@ from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.informers import new_shared_informer_factory
 from client_cache.runtime import Action, Controller, ControllerConfig
 from client_cache.schema import GroupVersionResource
-from client_cache.shared_informer import SharedIndexInformer
+from client_cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.watch import EventType
 from client_cache.workqueue import (
@@ -147,9 +147,7 @@ def test_threads_and_coroutines_share_a_queue_without_duplicates() -> None:
             queue.add(i)
             if i % 100 == 0:
                 await asyncio.sleep(0)
-        while queue.len():
-            await asyncio.sleep(0.01)
-        queue.shut_down()
+        queue.shut_down()  # the workers still get everything queued, then shutdown
         await asyncio.wait_for(asyncio.gather(*tasks), 10)
         for thread in threads:
             thread.join(5)
@@ -219,9 +217,8 @@ def test_a_failing_coroutine_is_counted_and_delivery_goes_on(
 
         with pods_informer(server) as informer:
             registration = informer.add_event_handler(AsyncHandler(on_add=added))
-            await informer.wait_for_cache_sync_async(timeout=10)
-            while not registration.has_synced():
-                await asyncio.sleep(0.01)
+            # woken when the handler has handled the initial list
+            await wait_for_cache_sync_async(registration.has_synced, timeout=10)
             assert informer.health().handler_errors == 1
 
     asyncio.run(main())
@@ -268,10 +265,7 @@ def test_a_handler_on_a_closed_loop_fails_instead_of_blocking(
     loop.close()
     with pods_informer(server) as informer:
         registration = informer.add_event_handler(handler)
-        deadline = time.monotonic() + 10
-        while not registration.has_synced() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert registration.has_synced()
+        assert wait_for_cache_sync(threading.Event(), registration.has_synced, timeout=10)
         assert informer.health().handler_errors == 1
     assert calls == []
 
@@ -345,8 +339,7 @@ def test_events_fail_policy_ends_with_an_overflow_error(server: EmbeddedApiServe
             async for event in stream:
                 if not names:  # fall behind until the other 9 were handed over
                     listener = informer.processor.listener_list()[0]
-                    while not listener.has_synced():
-                        await asyncio.sleep(0.01)
+                    await wait_for_cache_sync_async(listener.has_synced, timeout=10)
                 names.append(event.object["metadata"]["name"])
         assert informer.processor.listener_list() == []
         return names
@@ -367,8 +360,8 @@ def test_cancelling_the_consumer_removes_its_handler(server: EmbeddedApiServer) 
             raise AssertionError("the informer did not stop")
 
         task = asyncio.ensure_future(consume())
-        while not informer.processor.listener_list():
-            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # the task runs to its first wait: registered by then
+        assert len(informer.processor.listener_list()) == 1
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -19,7 +19,7 @@ import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from client_cache.errors import ClientCacheError
 
@@ -71,21 +71,25 @@ class LoopCaller:
         """The loop was started by this caller (and :meth:`close` ends it)."""
         return self._thread is not None
 
-    def call(self, coro: Coroutine[Any, Any, R]) -> R:
-        """Run ``coro`` on the loop and wait, in this thread, for its result; its
+    def call(self, coro: Awaitable[R]) -> R:
+        """Run ``coro`` (a coroutine, or any awaitable) on the loop and wait, in this
+        thread, for its result; its
         exception is raised here. :class:`CallCancelledError` when it was cancelled
         (:meth:`cancel_all`, :meth:`close`, or on the loop); :class:`ClientCacheError`
         when the caller is closed or the loop is closed. Never call it on the loop's own
         thread (it would wait for itself)."""
+        routine: Coroutine[Any, Any, R] = coro if asyncio.iscoroutine(coro) \
+            else _as_coroutine(coro)
         with self._lock:
             closed = self._closed
         if closed or self.loop.is_closed():
-            coro.close()
+            routine.close()
             raise ClientCacheError("the event loop is closed; the coroutine was not run")
         try:
-            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            future: concurrent.futures.Future[R] = asyncio.run_coroutine_threadsafe(
+                routine, self.loop)
         except RuntimeError as err:  # closed between the check and the call
-            coro.close()
+            routine.close()
             raise ClientCacheError("the event loop is closed; the coroutine was not run") \
                 from err
         finished = threading.Event()
@@ -109,10 +113,7 @@ class LoopCaller:
     def wrap(self, fn: Callable[..., Awaitable[R]]) -> Callable[..., R]:
         """A plain function that runs ``fn(*args)`` through :meth:`call`."""
         def call(*args: Any) -> R:
-            awaitable = fn(*args)
-            if asyncio.iscoroutine(awaitable):
-                return self.call(cast("Coroutine[Any, Any, R]", awaitable))
-            return self.call(_as_coroutine(awaitable))
+            return self.call(fn(*args))
         call.__name__ = getattr(fn, "__name__", "coroutine")
         call.__qualname__ = getattr(fn, "__qualname__", call.__name__)
         return call

@@ -100,7 +100,7 @@ class AsyncHandler:
         if self._stopped.is_set():
             return
         try:
-            self._caller.wrap(fn)(*args)
+            self._caller.call(fn(*args))  # no wrapper made per notification
         except CallCancelledError:
             if not self._stopped.is_set():
                 raise

@@ -531,10 +531,16 @@ def test_atomic_relist_never_shows_a_half_applied_list(source: FakeControllerSou
         source, None, SharedIndexInformerOptions(clock=clock, atomic_relist=True))
     seen_by_handlers: list[str] = []
     relisting = threading.Event()
+    initial_adds: list[None] = []
+    initial_delivered = threading.Event()
 
     def on_any(*objs: Any) -> None:
         if relisting.is_set():
             seen_by_handlers.append(generation_of(informer.get_indexer().list()))
+        else:
+            initial_adds.append(None)
+            if len(initial_adds) == RELIST:
+                initial_delivered.set()
 
     informer.add_event_handler(ResourceEventHandlerFuncs(
         add_func=on_any, update_func=on_any, delete_func=on_any))
@@ -550,6 +556,9 @@ def test_atomic_relist_never_shows_a_half_applied_list(source: FakeControllerSou
     try:
         assert informer.get_indexer().wait_until_ready(timeout=5)
         assert generation_of(informer.get_indexer().list()) == "old"
+        # The handler gets the initial adds after the indexer holds them: a relist started
+        # before the last one is delivered would have that add see the old list.
+        assert initial_delivered.wait(10)
         eventually(lambda: source.broadcaster.watcher_count() > 0, 5)
         fifth = RELIST // 5
         for i in range(fifth):

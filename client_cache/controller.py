@@ -209,6 +209,9 @@ class Config:
     watch_idle_timeout: float | None = None
     #: Port addition: where the reflector reports (health, logs); its own when None.
     reflector_status: ReflectorStatus | None = None
+    #: Port addition: True syncs with a watch-list stream, False with a LIST; None leaves
+    #: it to the feature-gate environment variables, as client-go's ``WatchListClient``.
+    use_watch_list: bool | None = None
 
 
 @runtime_checkable
@@ -255,6 +258,8 @@ class _Controller:
         )
         reflector.should_resync = cfg.should_resync
         reflector.watch_list_page_size = cfg.watch_list_page_size
+        if cfg.use_watch_list is not None:
+            reflector.use_watch_list = cfg.use_watch_list
         if cfg.watch_error_handler is not None:
             reflector.watch_error_handler = cfg.watch_error_handler
         with self._lock:

@@ -190,7 +190,12 @@ class SharedIndexInformerOptions:
     in one step when it is complete; until then listers keep answering from the previous
     complete state. Handlers still get one notification per object, after the swap. It uses
     a :class:`~client_cache.the_real_fifo.RealFIFO` (so implies ``use_real_fifo``). Off by
-    default: the default queue stays the DeltaFIFO that client-go users know."""
+    default: the default queue stays the DeltaFIFO that client-go users know.
+
+    ``use_watch_list`` (a port addition; client-go has only its ``WatchListClient``
+    feature gate): True fills the cache from a watch-list stream (one small event per
+    object), False from a LIST (one response); None follows the feature-gate environment
+    variables, as client-go's, and is LIST when they are unset."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
@@ -199,6 +204,7 @@ class SharedIndexInformerOptions:
     use_real_fifo: bool = False
     watch_idle_timeout: float | None = None
     atomic_relist: bool = False
+    use_watch_list: bool | None = None
 
 
 class _InformerController:
@@ -237,6 +243,7 @@ class SharedIndexInformer(Generic[T]):
         self.use_real_fifo = options.use_real_fifo or options.atomic_relist
         self.atomic_relist = options.atomic_relist
         self.watch_idle_timeout = options.watch_idle_timeout
+        self.use_watch_list = options.use_watch_list
         self.cache_mutation_detector = new_cache_mutation_detector(description)
         self._started = False
         self._stopped = False
@@ -311,6 +318,7 @@ class SharedIndexInformer(Generic[T]):
                 clock=self.clock,
                 watch_idle_timeout=self.watch_idle_timeout,
                 reflector_status=self.status,
+                use_watch_list=self.use_watch_list,
             )
             self._controller = new_controller(config)
             self._started = True

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -24,10 +25,15 @@ from client_cache.aio import (
     EventsOverflowError,
     LoopCaller,
     events,
+    low_latency_sync,
     wait_for_cache_sync_async,
 )
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
-from client_cache.informers import new_shared_informer_factory
+from client_cache.informers import (
+    SharedInformerFactoryOptions,
+    new_shared_informer_factory,
+    new_shared_informer_factory_with_options,
+)
 from client_cache.runtime import Action, Controller, ControllerConfig
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
@@ -401,6 +407,28 @@ def test_wait_for_cache_sync_async(server: EmbeddedApiServer) -> None:
     assert factory.shutdown(5) == []
 
 
+def test_a_factory_waits_for_its_informers_from_a_coroutine(
+        server: EmbeddedApiServer) -> None:
+    factory = new_shared_informer_factory(server.api_client(), 0)
+    pods = factory.core().v1().pods().informer()
+    maps = factory.core().v1().config_maps().informer()
+
+    async def main() -> None:
+        server.fail_next(2, 403)  # each first LIST refused; the retries come 0.8 s+ later
+        stop = factory.start()
+        try:
+            with pytest.raises(CacheSyncTimeoutError, match="pods") as failed:
+                await factory.wait_for_cache_sync_async(timeout=0.3)
+            assert "configmaps" in str(failed.value)
+            await factory.wait_for_cache_sync_async(timeout=10)
+            assert pods.has_synced() and maps.has_synced()
+        finally:
+            stop.set()
+
+    asyncio.run(main())
+    assert factory.shutdown(5) == []
+
+
 # -- the runtime ----------------------------------------------------------------------------
 @pytest.mark.parametrize("own_loop", [True, False])
 def test_the_runtime_runs_async_reconcilers(server: EmbeddedApiServer, own_loop: bool) -> None:
@@ -502,25 +530,21 @@ def test_an_owned_loop_ends_with_close_and_is_collected() -> None:
 
 
 # -- the loop is not blocked ----------------------------------------------------------------
-def test_loop_lag_during_a_10000_object_sync() -> None:
-    """A probe sleeping 1 ms at a time on the loop while 10,000 pods are listed and
-    delivered to an AsyncHandler and an events() consumer. The library runs nothing long on
-    the loop; what delays it is the GIL held elsewhere in the process: decoding the LIST
-    response (one C call, ~200 ms for 10,000 pods) and the cyclic garbage collector's full
-    passes over the growing cache (90-200 ms each). Those are CPython's, not avoidable
-    from a library: the test bounds how often the loop is late, and prints the worst.
+LAG_OBJECTS = 10_000
 
-    A loaded machine delays every loop: a control probe in a process of its own (a bare
-    event loop, no library) runs over the same window, and the bounds are on what this
-    loop suffers beyond the control's."""
-    count = 10_000
+
+def measure_loop_lag(low_latency: bool) -> tuple[list[float], dict[str, Any]]:
+    """Sorted lags of a probe sleeping 1 ms at a time on the loop while 10,000 pods sync
+    into an informer and reach an AsyncHandler and an events() consumer (and, in the
+    low-latency mode, for 0.3 s after the block, where a deferred collection would show),
+    with the control probe's result over the same window."""
     with EmbeddedApiServerProcess() as srv:
-        srv.control("load", count=count, namespace="default", kind="pods")
+        srv.control("load", count=LAG_OBJECTS, namespace="default", kind="pods")
         core = CoreV1Api(srv.api_client())
         deadline = time.monotonic() + 60
         while True:  # the load runs inside the server process
             listed = core.list_namespaced_pod("default", limit=1)
-            if len(listed.items) + (listed.metadata.remaining_item_count or 0) >= count:
+            if len(listed.items) + (listed.metadata.remaining_item_count or 0) >= LAG_OBJECTS:
                 break
             assert time.monotonic() < deadline
             time.sleep(0.1)
@@ -541,7 +565,8 @@ def test_loop_lag_during_a_10000_object_sync() -> None:
                     await asyncio.sleep(0.001)
                     lags.append(time.monotonic() - began - 0.001)
 
-            factory = new_shared_informer_factory(srv.api_client(), 0)
+            factory = new_shared_informer_factory_with_options(
+                srv.api_client(), 0, SharedInformerFactoryOptions(use_watch_list=low_latency))
             informer = factory.core().v1().pods().informer()
             informer.add_event_handler(AsyncHandler(on_add=added))
 
@@ -553,10 +578,15 @@ def test_loop_lag_during_a_10000_object_sync() -> None:
             probing = asyncio.ensure_future(probe())
             consuming = asyncio.ensure_future(consume())
             control.start()
-            stop = factory.start()
+            tuned = low_latency_sync() if low_latency else contextlib.nullcontext()
             try:
-                while handled < count or streamed < count:
-                    await asyncio.sleep(0.05)
+                with tuned:
+                    stop = factory.start()
+                    await factory.wait_for_cache_sync_async(timeout=60)
+                    while handled < LAG_OBJECTS or streamed < LAG_OBJECTS:
+                        await asyncio.sleep(0.05)
+                if low_latency:
+                    await asyncio.sleep(0.3)
             finally:
                 finished.set()
                 control.finish()
@@ -564,18 +594,90 @@ def test_loop_lag_during_a_10000_object_sync() -> None:
                 await probing
                 await asyncio.wait_for(consuming, 5)
                 assert factory.shutdown(5) == []
+                gc.unfreeze()
             return lags
 
         control = ControlProbe()
         lags = sorted(asyncio.run(main()))
-    late = sum(lag > 0.010 for lag in lags)
     base = control.result
     print(f"loop lag over {len(lags)} probes: median {lags[len(lags) // 2] * 1000:.2f} ms, "
           f"p99 {lags[int(len(lags) * 0.99)] * 1000:.1f} ms, max {lags[-1] * 1000:.0f} ms, "
-          f"{late} over 10 ms; control: median {base['median'] * 1000:.2f} ms, "
+          f"{sum(lag > 0.010 for lag in lags)} over 10 ms; control: median "
+          f"{base['median'] * 1000:.2f} ms, max {base['max'] * 1000:.0f} ms, "
           f"{base['late']} of {base['probes']} over 10 ms")
+    return lags, base
+
+
+def test_loop_lag_during_a_10000_object_sync() -> None:
+    """The default sync (one LIST, the collector as the process has it). The library runs
+    nothing long on the loop; what delays it is the interpreter lock held elsewhere in
+    the process: decoding the LIST response (one C call, ~200 ms for 10,000 pods) and the
+    cyclic garbage collector's full passes over the growing cache (90-200 ms each). The
+    test bounds how often the loop is late; the low-latency test below bounds the worst.
+
+    A loaded machine delays every loop: a control probe in a process of its own (a bare
+    event loop, no library) runs over the same window, and the bounds are on what this
+    loop suffers beyond the control's."""
+    lags, base = measure_loop_lag(low_latency=False)
+    late = sum(lag > 0.010 for lag in lags)
     assert lags[len(lags) // 2] < 0.001 + base["median"]
     assert late / len(lags) <= 0.02 + base["late"] / max(1, base["probes"])
+
+
+def test_loop_lag_stays_under_10_ms_with_a_low_latency_sync() -> None:
+    """Synced from a watch-list stream inside ``low_latency_sync()``: no probe is more than
+    10 ms late beyond the worst the control probe saw on the machine, during the sync and
+    after it (measured on this project's machine, quiet: max 5-7 ms).
+
+    That bound needs a machine with a core to spare. On a loaded one the operating system
+    preempts whichever informer thread holds the interpreter lock, and the loop waits for
+    that thread's next time slice (up to ~60 ms seen at load 4 on 2 cores): that happens to
+    any threaded Python process and a bare loop in another process does not see it. So
+    when the 1-minute load is above the core count the test holds the loop to the
+    default test's bound instead, and says so."""
+    quiet = os.getloadavg()[0] <= (os.cpu_count() or 1)
+    lags, base = measure_loop_lag(low_latency=True)
+    assert lags[len(lags) // 2] < 0.001 + base["median"]
+    if quiet:
+        assert lags[-1] < 0.010 + base["max"]
+    else:
+        print("loaded machine: the 10 ms bound is not applied")
+        late = sum(lag > 0.010 for lag in lags)
+        assert late / len(lags) <= 0.02 + base["late"] / max(1, base["probes"])
+
+
+def test_low_latency_sync_pauses_the_collector_then_freezes_and_restores() -> None:
+    interval = sys.getswitchinterval()
+    assert gc.isenabled()
+    try:
+        frozen = gc.get_freeze_count()
+        with low_latency_sync(switch_interval=0.002):
+            assert not gc.isenabled()
+            assert sys.getswitchinterval() == 0.002
+            with low_latency_sync(switch_interval=0.0005):  # nested: the first one's settings
+                assert sys.getswitchinterval() == 0.002
+            assert not gc.isenabled()  # still inside the outer block
+            kept = [{"spec": [i]} for i in range(1000)]
+        assert gc.isenabled()
+        assert sys.getswitchinterval() == interval
+        assert gc.get_freeze_count() >= frozen + 2 * len(kept)  # each list and its dict
+        gc.unfreeze()
+
+        with pytest.raises(RuntimeError), low_latency_sync(freeze=False, switch_interval=None):
+            assert sys.getswitchinterval() == interval
+            raise RuntimeError("the sync failed")
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
+        gc.disable()  # a process that runs without the collector keeps it off
+        with low_latency_sync():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        sys.setswitchinterval(interval)
+    with pytest.raises(ValueError, match="above zero"), low_latency_sync(switch_interval=0):
+        pass
 
 
 class ControlProbe:
@@ -593,7 +695,8 @@ class ControlProbe:
         "        await asyncio.sleep(0.001)\n"
         "        lags.append(time.monotonic() - began - 0.001)\n"
         "    print(json.dumps({'probes': len(lags), 'late': sum(x > 0.010 for x in lags),\n"
-        "                      'median': statistics.median(lags) if lags else 0.0}))\n"
+        "                      'median': statistics.median(lags) if lags else 0.0,\n"
+        "                      'max': max(lags, default=0.0)}))\n"
         "print('started', flush=True)\n"
         "asyncio.run(main())\n")
 

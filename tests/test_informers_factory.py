@@ -151,6 +151,26 @@ def test_factory_options_models_and_namespace(server: EmbeddedApiServer) -> None
         factory.core().v1().widgets()
 
 
+@pytest.mark.parametrize("use_watch_list", [True, False])
+def test_the_factory_option_picks_the_initial_sync_path(
+        server: EmbeddedApiServer, monkeypatch: pytest.MonkeyPatch,
+        use_watch_list: bool) -> None:
+    """``use_watch_list`` reaches every informer's reflector and overrides the feature-gate
+    environment variable either way: the server sees a LIST or none."""
+    core = CoreV1Api(server.api_client())
+    for name in ("a", "b", "c"):
+        core.create_namespaced_pod("default", {"metadata": {"name": name}})
+    monkeypatch.setenv("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA", "false" if use_watch_list else "true")
+    factory = new_shared_informer_factory_with_options(
+        server.api_client(), 0, SharedInformerFactoryOptions(use_watch_list=use_watch_list))
+    pods = factory.core().v1().pods()
+    lists_before = server.list_requests
+    with factory.running(timeout=10):
+        assert sorted(p["metadata"]["name"] for p in pods.lister().list()) == ["a", "b", "c"]
+        assert server.list_requests - lists_before == (0 if use_watch_list else 1)
+    assert factory.shutdown(5) == []
+
+
 SLOW_EVENTS = int(os.environ.get("CLIENT_CACHE_SLOW_HANDLER_EVENTS", "300"))
 
 

@@ -12,7 +12,9 @@ which never run on, nor block, the user's event loop. What this package adds:
 * ``await queue.get_async()`` and ``async for key in queue`` on every work queue;
 * the controller runtime takes ``async def reconcile`` (and an async ``error_policy``),
   run on ``ControllerConfig.loop`` or on a loop the runtime owns;
-* :class:`LoopCaller`, the piece all of these stand on.
+* :class:`LoopCaller`, the piece all of these stand on;
+* :func:`low_latency_sync`: keep the loop responsive while a large cache fills (with
+  ``use_watch_list=True`` on the factory or informer).
 
 Listers answer from memory without blocking: call them directly from coroutines.
 Writes go through an async client (``kubernetes.aio`` or ``kubernetes_asyncio``); see
@@ -22,6 +24,7 @@ Writes go through an async client (``kubernetes.aio`` or ``kubernetes_asyncio``)
 from client_cache.aio.bridge import CallCancelledError, LoopCaller, is_async_callable
 from client_cache.aio.events import EventsOverflowError, InformerEvent, Overflow, events
 from client_cache.aio.handler import AsyncHandler
+from client_cache.aio.latency import low_latency_sync
 from client_cache.aio.sync import wait_for_cache_sync_async
 
 __all__ = [
@@ -33,5 +36,6 @@ __all__ = [
     "Overflow",
     "events",
     "is_async_callable",
+    "low_latency_sync",
     "wait_for_cache_sync_async",
 ]

@@ -78,7 +78,9 @@ class SharedInformerFactoryOptions:
     addition): how long a LIST waits for data and a WATCH for its headers (Go's client
     timeout; default 60 s, the server's own request timeout); ``atomic_relist`` (a port
     addition, kube-rs's store swap): every informer applies a relist in one step (see
-    :class:`~client_cache.shared_informer.SharedIndexInformerOptions`)."""
+    :class:`~client_cache.shared_informer.SharedIndexInformerOptions`); ``use_watch_list``
+    (a port addition): every informer's initial-sync path, watch-list (True) or LIST
+    (False), None following the feature-gate environment variables as client-go does."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
@@ -87,6 +89,7 @@ class SharedInformerFactoryOptions:
     watch_idle_timeout: float | None = None
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT
     atomic_relist: bool = False
+    use_watch_list: bool | None = None
 
 
 class UnknownResourceError(ClientCacheError, LookupError):
@@ -116,6 +119,7 @@ class SharedInformerFactory(TypedGroups):
         self.watch_idle_timeout = options.watch_idle_timeout
         self.request_timeout = options.request_timeout
         self.atomic_relist = options.atomic_relist
+        self.use_watch_list = options.use_watch_list
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer[Any]] = {}
         self._object_types: dict[GroupVersionResource, Any] = {}
@@ -139,7 +143,8 @@ class SharedInformerFactory(TypedGroups):
                     indexers={NAMESPACE_INDEX: meta_namespace_index_func},
                     object_description=gvr.label(),
                     watch_idle_timeout=self.watch_idle_timeout,
-                    atomic_relist=self.atomic_relist))
+                    atomic_relist=self.atomic_relist,
+                    use_watch_list=self.use_watch_list))
         return build
 
     def informer_for(
@@ -286,6 +291,16 @@ class SharedInformerFactory(TypedGroups):
                 late = [i.has_synced for i in started.values() if not i.has_synced()]
                 raise CacheSyncTimeoutError(timeout or 0.0, unsynced_details(late)) from None
         return synced
+
+    async def wait_for_cache_sync_async(self, timeout: float | None = None) -> None:
+        """Wait in a coroutine until every started informer has synced, without blocking
+        the loop (see :func:`client_cache.aio.wait_for_cache_sync_async`: ``timeout`` raises
+        :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync; a port
+        addition)."""
+        from client_cache.aio import wait_for_cache_sync_async  # noqa: PLC0415 - cycle
+        with self._lock:
+            started = [self._informers[gvr] for gvr in self._started]
+        await wait_for_cache_sync_async(*started, timeout=timeout)
 
     def health(self) -> dict[GroupVersionResource, InformerHealth]:
         """Each started informer's :meth:`~SharedIndexInformer.health` (port addition)."""

@@ -1,0 +1,93 @@
+"""Keeping an event loop responsive while caches fill (a port addition; Go's runtime has
+no global interpreter lock to share).
+
+The informers never run on the user's loop, but they share the process's interpreter
+lock with it. Two things hold that lock long enough to stall a loop by tens or hundreds
+of milliseconds while a large cache fills:
+
+* decoding one big LIST response (one C call: ~200 ms for 10,000 pods). An informer
+  built with ``use_watch_list=True`` (factory or informer options) syncs from a stream of
+  one small event per object instead;
+* the cyclic garbage collector's full passes over the growing cache (90-200 ms each at
+  10,000 pods). :func:`low_latency_sync` pauses it for the sync and then moves what the
+  sync built out of its reach.
+
+Both are process-wide trade-offs, so both are the user's choice, never a default.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["low_latency_sync"]
+
+class _Tuning:
+    """What the outermost :func:`low_latency_sync` block saved and chose."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.gc_was_enabled = True
+        self.interval = 0.005
+        self.freeze = True
+
+
+_tuning = _Tuning()
+
+
+@contextmanager
+def low_latency_sync(*, switch_interval: float | None = 0.001,
+                     freeze: bool = True) -> Iterator[None]:
+    """Run a cache sync with the process tuned for event-loop latency, and put it back
+    afterwards::
+
+        with low_latency_sync():
+            stop = factory.start()
+            await factory.wait_for_cache_sync_async(timeout=60)
+
+    Inside the block the cyclic garbage collector is paused (``gc.disable()``; reference
+    counting still frees everything without cycles, which is all decoded JSON) and the
+    interpreter's thread switch interval is ``switch_interval`` seconds (None leaves it;
+    Python's default is 5 ms), so a waiting loop gets the lock back sooner from the
+    informer threads.
+
+    On exit, with ``freeze`` (the default), ``gc.freeze()`` moves every object alive into
+    the permanent generation, so no later collection walks the cache: without it the
+    first collection after the block walks everything the sync built, the same stall
+    again, just later. The price: objects frozen are not examined for cycles until
+    ``gc.unfreeze()``. Cached objects are still freed when replaced or deleted (they hold
+    no cycles), but a factory shut down and dropped afterwards may be kept by a cycle
+    through its threads: a process that carries on without it should call
+    ``gc.unfreeze()`` after its shutdown. Then the collector is enabled again (if it was
+    on at entry) and the switch interval restored.
+
+    The settings are process-wide. Blocks may nest or overlap from several threads: the
+    first entry saves and sets, the last exit applies ``freeze`` (the first entry's
+    choice) and restores. Raises ValueError for a switch interval not above zero."""
+    if switch_interval is not None and not switch_interval > 0:
+        raise ValueError(f"switch_interval must be above zero, not {switch_interval!r}")
+    t = _tuning
+    with t.lock:
+        if t.depth == 0:
+            t.gc_was_enabled = gc.isenabled()
+            t.interval = sys.getswitchinterval()
+            t.freeze = freeze
+            gc.disable()
+            if switch_interval is not None:
+                sys.setswitchinterval(switch_interval)
+        t.depth += 1
+    try:
+        yield
+    finally:
+        with t.lock:
+            t.depth -= 1
+            if t.depth == 0:
+                if t.freeze:
+                    gc.freeze()
+                if t.gc_was_enabled:
+                    gc.enable()
+                sys.setswitchinterval(t.interval)

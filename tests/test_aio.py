@@ -39,6 +39,7 @@ from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.watch import EventType
+from client_cache.wire import gc_paused
 from client_cache.workqueue import (
     default_controller_rate_limiter,
     new,
@@ -668,6 +669,13 @@ def test_low_latency_sync_pauses_the_collector_then_freezes_and_restores() -> No
             raise RuntimeError("the sync failed")
         assert gc.isenabled()
         assert gc.get_freeze_count() == 0
+        with contextlib.ExitStack() as stack:  # a reflector's LIST pause ends first
+            stack.enter_context(gc_paused())
+            with low_latency_sync():
+                stack.close()
+                assert not gc.isenabled()  # still paused for the sync
+            assert gc.isenabled()
+        gc.unfreeze()
         gc.disable()  # a process that runs without the collector keeps it off
         with low_latency_sync():
             pass

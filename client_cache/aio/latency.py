@@ -23,6 +23,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from client_cache.wire import gc_paused
+
 __all__ = ["low_latency_sync"]
 
 class _Tuning:
@@ -31,7 +33,6 @@ class _Tuning:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
-        self.gc_was_enabled = True
         self.interval = 0.005
         self.freeze = True
 
@@ -49,11 +50,12 @@ def low_latency_sync(*, switch_interval: float | None = 0.001,
             stop = factory.start()
             await factory.wait_for_cache_sync_async(timeout=60)
 
-    Inside the block the cyclic garbage collector is paused (``gc.disable()``; reference
-    counting still frees everything without cycles, which is all decoded JSON) and the
-    interpreter's thread switch interval is ``switch_interval`` seconds (None leaves it;
-    Python's default is 5 ms), so a waiting loop gets the lock back sooner from the
-    informer threads.
+    Inside the block the cyclic garbage collector is paused (the same process-wide pause
+    the reflector holds over a LIST, :func:`client_cache.wire.gc_paused`, so the two nest;
+    reference counting still frees everything without cycles, which is all decoded JSON)
+    and the interpreter's thread switch interval is ``switch_interval`` seconds (None
+    leaves it; Python's default is 5 ms), so a waiting loop gets the lock back sooner from
+    the informer threads.
 
     On exit, with ``freeze`` (the default), ``gc.freeze()`` moves every object alive into
     the permanent generation, so no later collection walks the cache: without it the
@@ -62,8 +64,9 @@ def low_latency_sync(*, switch_interval: float | None = 0.001,
     ``gc.unfreeze()``. Cached objects are still freed when replaced or deleted (they hold
     no cycles), but a factory shut down and dropped afterwards may be kept by a cycle
     through its threads: a process that carries on without it should call
-    ``gc.unfreeze()`` after its shutdown. Then the collector is enabled again (if it was
-    on at entry) and the switch interval restored.
+    ``gc.unfreeze()`` after its shutdown. Then the collector comes back on (if it was on
+    when the pause began and no other pause holds it) and the switch interval is
+    restored.
 
     The settings are process-wide. Blocks may nest or overlap from several threads: the
     first entry saves and sets, the last exit applies ``freeze`` (the first entry's
@@ -71,23 +74,20 @@ def low_latency_sync(*, switch_interval: float | None = 0.001,
     if switch_interval is not None and not switch_interval > 0:
         raise ValueError(f"switch_interval must be above zero, not {switch_interval!r}")
     t = _tuning
-    with t.lock:
-        if t.depth == 0:
-            t.gc_was_enabled = gc.isenabled()
-            t.interval = sys.getswitchinterval()
-            t.freeze = freeze
-            gc.disable()
-            if switch_interval is not None:
-                sys.setswitchinterval(switch_interval)
-        t.depth += 1
-    try:
-        yield
-    finally:
+    with gc_paused():
         with t.lock:
-            t.depth -= 1
             if t.depth == 0:
-                if t.freeze:
-                    gc.freeze()
-                if t.gc_was_enabled:
-                    gc.enable()
-                sys.setswitchinterval(t.interval)
+                t.interval = sys.getswitchinterval()
+                t.freeze = freeze
+                if switch_interval is not None:
+                    sys.setswitchinterval(switch_interval)
+            t.depth += 1
+        try:
+            yield
+        finally:
+            with t.lock:
+                t.depth -= 1
+                if t.depth == 0:
+                    if t.freeze:
+                        gc.freeze()
+                    sys.setswitchinterval(t.interval)

@@ -1,33 +1,33 @@
-"""Side by side: client_cache, the official ``kubernetes`` package and client-go itself,
-doing the same work against the same embedded API server in one run.
+"""Side by side: client_cache, the official ``kubernetes`` package, client-go itself and a
+floor (urllib3 and the JSON decoder, no cache), doing the same work against the same
+servers in one run.
 
-The server runs in its own process and generates realistic pods (~3 KB of JSON: labels,
-annotations, owner references, managedFields, status) itself, so every contender reads the
-same bytes over loopback HTTP. Each contender runs in its own process
-(``bench/contenders.py``, ``bench/go/main.go``), one after the other, ``--repeats`` times;
-the report gives medians and the min-max spread.
+Every contender runs in its own process (``bench/contenders.py``, ``bench/go/main.go``),
+one after the other, ``--repeats`` times; the report gives medians, the min-max spread and
+the 1-minute load when each run began (runs that began above 2.5 are marked). A variant is
+a contender on one initial-sync path: LIST (resourceVersion 0, which both servers serve
+whole), watch-list (``sendInitialEvents``), or a paged LIST (resourceVersion "", limit
+500, so paging is measured); client-go also with protobuf where the server speaks it.
 
-- S1 initial sync: ``--pods`` pods in one namespace into an informer (namespace index, one
-  counting handler): seconds until the handler saw every pod, peak RSS, and RSS per cached
-  object (after a GC, minus the process's RSS before it started informing).
-- S2 watch throughput: then, on the same informer, the server makes ``--events`` mixed
-  changes (create, update, update, delete, so the namespace keeps its size) as fast as it
-  can: events/s reaching the handler (first to last event). The contenders that build
-  models get ``--model-events`` instead, to fit the time budget.
-- S2 latency: then ``--latency-events`` more changes at ``--rate`` per second; the server
-  stamps each with its write time, the handler computes the delay (p50, p99).
-- S3 fan-out: mixed changes to an informer of 100 pods with ``--handlers`` handlers.
-- S4 indexer and lister: a store of ``--objects`` pods; adds, updates, namespace and custom
-  index lookups, a namespace listed by label selector, per second (no server).
-- S5 workqueue: ``--keys`` keys through add, get, done with 1 and 8 workers (no server).
-- S6 memory options: S1 with a transform that drops managedFields (the contenders that
-  have transforms: client_cache and client-go).
+Servers and scenarios:
 
-Writes ``bench/results/latest.json``, ``bench/results/latest.md`` (tables, ratios and the
-issue's targets) and ``bench/results/latest.png`` (S1 and S2; needs matplotlib, the
-``bench`` extra).
+- the embedded API server (its own process, JSON only), ``--pods`` generated pods:
+  S1 initial sync (seconds until the handler saw every pod, peak RSS, RSS per cached
+  object after a GC), then on the same informer S2 (``--events`` mixed changes as fast as
+  the server makes them, events/s to the handler; the model-building contenders get
+  ``--model-events``) and S2 latency (``--latency-events`` at ``--rate``/s, write to
+  handler); S3 fan-out (mixed changes to 100 pods, ``--handlers`` handlers); S6 (S1 with
+  a transform that drops managedFields);
+- the replay source (``bench/replay``, Go, at socket speed), ``--replay-pods`` pods and
+  ``--replay-events`` changes: S2 and S3 again, without the embedded server's own limits;
+- the real kube-apiserver + etcd (``make envtest``), when its binaries exist:
+  S1 with ``--real-pods`` pods, client-go with JSON and with protobuf;
+- no server: S4 indexer and lister, S5 workqueue.
 
-    python -m bench.bench_compare [--pods 50000] [--events 100000] [--repeats 3]
+Writes ``bench/results/latest.json``, ``latest.md`` (``bench/compare_report.py``: tables,
+ratios, issue 20's targets) and ``latest.png`` (needs matplotlib, the ``bench`` extra).
+
+    python -m bench.bench_compare [--pods 50000] [--repeats 3] [--no-real] [--no-replay]
 """
 
 from __future__ import annotations
@@ -35,35 +35,73 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client import CoreV1Api
 
-from client_cache.testing.apiserver import EmbeddedApiServerProcess
-from client_cache.testing.envtest import find_go
+from bench.compare_report import chart, markdown
+from bench.contenders import PAGE_SIZE
+from bench.replay import ReplayFiles, ReplayServer
+from client_cache.testing.apiserver import EmbeddedApiServerProcess, sample_object
+from client_cache.testing.envtest import ControlPlane, find_binaries, find_go
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
-PYTHON_CONTENDERS = ["cc-dict", "cc-model", "k8s-informer", "watch-model", "watch-raw"]
-CLIENT_CACHE = {"cc-dict", "cc-model"}
-TRANSFORMS = {"cc-dict", "client-go"}  # S6: contenders that can drop managedFields
-MODEL_CONTENDERS = {"cc-model", "k8s-informer", "watch-model"}  # S2: --model-events
-S4_CONTENDERS = {"cc-dict", "k8s-informer", "client-go"}  # those with a store to query
-S5_CONTENDERS = {"cc-dict", "client-go"}  # those with a workqueue
-SCENARIOS = ("s1", "s2", "s2l", "s3", "s4", "s5", "s6")
+LOADED = 2.5  # a run that began above this 1-minute load is marked
 LABELS = {
     "cc-dict": "client_cache (dicts)",
     "cc-model": "client_cache (V1Pod models)",
     "k8s-informer": "kubernetes.informer",
     "watch-model": "kubernetes Watch loop (models)",
     "watch-raw": "kubernetes Watch loop (deserialize=False)",
-    "client-go": "client-go (Go)",
+    "client-go": "client-go",
+    "floor": "floor: urllib3 + orjson, no cache",
 }
+SYNC_LABELS = {"list": "LIST", "watch-list": "watch-list", "paged": "paged LIST"}
+MODEL_CONTENDERS = {"cc-model", "k8s-informer", "watch-model"}  # S2: --model-events
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A contender on one sync path (and, for client-go, one encoding)."""
+
+    contender: str
+    sync: str = "list"
+    protobuf: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.contender}/{self.sync}" + ("/protobuf" if self.protobuf else "")
+
+    @property
+    def label(self) -> str:
+        encoding = (", protobuf" if self.protobuf else ", JSON") \
+            if self.contender == "client-go" else ""
+        return f"{LABELS[self.contender]}{encoding}, {SYNC_LABELS[self.sync]}"
+
+
+V = Variant
+EMBEDDED = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"),
+            V("cc-model"), V("cc-model", "watch-list"), V("k8s-informer"), V("watch-model"),
+            V("watch-raw"), V("client-go"), V("client-go", "watch-list"),
+            V("client-go", "paged"), V("floor")]
+FANOUT = [V("cc-dict"), V("cc-model"), V("k8s-informer"), V("watch-raw"), V("client-go")]
+REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("watch-raw"), V("client-go"),
+          V("client-go", "watch-list"), V("floor")]
+REPLAY_FANOUT = [V("cc-dict"), V("client-go")]
+REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("k8s-informer"),
+        V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
+        V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor")]
+TRANSFORMS = [V("cc-dict"), V("client-go")]  # S6: the contenders that have transforms
+S4_CONTENDERS = ["cc-dict", "k8s-informer", "client-go"]  # those with a store to query
+S5_CONTENDERS = ["cc-dict", "client-go"]  # those with a workqueue
 
 
 def build_go() -> Path | None:
@@ -78,15 +116,52 @@ def build_go() -> Path | None:
     return out
 
 
-def command(name: str, go_binary: Path | None, server: str, namespace: str, expect: int,
-            *flags: str) -> list[str]:
+@dataclass
+class Target:
+    """Where a contender connects: URL, bearer token, CA file (https)."""
+
+    url: str
+    token: str = "embedded-token"
+    ca_file: str = ""
+
+
+def command(variant: Variant, go_binary: Path | None, target: Target | None, namespace: str,
+            expect: int, *flags: str) -> list[str]:
     """The contender's command line (Go's flag package also takes ``--flag``)."""
-    target = ["--server", server, "--namespace", namespace, "--expect", str(expect)] \
-        if server else []
-    if name == "client-go":
+    where = ["--server", target.url, "--token", target.token, "--namespace", namespace,
+             "--expect", str(expect)] if target else []
+    if target and target.ca_file:
+        where += ["--ca-file", target.ca_file]
+    if variant.contender == "client-go":
         assert go_binary is not None
-        return [str(go_binary), *target, *flags]
-    return [sys.executable, "-m", "bench.contenders", name, *target, *flags]
+        return [str(go_binary), *where, "--sync", variant.sync,
+                *(["--protobuf"] if variant.protobuf else []), *flags]
+    return [sys.executable, "-m", "bench.contenders", variant.contender, *where,
+            "--sync", variant.sync, *flags]
+
+
+def run_contender(cmd: list[str], on_ready: Callable[[str], None] | None = None,
+                  ) -> dict[str, dict[str, Any]]:
+    """Run one contender and return its results by scenario, each with the 1-minute load
+    when it began. ``on_ready(phase)`` runs when the contender prints ``READY <phase>``
+    (the driver starts the server's changes then)."""
+    load = os.getloadavg()[0]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT.parent)
+    results: dict[str, dict[str, Any]] = {}
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        line = raw.strip()
+        if line.startswith("READY ") and on_ready is not None:
+            on_ready(line.split()[1])
+        elif line.startswith("{"):
+            result = json.loads(line)
+            result["load"] = load
+            results[result["scenario"]] = result
+    _, err = proc.communicate(timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} {cmd[1:3]} failed: {err[-2000:]}")
+    return results
 
 
 def count_pods(core: CoreV1Api, namespace: str) -> int:
@@ -100,69 +175,31 @@ def load(server: EmbeddedApiServerProcess, core: CoreV1Api, namespace: str, coun
         time.sleep(0.05)
 
 
-def run_contender(cmd: list[str], server: EmbeddedApiServerProcess | None = None,
-                  namespace: str = "", loads: dict[str, tuple[int, float]] | None = None,
-                  ) -> dict[str, dict[str, Any]]:
-    """Run one contender and return its results by scenario. When it prints ``READY
-    <phase>``, start the server's mixed load ``loads[phase]`` = (changes, rate per second;
-    0 means as fast as the server can) in ``namespace``."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT.parent)
-    results: dict[str, dict[str, Any]] = {}
-    assert proc.stdout is not None
-    for raw in proc.stdout:
-        line = raw.strip()
-        if line.startswith("READY ") and server is not None and loads:
-            count, rate = loads[line.split()[1]]
-            server.control("load", count=count, namespace=namespace, kind="pods", rate=rate,
-                           mix="mixed")
-        elif line.startswith("{"):
-            result = json.loads(line)
-            results[result["scenario"]] = result
-    _, err = proc.communicate(timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} {cmd[1:3]} failed: {err[-2000:]}")
-    return results
+def list_bytes(core: CoreV1Api, namespace: str, pods: int) -> dict[str, int]:
+    """The measured sizes: one whole LIST (resourceVersion 0) and its mean pod, and how
+    many pages the paged path reads."""
+    body = core.list_namespaced_pod(namespace, resource_version="0",
+                                    _preload_content=False).data
+    items = json.loads(body)["items"]
+    pod = sum(len(json.dumps(i, separators=(",", ":"))) for i in items) // max(1, len(items))
+    return {"list_bytes": len(body), "pod_bytes": pod,
+            "pages": -(-pods // PAGE_SIZE), "page_size": PAGE_SIZE}
 
 
-def per_object(run: dict[str, Any], pods: int) -> float:
-    return float((run["rss_kb"] - run["baseline_rss_kb"]) * 1024 / pods)
+class Runs:
+    """Results by section (``embedded``, ``replay``, ``real``, ``local``), variant key
+    and scenario; each a list over the repeats."""
 
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, dict[str, Any]]] = {}
 
-def brief(runs: dict[str, list[dict[str, Any]]], pods: int) -> str:
-    parts = []
-    if runs["s1"]:
-        parts.append(f"S1 {runs['s1'][-1]['seconds']:6.2f} s "
-                     f"{per_object(runs['s1'][-1], pods):6.0f} B/obj")
-    if runs["s2"]:
-        s2, s2l = runs["s2"][-1], runs["s2l"][-1]
-        parts.append(f"S2 {s2['events_per_second']:7,.0f}/s p50 {s2l['latency_p50_ms']:5.1f} "
-                     f"p99 {s2l['latency_p99_ms']:6.1f} ms")
-    if runs["s3"]:
-        parts.append(f"S3 {runs['s3'][-1]['events_per_second']:7,.0f}/s")
-    if runs["s4"]:
-        s4 = runs["s4"][-1]
-        parts.append(f"S4 ns {s4['namespace_lookups_per_second']:6,.0f}/s sel "
-                     f"{s4['selector_lists_per_second']:5,.0f}/s")
-    if runs["s5"]:
-        s5 = runs["s5"][-1]
-        parts.append(f"S5 {s5['workers_1_per_second']:9,.0f}/s "
-                     f"{s5['workers_8_per_second']:9,.0f}/s")
-    if runs["s6"]:
-        parts.append(f"S6 {per_object(runs['s6'][-1], pods):6.0f} B/obj")
-    return " | ".join(parts)
-
-
-def summarize(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
-def multiple_of_four(text: str) -> int:
-    value = int(text)
-    if value <= 0 or value % 4:
-        raise argparse.ArgumentTypeError("must be a positive multiple of 4 (the mixed load "
-                                         "cycles create, update, update, delete)")
-    return value
+    def add(self, section: str, variant: Variant | str, results: dict[str, dict[str, Any]],
+            **rename: str) -> None:
+        key = variant.key if isinstance(variant, Variant) else variant
+        label = variant.label if isinstance(variant, Variant) else LABELS[variant]
+        entry = self.data.setdefault(section, {}).setdefault(key, {"label": label})
+        for scenario, result in results.items():
+            entry.setdefault(rename.get(scenario, scenario), []).append(result)
 
 
 def main() -> int:
@@ -177,306 +214,196 @@ def main() -> int:
     parser.add_argument("--latency-events", type=multiple_of_four, default=3000)
     parser.add_argument("--handlers", type=int, default=10, help="S3: handlers")
     parser.add_argument("--fanout-events", type=multiple_of_four, default=6_000)
+    parser.add_argument("--replay-pods", type=int, default=10_000)
+    parser.add_argument("--replay-events", type=int, default=100_000)
+    parser.add_argument("--real-pods", type=int, default=30_000)
+    parser.add_argument("--no-replay", action="store_true")
+    parser.add_argument("--no-real", action="store_true")
     parser.add_argument("--objects", type=int, default=100_000, help="S4: cached pods")
     parser.add_argument("--lookup-seconds", type=float, default=0.3,
                         help="S4: seconds each kind of lookup is timed")
     parser.add_argument("--keys", type=int, default=50_000, help="S5: workqueue keys")
     parser.add_argument("--only", nargs="*", help="contenders to run (default: all)")
-    parser.add_argument("--chart", default=str(RESULTS / "latest.png"),
-                        help="PNG chart of S1 and S2 (needs matplotlib; '' for none)")
+    parser.add_argument("--out", default=str(RESULTS),
+                        help="directory for latest.json, latest.md and latest.png")
+    parser.add_argument("--no-chart", action="store_true", help="no PNG")
     args = parser.parse_args()
     go_binary = build_go()
-    names = [*PYTHON_CONTENDERS, *(["client-go"] if go_binary else [])]
-    if args.only:
-        names = [n for n in names if n in args.only]
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
-        n: {k: [] for k in SCENARIOS} for n in names}
+
+    def chosen(variants: list[Variant]) -> list[Variant]:
+        return [v for v in variants if (go_binary or v.contender != "client-go")
+                and (not args.only or v.contender in args.only)]
+
+    runs = Runs()
+    report: dict[str, Any] = {"args": vars(args), "date": time.strftime("%Y-%m-%d"),
+                              "load_limit": LOADED, "sizes": {}}
     started = time.monotonic()
-    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
-        core = CoreV1Api(server.api_client())
-        load(server, core, "s1", args.pods)
-        # one unmeasured full LIST, so that the first contender does not pay for the
-        # server settling after the load (its first S1 was 25-40 % slower than the rest)
-        assert core.list_namespaced_pod("s1", _preload_content=False).data
-        print(f"S1: {args.pods:,} pods loaded", flush=True)
-        for repeat in range(args.repeats):
-            for name in names:
-                began = time.monotonic()
-                runs[name] = run_all(name, repeat, runs[name], server, core, go_binary, args)
-                print(f"  run {repeat + 1} {LABELS[name]:<42} {time.monotonic() - began:4.0f} s "
-                      + brief(runs[name], args.pods), flush=True)
-    report = build_report(runs, args)
+    embedded(args, chosen, go_binary, runs, report)
+    if not args.no_replay:
+        replay(args, chosen, go_binary, runs, report)
+    binaries = find_binaries()
+    if args.no_real:
+        report["real_skipped"] = "--no-real"
+    elif binaries is None:
+        report["real_skipped"] = "no envtest binaries (run `make envtest`)"
+    else:
+        real(args, chosen, go_binary, runs, report, binaries)
+    local(args, go_binary, runs)
+    report["sections"] = runs.data
     report["wall_seconds"] = time.monotonic() - started
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "latest.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     table = markdown(report)
-    (RESULTS / "latest.md").write_text(table, encoding="utf-8")
+    (out / "latest.md").write_text(table, encoding="utf-8")
     print(table)
-    if args.chart:
-        chart(report, Path(args.chart))
+    if not args.no_chart:
+        chart(report, out / "latest.png")
     print(f"{report['wall_seconds'] / 60:.1f} min", flush=True)
     return 0
 
 
-def run_all(name: str, repeat: int, runs: dict[str, list[dict[str, Any]]],
-            server: EmbeddedApiServerProcess, core: CoreV1Api, go_binary: Path | None,
-            args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
-    """One repeat of every scenario for contender ``name``."""
-    events = args.model_events if name in MODEL_CONTENDERS else args.events
-    # S1, then S2 on the same informer: the mixed changes keep the namespace's size
-    inform = run_contender(command(
-        name, go_binary, server.url, "s1", args.pods, "--events", str(events),
-        "--latency-events", str(args.latency_events)), server, "s1",
-        {"throughput": (events, 0.0), "latency": (args.latency_events, args.rate)})
-    runs["s1"].append(inform["sync"])
-    runs["s2"].append(inform["throughput"])
-    runs["s2l"].append(inform["latency"])
-    namespace = f"s3-{name}-{repeat}"
-    load(server, core, namespace, 100)
-    fanout = run_contender(command(
-        name, go_binary, server.url, namespace, 100, "--events", str(args.fanout_events),
-        "--handlers", str(args.handlers)), server, namespace,
-        {"throughput": (args.fanout_events, 0.0)})
-    runs["s3"].append(fanout["throughput"])
-    if name in S4_CONTENDERS:
-        runs["s4"].append(run_contender(command(
-            name, go_binary, "", "", 0, "--mode", "s4", "--objects", str(args.objects),
-            "--seconds", str(args.lookup_seconds)))["s4"])
-    if name in S5_CONTENDERS:
-        runs["s5"].append(run_contender(command(
-            name, go_binary, "", "", 0, "--mode", "s5", "--keys", str(args.keys)))["s5"])
-    if name in TRANSFORMS:
-        runs["s6"].append(run_contender(command(
-            name, go_binary, server.url, "s1", args.pods, "--transform"))["sync"])
-    return runs
+def multiple_of_four(text: str) -> int:
+    value = int(text)
+    if value <= 0 or value % 4:
+        raise argparse.ArgumentTypeError("must be a positive multiple of 4 (the mixed load "
+                                         "cycles create, update, update, delete)")
+    return value
 
 
-S4_METRICS = ("add_per_second", "update_per_second", "namespace_lookups_per_second",
-              "index_lookups_per_second", "selector_lists_per_second")
-S5_METRICS = ("workers_1_per_second", "workers_8_per_second")
+def progress(section: str, variant: Variant, repeat: int, began: float,
+             results: dict[str, dict[str, Any]]) -> None:
+    parts = [f"{k} " + ", ".join(f"{m} {v:,.2f}" for m, v in r.items()
+                                 if m in ("seconds", "events_per_second", "latency_p99_ms"))
+             for k, r in results.items()]
+    print(f"  {section} run {repeat + 1} {variant.label:<58} {time.monotonic() - began:4.0f} s "
+          + " | ".join(parts), flush=True)
 
 
-def build_report(runs: dict[str, dict[str, list[dict[str, Any]]]],
-                 args: argparse.Namespace) -> dict[str, Any]:
-    contenders: dict[str, Any] = {}
-    for name, scenarios in runs.items():
-        s1, s2, s2l, s3, s4, s5, s6 = (scenarios[k] for k in SCENARIOS)
-        contenders[name] = {
-            "label": LABELS[name],
-            "s1_seconds": summarize([r["seconds"] for r in s1]),
-            "s1_peak_rss_mb": summarize([r["peak_rss_kb"] / 1024 for r in s1]),
-            "s1_rss_bytes_per_object": summarize([per_object(r, args.pods) for r in s1]),
-            "s2_events": s2[0]["events"],
-            "s2_events_per_second": summarize([r["events_per_second"] for r in s2]),
-            "s2_latency_p50_ms": summarize([r["latency_p50_ms"] for r in s2l]),
-            "s2_latency_p99_ms": summarize([r["latency_p99_ms"] for r in s2l]),
-            "s3_events_per_second": summarize([r["events_per_second"] for r in s3]),
-            "s4": {m: summarize([r[m] for r in s4]) for m in S4_METRICS} if s4 else None,
-            "s5": {m: summarize([r[m] for r in s5]) for m in S5_METRICS} if s5 else None,
-            "s6_rss_bytes_per_object": summarize([per_object(r, args.pods) for r in s6])
-            if s6 else None,
-            "runs": scenarios,
-        }
-    return {"pods": args.pods, "events": args.events, "model_events": args.model_events,
-            "repeats": args.repeats, "rate": args.rate, "latency_events": args.latency_events,
-            "handlers": args.handlers, "fanout_events": args.fanout_events,
-            "objects": args.objects, "keys": args.keys,
-            "date": time.strftime("%Y-%m-%d"), "contenders": contenders}
+def embedded(args: argparse.Namespace, chosen: Callable[[list[Variant]], list[Variant]],
+             go_binary: Path | None, runs: Runs, report: dict[str, Any]) -> None:
+    """S1, S2, S2 latency, S3 and S6 against the embedded server."""
+    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
+        core = CoreV1Api(server.api_client())
+        load(server, core, "s1", args.pods)
+        # measuring the sizes is also the unmeasured first full LIST: the first contender
+        # does not pay for the server settling after the load (25-40 % slower before)
+        report["sizes"]["embedded"] = list_bytes(core, "s1", args.pods)
+        print(f"embedded: {args.pods:,} pods loaded", flush=True)
+        target = Target(server.url)
+
+        def mixed(namespace: str, phases: dict[str, tuple[int, float]],
+                  ) -> Callable[[str], None]:
+            def start(phase: str) -> None:
+                count, rate = phases[phase]
+                server.control("load", count=count, namespace=namespace, kind="pods",
+                               rate=rate, mix="mixed")
+            return start
+
+        for repeat in range(args.repeats):
+            for v in chosen(EMBEDDED):
+                events = args.model_events if v.contender in MODEL_CONTENDERS else args.events
+                began = time.monotonic()
+                results = run_contender(command(
+                    v, go_binary, target, "s1", args.pods, "--events", str(events),
+                    "--latency-events", str(args.latency_events)),
+                    mixed("s1", {"throughput": (events, 0.0),
+                                 "latency": (args.latency_events, args.rate)}))
+                runs.add("embedded", v, results)
+                progress("embedded", v, repeat, began, results)
+            for v in chosen(FANOUT):
+                namespace = f"s3-{v.contender}-{repeat}"
+                load(server, core, namespace, 100)
+                began = time.monotonic()
+                results = run_contender(command(
+                    v, go_binary, target, namespace, 100, "--events", str(args.fanout_events),
+                    "--handlers", str(args.handlers)),
+                    mixed(namespace, {"throughput": (args.fanout_events, 0.0)}))
+                runs.add("embedded", v, results, throughput="fanout", sync="fanout_sync")
+                progress("embedded S3", v, repeat, began, results)
+            for v in chosen(TRANSFORMS):
+                began = time.monotonic()
+                results = run_contender(command(v, go_binary, target, "s1", args.pods,
+                                                "--transform"))
+                runs.add("embedded", v, results, sync="transform")
+                progress("embedded S6", v, repeat, began, results)
 
 
-def cell(summary: dict[str, float] | None, fmt: str) -> str:
-    if summary is None:
-        return "n/a"
-    return (f"{format(summary['median'], fmt)} ({format(summary['min'], fmt)}-"
-            f"{format(summary['max'], fmt)})")
-
-
-def ratio(value: float, other: float | None, lower_is_better: bool) -> str:
-    if not other:
-        return "-"
-    return f"{(other / value if lower_is_better else value / other):.2f}x"
-
-
-def median(contender: dict[str, Any] | None, *path: str) -> float | None:
-    """The median at ``path`` in a contender's report, or None where it has none."""
-    node: Any = contender
-    for key in path:
-        if node is None:
-            return None
-        node = node.get(key)
-    return None if node is None else float(node["median"])
-
-
-def targets(report: dict[str, Any]) -> list[str]:
-    """Issue 10's targets, each with the measured figure and met or missed (by how much)."""
-    c = report["contenders"]
-    cc, go = c.get("cc-dict"), c.get("client-go")
-    lines = []
-
-    def check(text: str, value: float | None, goal: float, higher_is_better: bool,
-              unit: str = "") -> None:
-        if value is None:
-            return
-        met = value >= goal if higher_is_better else value <= goal
-        verdict = "met" if met else (
-            f"missed by {goal / value:.2f}x" if higher_is_better else
-            f"missed by {value / goal:.2f}x")
-        lines.append(f"- {text}: {value:,.2f}{unit} (target {'>=' if higher_is_better else '<='}"
-                     f" {goal:,.2f}{unit}): {verdict}")
-
-    s1 = median(cc, "s1_seconds")
-    for other in ("k8s-informer", "watch-model"):
-        theirs = median(c.get(other), "s1_seconds")
-        if s1 and theirs:
-            check(f"S1 client_cache (dicts) speed-up over {LABELS[other]}", theirs / s1, 10,
-                  True, "x")
-    go_s1 = median(go, "s1_seconds")
-    if s1 and go_s1:
-        check("S1 client_cache (dicts) time / client-go's", s1 / go_s1, 2, False, "x")
-    check("S2 client_cache (dicts) events/s", median(cc, "s2_events_per_second"), 20_000, True)
-    check("S2 client_cache (dicts) p99 ms at "
-          f"{report['rate']:,.0f} changes/s", median(cc, "s2_latency_p99_ms"), 5, False)
-    go_bytes = median(go, "s1_rss_bytes_per_object")
-    go_bytes_t = median(go, "s6_rss_bytes_per_object")
-    cc_bytes = median(cc, "s1_rss_bytes_per_object")
-    cc_bytes_t = median(cc, "s6_rss_bytes_per_object")
-    if go_bytes and cc_bytes:
-        check("S6 client_cache (dicts) bytes per pod / client-go's", cc_bytes / go_bytes, 2,
-              False, "x")
-    if go_bytes_t and cc_bytes_t:
-        check("S6 with the managedFields transform, client_cache / client-go",
-              cc_bytes_t / go_bytes_t, 1, False, "x")
-    return lines
-
-
-def markdown(report: dict[str, Any]) -> str:
-    contenders = report["contenders"]
-    reference = contenders.get("client-go")
-    alternatives = [c for n, c in contenders.items() if n not in CLIENT_CACHE | {"client-go"}]
-    best_s1 = min((c["s1_seconds"]["median"] for c in alternatives), default=None)
-    best_s2 = max((c["s2_events_per_second"]["median"] for c in alternatives), default=None)
-    lines = [
-        f"# Side-by-side benchmark, {report['date']}",
-        "",
-        "Every contender runs in its own process against the same embedded API server "
-        "(its own process too), over loopback HTTP. "
-        f"Medians of {report['repeats']} runs (min-max). Ratios above 1 mean better than the "
-        "reference.",
-        "",
-        f"- S1: initial sync of {report['pods']:,} pods (~3 KB of JSON each, page size 500) "
-        "into an informer with a namespace index and one counting handler; bytes/object is "
-        "the RSS after a GC minus the RSS before informing, per pod.",
-        f"- S2: then, on the same informer, {report['events']:,} mixed changes (create, "
-        "update, update, delete) streamed as fast as the server makes them "
-        f"({report['model_events']:,} for the contenders that build models, which are too "
-        "slow for more in the time budget); events/s reaching the handler. Latency: "
-        f"{report['latency_events']:,} more changes at {report['rate']:,.0f}/s, from the "
-        "server's write (stamped in the object) to the handler call.",
-        f"- S3: {report['fanout_events']:,} mixed changes with {report['handlers']} "
-        "handlers on one informer (events/s per handler).",
-        "- S6: S1 with a transform that drops managedFields (the contenders that have "
-        "transforms).",
-        "",
-        "| Contender | S1 sync s | S1 peak RSS MB | S1 bytes/object | S6 bytes/object "
-        "| S2 events/s | S2 p50 ms | S2 p99 ms | S3 events/s "
-        "| S1 vs client-go | S1 vs best Python alt. | S2 vs client-go | S2 vs best Python alt. |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for c in contenders.values():
-        s1 = c["s1_seconds"]["median"]
-        s2 = c["s2_events_per_second"]["median"]
-        lines.append(
-            f"| {c['label']} | {cell(c['s1_seconds'], '.2f')} "
-            f"| {cell(c['s1_peak_rss_mb'], '.0f')} | {cell(c['s1_rss_bytes_per_object'], ',.0f')} "
-            f"| {cell(c['s6_rss_bytes_per_object'], ',.0f')} "
-            f"| {cell(c['s2_events_per_second'], ',.0f')} "
-            f"| {cell(c['s2_latency_p50_ms'], '.1f')} | {cell(c['s2_latency_p99_ms'], '.1f')} "
-            f"| {cell(c['s3_events_per_second'], ',.0f')} "
-            f"| {ratio(s1, reference and reference['s1_seconds']['median'], True)} "
-            f"| {ratio(s1, best_s1, True)} "
-            f"| {ratio(s2, reference and reference['s2_events_per_second']['median'], False)} "
-            f"| {ratio(s2, best_s2, False)} |")
-    with_s4 = [c for c in contenders.values() if c["s4"]]
-    if with_s4:
-        lines += [
-            "",
-            f"S4: a store of {report['objects']:,} pods (100 namespaces, 500 nodes): adds, "
-            "updates, namespace-index lookups, lookups in a custom index by node, and a "
-            "namespace's pods listed by label selector (`app=web-3`, 1 in 10), per second. "
-            "kubernetes.informer's `ObjectCache` has no index, so its lookups scan.",
-            "",
-            "| Contender | add/s | update/s | namespace lookups/s | node-index lookups/s "
-            "| selector lists/s | lookups vs client-go | selector lists vs client-go |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        lines += metric_rows(with_s4, "s4", S4_METRICS, ("namespace_lookups_per_second",
-                                                         "selector_lists_per_second"), reference)
-    with_s5 = [c for c in contenders.values() if c["s5"]]
-    if with_s5:
-        lines += [
-            "",
-            f"S5: {report['keys']:,} distinct keys through add, get, done on the plain "
-            "workqueue, with 1 and 8 workers (threads; goroutines for client-go), per second.",
-            "",
-            "| Contender | 1 worker | 8 workers | 1 worker vs client-go |",
-            "|---|---|---|---|",
-        ]
-        lines += metric_rows(with_s5, "s5", S5_METRICS, ("workers_1_per_second",), reference)
-    goals = targets(report)
-    if goals:
-        lines += ["", "Targets (issue 10):", "", *goals]
-    return "\n".join(lines) + "\n"
-
-
-def metric_rows(contenders: list[dict[str, Any]], key: str, metrics: tuple[str, ...],
-                compared: tuple[str, ...], reference: dict[str, Any] | None) -> list[str]:
-    """Table rows of scenario ``key``: each metric's cell, then the ratio to client-go of
-    each ``compared`` metric (higher is better)."""
-    ref = reference[key] if reference else None
-    rows = []
-    for c in contenders:
-        data = c[key]
-        cells = [cell(data[m], ",.0f") for m in metrics]
-        cells += [ratio(data[m]["median"], ref and ref[m]["median"], False) for m in compared]
-        rows.append(f"| {c['label']} | " + " | ".join(cells) + " |")
-    return rows
-
-
-def chart(report: dict[str, Any], path: Path) -> None:
-    """A PNG with S1 sync time and S2 events/s per contender (medians, min-max bars)."""
+def replay(args: argparse.Namespace, chosen: Callable[[list[Variant]], list[Variant]],
+           go_binary: Path | None, runs: Runs, report: dict[str, Any]) -> None:
+    """S2 and S3 from the replay source: each run gets a fresh server on the same files."""
+    files = ReplayFiles(args.replay_pods, args.replay_events)
+    report["sizes"]["replay"] = {"pod_bytes": files.pod_bytes, "pods": files.pods,
+                                 "events": files.events}
+    print(f"replay: {files.pods:,} pods, {files.events:,} changes of "
+          f"{files.pod_bytes:,} B", flush=True)
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("no chart: matplotlib is not installed (pip install -e '.[bench]')",
-              file=sys.stderr)
-        return
-    contenders = list(report["contenders"].values())
-    labels = [c["label"].replace(" (", "\n(") for c in contenders]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
-    for ax, key, title in ((axes[0], "s1_seconds",
-                            f"S1: seconds to sync {report['pods']:,} pods (lower is better)"),
-                           (axes[1], "s2_events_per_second",
-                            "S2: watch events/s to one handler (higher is better)")):
-        medians = [c[key]["median"] for c in contenders]
-        low = [c[key]["median"] - c[key]["min"] for c in contenders]
-        high = [c[key]["max"] - c[key]["median"] for c in contenders]
-        colors = ["#2a7ab9" if "client_cache" in c["label"] else
-                  "#7f7f7f" if "client-go" in c["label"] else "#d98c3f" for c in contenders]
-        ax.barh(labels, medians, xerr=[low, high], color=colors, capsize=3)
-        ax.invert_yaxis()
-        ax.set_title(title, fontsize=10)
-        ax.tick_params(axis="y", labelsize=8)
-        for y, value in enumerate(medians):
-            ax.text(value, y, f" {value:,.1f}" if value < 100 else f" {value:,.0f}",
-                    va="center", fontsize=8)
-    fig.suptitle(f"client_cache side-by-side benchmark, {report['date']} "
-                 f"(medians of {report['repeats']} runs)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"chart: {path}", flush=True)
+        for repeat in range(args.repeats):
+            for handlers, variants in ((1, REPLAY), (args.handlers, REPLAY_FANOUT)):
+                for v in chosen(variants):
+                    with ReplayServer(files=files) as server:
+                        began = time.monotonic()
+                        results = run_contender(
+                            command(v, go_binary, Target(server.url), files.namespace,
+                                    files.pods, "--events", str(files.events),
+                                    "--handlers", str(handlers)),
+                            lambda phase, s=server: s.start_events())
+                    if handlers == 1:
+                        runs.add("replay", v, results)
+                    else:
+                        runs.add("replay", v, results, throughput="fanout", sync="fanout_sync")
+                    progress(f"replay x{handlers}", v, repeat, began, results)
+    finally:
+        files.close()
+
+
+def real_pod(i: int) -> dict[str, Any]:
+    """The ``i``-th pod written to the real server: the load generator's pod with the
+    fields a client may set (the server adds managedFields and the rest)."""
+    obj = sample_object("pods", i)
+    md = obj["metadata"]
+    meta = {"name": f"web-{i:06d}", "labels": md.get("labels"),
+            "annotations": md.get("annotations"), "ownerReferences": md.get("ownerReferences")}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": obj["spec"]}
+
+
+def real(args: argparse.Namespace, chosen: Callable[[list[Variant]], list[Variant]],
+         go_binary: Path | None, runs: Runs, report: dict[str, Any], binaries: Any) -> None:
+    """S1 against the real kube-apiserver + etcd."""
+    with ControlPlane(binaries) as plane:
+        core = CoreV1Api(plane.api_client())
+        core.create_namespace({"metadata": {"name": "s1"}})
+        began = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            for _ in pool.map(lambda i: core.create_namespaced_pod(
+                    "s1", real_pod(i), _preload_content=False), range(args.real_pods)):
+                pass
+        print(f"real: {args.real_pods:,} pods created in {time.monotonic() - began:.0f} s",
+              flush=True)
+        report["sizes"]["real"] = list_bytes(core, "s1", args.real_pods)
+        target = Target(plane.url, plane.token, str(plane.ca_file))
+        for repeat in range(args.repeats):
+            for v in chosen(REAL):
+                began = time.monotonic()
+                results = run_contender(command(v, go_binary, target, "s1", args.real_pods))
+                runs.add("real", v, results)
+                progress("real", v, repeat, began, results)
+
+
+def local(args: argparse.Namespace, go_binary: Path | None, runs: Runs) -> None:
+    """S4 (indexer and lister) and S5 (workqueue): no server."""
+    for repeat in range(args.repeats):
+        for name in S4_CONTENDERS:
+            if (name == "client-go" and go_binary is None) or (args.only and name not in args.only):
+                continue
+            v = Variant(name)
+            runs.add("local", name, run_contender(command(
+                v, go_binary, None, "", 0, "--mode", "s4", "--objects", str(args.objects),
+                "--seconds", str(args.lookup_seconds))))
+            if name in S5_CONTENDERS:
+                runs.add("local", name, run_contender(command(
+                    v, go_binary, None, "", 0, "--mode", "s5", "--keys", str(args.keys))))
+        print(f"  local run {repeat + 1} done", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,11 @@ with ``--latency-events``, print ``READY latency`` and report p50/p99 of the del
 the server's write (stamped in each object) to the handler for the next K events.
 
 Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-model`` (client_cache,
-``V1Pod`` models), ``k8s-informer`` (the ``kubernetes`` package's own
-``kubernetes.informer.SharedInformer``), ``watch-model`` and ``watch-raw`` (a LIST then a
-``kubernetes.watch.Watch`` loop into a dict, with models or with ``deserialize=False``).
+``V1Pod`` models), both on any ``--sync`` path (list, watch-list, paged);
+``k8s-informer`` (the ``kubernetes`` package's own ``kubernetes.informer.SharedInformer``),
+``watch-model`` and ``watch-raw`` (a LIST then a ``kubernetes.watch.Watch`` loop into a
+dict, with models or with ``deserialize=False``), and ``floor`` (urllib3 and the JSON
+decoder, no cache), which LIST only.
 S4 (indexer and lister) runs for ``cc-dict`` (indexes) and ``k8s-informer`` (its
 ``ObjectCache`` has no index, so lookups scan); S5 (workqueue) for ``cc-dict`` only, the
 Python alternatives having no workqueue.
@@ -99,12 +101,30 @@ class Counter:
                 raise TimeoutError(f"saw {self.count} of {target} events")
 
 
-def api_client(server: str) -> ApiClient:
+def api_client(server: str, token: str = "embedded-token", ca_file: str = "") -> ApiClient:
     config = Configuration()
     config.host = server
-    config.api_key = {"authorization": "embedded-token"}
+    config.api_key = {"authorization": token}
     config.api_key_prefix = {"authorization": "Bearer"}
+    if ca_file:
+        config.ssl_ca_cert = ca_file
+        config.verify_ssl = True
     return ApiClient(config)
+
+
+SYNC_PATHS = ("list", "watch-list", "paged")
+"""How a contender fills its cache: ``list`` is a LIST from resourceVersion 0 (served
+whole by both servers, whatever the limit), ``watch-list`` a watch with
+``sendInitialEvents``, ``paged`` a LIST from resourceVersion "" in pages of
+:data:`PAGE_SIZE` (a tweak of the list options, as a client-go user would write it)."""
+PAGE_SIZE = 500
+
+
+def paged_list(options: Any) -> None:
+    """The ``paged`` path's tweak: LISTs (not watches) from resourceVersion "" in pages."""
+    if not options.watch:
+        options.resource_version = ""
+        options.limit = PAGE_SIZE
 
 
 def drop_managed_fields(obj: Any) -> Any:
@@ -116,7 +136,8 @@ def drop_managed_fields(obj: Any) -> Any:
 
 def client_cache_informer(models: bool) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
-              stop: threading.Event, transform: bool = False) -> Callable[[], int]:
+              stop: threading.Event, transform: bool = False,
+              sync: str = "list") -> Callable[[], int]:
         from client_cache.controller import ResourceEventHandlerFuncs
         from client_cache.informers import (
             SharedInformerFactoryOptions,
@@ -124,7 +145,9 @@ def client_cache_informer(models: bool) -> Callable[..., Any]:
         )
         factory = new_shared_informer_factory_with_options(
             api, 0, SharedInformerFactoryOptions(
-                namespace=ns, transform=drop_managed_fields if transform else None))
+                namespace=ns, transform=drop_managed_fields if transform else None,
+                use_watch_list=sync == "watch-list",
+                tweak_list_options=paged_list if sync == "paged" else None))
         pods = factory.core().v1().pods(models=models)
         for _ in range(handlers):
             pods.informer().add_event_handler(ResourceEventHandlerFuncs(
@@ -136,7 +159,8 @@ def client_cache_informer(models: bool) -> Callable[..., Any]:
 
 
 def k8s_informer(api: ApiClient, ns: str, handlers: int, counter: Counter,
-                 stop: threading.Event, transform: bool = False) -> Callable[[], int]:
+                 stop: threading.Event, transform: bool = False,
+                 sync: str = "list") -> Callable[[], int]:
     from kubernetes.informer import ADDED, DELETED, MODIFIED, SharedInformer
     informer = SharedInformer(CoreV1Api(api).list_namespaced_pod, namespace=ns)
     for _ in range(handlers):
@@ -150,7 +174,8 @@ def k8s_informer(api: ApiClient, ns: str, handlers: int, counter: Counter,
 
 def watch_loop(deserialize: bool) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
-              stop: threading.Event, transform: bool = False) -> Callable[[], int]:
+              stop: threading.Event, transform: bool = False,
+              sync: str = "list") -> Callable[[], int]:
         core = CoreV1Api(api)
         cache: dict[str, Any] = {}
 
@@ -188,13 +213,60 @@ def watch_loop(deserialize: bool) -> Callable[..., Any]:
     return start
 
 
+def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
+          stop: threading.Event, transform: bool = False,
+          sync: str = "list") -> Callable[[], int]:
+    """The floor: what reading the same bytes costs with no client library and no cache.
+    One LIST (resourceVersion 0) with urllib3, decoded by the JSON decoder the library
+    uses (:func:`client_cache.wire.loads`: orjson, collector paused for big bodies), then
+    a watch from its resourceVersion, each line decoded; every object counted."""
+    import urllib3
+
+    from client_cache.wire import loads
+    config = api.configuration
+    http = urllib3.PoolManager(ca_certs=config.ssl_ca_cert or None,
+                               cert_reqs="CERT_REQUIRED" if config.ssl_ca_cert else None)
+    headers = {"Authorization": config.get_api_key_with_prefix("authorization"),
+               "Accept": "application/json"}
+    base = f"{config.host}/api/v1/namespaces/{ns}/pods"
+    seen = [0]
+
+    def run() -> None:
+        listed = loads(http.request("GET", base + "?resourceVersion=0", headers=headers).data)
+        for item in listed["items"]:
+            for _ in range(handlers):
+                counter.bump(item)
+        seen[0] = len(listed["items"])
+        rv = listed["metadata"]["resourceVersion"]
+        resp = http.request("GET", f"{base}?watch=true&resourceVersion={rv}", headers=headers,
+                            preload_content=False, timeout=urllib3.Timeout(connect=10))
+        rest = b""
+        for chunk in resp.stream(1 << 16):
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if line:
+                    obj = loads(line)["object"]
+                    for _ in range(handlers):
+                        counter.bump(obj)
+            if stop.is_set():
+                break
+        resp.release_conn()
+
+    threading.Thread(target=run, daemon=True, name="floor").start()
+    return lambda: seen[0]
+
+
 CONTENDERS: dict[str, Callable[..., Any]] = {
     "cc-dict": client_cache_informer(models=False),
     "cc-model": client_cache_informer(models=True),
     "k8s-informer": k8s_informer,
     "watch-model": watch_loop(deserialize=True),
     "watch-raw": watch_loop(deserialize=False),
+    "floor": floor,
 }
+#: The contenders that can take each sync path; the rest LIST only.
+SYNC_CAPABLE = {"cc-dict", "cc-model"}
 
 
 def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:
@@ -329,10 +401,10 @@ def inform(args: argparse.Namespace) -> None:
     baseline = rss_kb()
     counter = Counter()
     stop = threading.Event()
-    api = api_client(args.server)
+    api = api_client(args.server, args.token, args.ca_file)
     started = time.perf_counter()
     size = CONTENDERS[args.name](api, args.namespace, args.handlers, counter, stop,
-                                 transform=args.transform)
+                                 transform=args.transform, sync=args.sync)
     counter.wait_for(args.expect * args.handlers)
     seconds = time.perf_counter() - started
     peak = rss_kb("VmHWM")
@@ -377,6 +449,10 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=0)
     parser.add_argument("--latency-events", type=int, default=0)
     parser.add_argument("--handlers", type=int, default=1)
+    parser.add_argument("--sync", choices=SYNC_PATHS, default="list",
+                        help="initial-sync path (cc-dict and cc-model; the others LIST)")
+    parser.add_argument("--token", default="embedded-token", help="bearer token")
+    parser.add_argument("--ca-file", default="", help="the server's CA (https servers)")
     parser.add_argument("--transform", action="store_true",
                         help="drop managedFields before caching (client_cache only)")
     parser.add_argument("--objects", type=int, default=100_000, help="S4: cached pods")
@@ -400,6 +476,8 @@ def main() -> int:
             parser.error("inform mode needs --server and --namespace")
         if args.transform and args.name not in ("cc-dict", "cc-model"):
             parser.error(f"{args.name} has no transform")
+        if args.sync != "list" and args.name not in SYNC_CAPABLE:
+            parser.error(f"{args.name} syncs with a LIST only")
         inform(args)
     return 0
 

@@ -30,7 +30,7 @@ from client_cache.testing.apiserver.load import sample_object
 from client_cache.testing.apiserver.server import client_configuration
 from client_cache.testing.envtest import find_go
 
-__all__ = ["ReplayServer", "build_replay", "pod"]
+__all__ = ["ReplayFiles", "ReplayServer", "build_replay", "pod"]
 
 SOURCE = Path(__file__).resolve().parent / "replay"
 
@@ -64,47 +64,67 @@ def _line(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
-class ReplayServer:
-    """The replay server for ``pods`` pods in ``namespace`` and ``events`` changes (see
-    the module documentation). :attr:`pod_bytes` is the mean JSON size of a pod."""
+class ReplayFiles:
+    """The files a replay server serves, written once for ``pods`` pods in ``namespace``
+    and ``events`` changes, for any number of servers (:attr:`pod_bytes` is the mean JSON
+    size of a pod). Remove them with :meth:`close`."""
 
     def __init__(self, pods: int, events: int, namespace: str = "bench") -> None:
         self.pods, self.events, self.namespace = pods, events, namespace
-        self.url = ""
-        self.pod_bytes = 0
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
-        self._proc: subprocess.Popen[str] | None = None
-
-    def _write_files(self, directory: Path) -> list[str]:
-        lines = [_line(pod(i, self.namespace, i + 1)) for i in range(self.pods)]
+        self._dir = tempfile.TemporaryDirectory(prefix="client-cache-replay-")
+        directory = Path(self._dir.name)
+        lines = [_line(pod(i, namespace, i + 1)) for i in range(pods)]
         self.pod_bytes = sum(map(len, lines)) // max(1, len(lines)) - 1
         items = b",".join(line.rstrip(b"\n") for line in lines)
         (directory / "list.json").write_bytes(
             b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"'
-            + str(self.pods).encode() + b'"},"items":[' + items + b"]}")
+            + str(pods).encode() + b'"},"items":[' + items + b"]}")
         with open(directory / "initial.jsonl", "wb") as out:
             for line in lines:
                 out.write(b'{"type":"ADDED","object":' + line.rstrip(b"\n") + b"}\n")
             out.write(_line({"type": "BOOKMARK", "object": {
                 "kind": "Pod", "apiVersion": "v1", "metadata": {
-                    "resourceVersion": str(self.pods),
+                    "resourceVersion": str(pods),
                     "annotations": {"k8s.io/initial-events-end": "true"}}}}))
         with open(directory / "events.jsonl", "wb") as out:
-            for j in range(self.events):
-                changed = pod(j % self.pods, self.namespace, self.pods + 1 + j, f"change {j}")
+            for j in range(events):
+                changed = pod(j % pods, namespace, pods + 1 + j, f"change {j}")
                 out.write(_line({"type": "MODIFIED", "object": changed}))
-        return ["-namespace", self.namespace, "-list", str(directory / "list.json"),
-                "-initial", str(directory / "initial.jsonl"),
-                "-events", str(directory / "events.jsonl")]
+        self.args = ["-namespace", namespace, "-list", str(directory / "list.json"),
+                     "-initial", str(directory / "initial.jsonl"),
+                     "-events", str(directory / "events.jsonl")]
+
+    def close(self) -> None:
+        """Remove the files."""
+        self._dir.cleanup()
+
+
+class ReplayServer:
+    """The replay server for ``pods`` pods in ``namespace`` and ``events`` changes (see
+    the module documentation), or for ``files`` written before (which it leaves in
+    place). :attr:`pod_bytes` is the mean JSON size of a pod."""
+
+    def __init__(self, pods: int = 0, events: int = 0, namespace: str = "bench",
+                 files: ReplayFiles | None = None) -> None:
+        if files is not None:
+            pods, events, namespace = files.pods, files.events, files.namespace
+        self.pods, self.events, self.namespace = pods, events, namespace
+        self.url = ""
+        self.pod_bytes = files.pod_bytes if files is not None else 0
+        self._files = files
+        self._own_files: ReplayFiles | None = None
+        self._proc: subprocess.Popen[str] | None = None
 
     def start(self) -> ReplayServer:
-        """Write the files, build the server if needed and start it."""
+        """Write the files (unless given), build the server if needed and start it."""
         binary = SOURCE / "bin" / "replay"
         if not binary.exists() or binary.stat().st_mtime < (SOURCE / "main.go").stat().st_mtime:
             binary = build_replay()
-        self._dir = tempfile.TemporaryDirectory(prefix="client-cache-replay-")
-        args = self._write_files(Path(self._dir.name))
-        self._proc = subprocess.Popen([str(binary), *args], stdin=subprocess.PIPE,
+        files = self._files
+        if files is None:
+            files = self._own_files = ReplayFiles(self.pods, self.events, self.namespace)
+            self.pod_bytes = files.pod_bytes
+        self._proc = subprocess.Popen([str(binary), *files.args], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None
         self.url = self._proc.stdout.readline().strip()
@@ -142,9 +162,9 @@ class ReplayServer:
                 proc.wait(5)
             if proc.stdout is not None:
                 proc.stdout.close()
-        if self._dir is not None:
-            self._dir.cleanup()
-            self._dir = None
+        if self._own_files is not None:
+            self._own_files.close()
+            self._own_files = None
 
     def __enter__(self) -> ReplayServer:
         return self.start()

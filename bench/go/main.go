@@ -20,6 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -57,7 +58,21 @@ func main() {
 	objects := flag.Int("objects", 100000, "s4: cached pods")
 	seconds := flag.Float64("seconds", 1, "s4: seconds per lookup kind")
 	keys := flag.Int("keys", 100000, "s5: keys")
+	syncPath := flag.String("sync", "list", "initial sync: list (resourceVersion 0), "+
+		"watch-list (sendInitialEvents) or paged (resourceVersion \"\", limit 500)")
+	protobuf := flag.Bool("protobuf", false, "protobuf (real API servers only); default JSON")
+	caFile := flag.String("ca-file", "", "the server's CA (https servers)")
 	flag.Parse()
+	// client-go reads its feature gates from the environment on first use: the
+	// WatchListClient gate (on by default since v0.35) picks the initial-sync path.
+	watchList := "false"
+	if *syncPath == "watch-list" {
+		watchList = "true"
+	} else if *syncPath != "list" && *syncPath != "paged" {
+		fmt.Fprintln(os.Stderr, "unknown -sync", *syncPath)
+		os.Exit(2)
+	}
+	os.Setenv("KUBE_FEATURE_WatchListClient", watchList)
 	printJSON := func(out map[string]interface{}) {
 		line, _ := json.Marshal(out)
 		fmt.Println(string(line))
@@ -74,9 +89,26 @@ func main() {
 	runtime.GC()
 	baseline := rssKB("VmRSS")
 	cfg := &rest.Config{Host: *server, BearerToken: *token, QPS: 1000, Burst: 1000}
+	cfg.TLSClientConfig.CAFile = *caFile
+	// The typed clients ask for protobuf when nothing is set: say which, either way.
+	if *protobuf {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	} else {
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
+	}
 	client := kubernetes.NewForConfigOrDie(cfg)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(*namespace))
+	options := []informers.SharedInformerOption{informers.WithNamespace(*namespace)}
+	if *syncPath == "paged" {
+		options = append(options, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if !o.Watch {
+				o.ResourceVersion = ""
+				o.Limit = 500
+			}
+		}))
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, options...)
 	informer := factory.Core().V1().Pods().Informer()
 	if *transform {
 		_ = informer.SetTransform(func(obj interface{}) (interface{}, error) {

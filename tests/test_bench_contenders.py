@@ -1,0 +1,77 @@
+"""The benchmark's Python contenders take the sync path they are labelled with, and the
+floor reads what the others read: run as ``make bench`` runs them, at a small scale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from bench.replay import ReplayServer
+from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.envtest import find_go
+
+# The benchmark's harness, not the library: one Python (make test) is enough.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+PODS = 1100  # three pages of 500
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer() as srv:
+        core = CoreV1Api(srv.api_client())
+        for i in range(PODS):
+            core.create_namespaced_pod("s1", {"metadata": {"name": f"p{i}"}})
+        yield srv
+
+
+def contender(*args: str) -> dict[str, dict[str, float]]:
+    done = subprocess.run([sys.executable, "-m", "bench.contenders", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return {line["scenario"]: line for line in lines}
+
+
+@pytest.mark.parametrize(("sync", "lists"), [("list", 1), ("watch-list", 0), ("paged", 3)])
+def test_client_cache_takes_the_sync_path_asked_for(
+        server: EmbeddedApiServer, sync: str, lists: int) -> None:
+    before = server.list_requests
+    result = contender("cc-dict", "--server", server.url, "--namespace", "s1",
+                       "--expect", str(PODS), "--sync", sync)
+    assert result["sync"]["objects"] == PODS
+    assert server.list_requests - before == lists
+
+
+def test_only_client_cache_takes_other_paths(server: EmbeddedApiServer) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        contender("k8s-informer", "--server", server.url, "--namespace", "s1",
+                  "--expect", str(PODS), "--sync", "paged")
+    assert "syncs with a LIST only" in failed.value.stderr
+
+
+@pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")
+def test_the_floor_lists_then_reads_every_change() -> None:
+    with ReplayServer(pods=300, events=2000) as replay:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.contenders", "floor", "--server", replay.url,
+             "--namespace", "bench", "--expect", "300", "--events", "2000"],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        results = {}
+        for line in proc.stdout:
+            if line.startswith("READY"):
+                replay.start_events()
+            elif line.startswith("{"):
+                result = json.loads(line)
+                results[result["scenario"]] = result
+        assert proc.wait(60) == 0
+    assert results["sync"]["objects"] == 300
+    assert results["throughput"]["events"] == 2000
+    assert results["throughput"]["events_per_second"] > 0

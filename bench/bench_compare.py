@@ -58,6 +58,7 @@ LOADED = 2.5  # a run that began above this 1-minute load is marked
 LABELS = {
     "cc-dict": "client_cache (dicts)",
     "cc-model": "client_cache (V1Pod models)",
+    "cc-struct": "client_cache (structs, no managedFields)",
     "k8s-informer": "kubernetes.informer",
     "watch-model": "kubernetes Watch loop (models)",
     "watch-raw": "kubernetes Watch loop (deserialize=False)",
@@ -89,14 +90,16 @@ class Variant:
 
 V = Variant
 EMBEDDED = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"),
-            V("cc-model"), V("cc-model", "watch-list"), V("k8s-informer"), V("watch-model"),
+            V("cc-struct"), V("cc-struct", "watch-list"), V("cc-model"),
+            V("cc-model", "watch-list"), V("k8s-informer"), V("watch-model"),
             V("watch-raw"), V("client-go"), V("client-go", "watch-list"),
             V("client-go", "paged"), V("floor")]
 FANOUT = [V("cc-dict"), V("cc-model"), V("k8s-informer"), V("watch-raw"), V("client-go")]
-REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("watch-raw"), V("client-go"),
-          V("client-go", "watch-list"), V("floor")]
+REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-struct"), V("watch-raw"),
+          V("client-go"), V("client-go", "watch-list"), V("floor")]
 REPLAY_FANOUT = [V("cc-dict"), V("client-go")]
-REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("k8s-informer"),
+REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-struct"),
+        V("cc-struct", "watch-list"), V("k8s-informer"),
         V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
         V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor")]
 TRANSFORMS = [V("cc-dict"), V("client-go")]  # S6: the contenders that have transforms

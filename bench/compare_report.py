@@ -237,8 +237,9 @@ def targets(report: dict[str, Any]) -> list[str]:
           over(cc_real, med(real.get("floor/list"), "sync", "seconds")), 1.2, False)
     check("S1 real apiserver, client_cache dicts watch-list / LIST",
           over(med(real.get("cc-dict/watch-list"), "sync", "seconds"), cc_real), 1.0, False)
-    lines.append("- S1 real apiserver, struct mode / client-go protobuf (target <= 1.00x): "
-                 "missed: no struct mode yet")
+    check("S1 real apiserver, client_cache structs (LIST) / client-go protobuf (LIST)",
+          over(med(real.get("cc-struct/list"), "sync", "seconds"),
+               med(real.get("client-go/list/protobuf"), "sync", "seconds")), 1.0, False)
     check("S2 replay, client_cache dicts, one handler",
           med(rep.get("cc-dict/list"), "throughput", "events_per_second"), 40_000, True,
           " events/s")
@@ -249,8 +250,9 @@ def targets(report: dict[str, Any]) -> list[str]:
     check("Memory per cached pod (embedded S1), client_cache dicts / client-go",
           over(med(emb.get("cc-dict/list"), "sync", "bytes_per_object", pods),
                med(emb.get("client-go/list"), "sync", "bytes_per_object", pods)), 1.1, False)
-    lines.append("- Memory per cached pod, struct mode / client-go (target <= 0.60x): "
-                 "missed: no struct mode yet")
+    check("Memory per cached pod (embedded S1), client_cache structs / client-go",
+          over(med(emb.get("cc-struct/list"), "sync", "bytes_per_object", pods),
+               med(emb.get("client-go/list"), "sync", "bytes_per_object", pods)), 0.6, False)
     check("Peak RSS during the embedded sync / steady state, client_cache dicts",
           med(emb.get("cc-dict/list"), "sync", "peak_over_steady"), 2.0, False)
     check("Workqueue add/get/done, one worker",

@@ -13,7 +13,8 @@ with ``--latency-events``, print ``READY latency`` and report p50/p99 of the del
 the server's write (stamped in each object) to the handler for the next K events.
 
 Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-model`` (client_cache,
-``V1Pod`` models), both on any ``--sync`` path (list, watch-list, paged);
+``V1Pod`` models), ``cc-struct`` (client_cache, struct mode: msgspec structs without
+managedFields), all on any ``--sync`` path (list, watch-list, paged);
 ``k8s-informer`` (the ``kubernetes`` package's own ``kubernetes.informer.SharedInformer``),
 ``watch-model`` and ``watch-raw`` (a LIST then a ``kubernetes.watch.Watch`` loop into a
 dict, with models or with ``deserialize=False``), and ``floor`` (urllib3 and the JSON
@@ -134,7 +135,7 @@ def drop_managed_fields(obj: Any) -> Any:
     return obj
 
 
-def client_cache_informer(models: bool) -> Callable[..., Any]:
+def client_cache_informer(models: bool, structs: bool = False) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
               sync: str = "list") -> Callable[[], int]:
@@ -148,7 +149,13 @@ def client_cache_informer(models: bool) -> Callable[..., Any]:
                 namespace=ns, transform=drop_managed_fields if transform else None,
                 use_watch_list=sync == "watch-list",
                 tweak_list_options=paged_list if sync == "paged" else None))
-        pods = factory.core().v1().pods(models=models)
+        if structs:
+            from kubernetes.client import V1Pod
+
+            from client_cache.structs import struct_type
+            pods = factory.core().v1().pods(struct_type(V1Pod))
+        else:
+            pods = factory.core().v1().pods(models=models)
         for _ in range(handlers):
             pods.informer().add_event_handler(ResourceEventHandlerFuncs(
                 add_func=counter.bump, update_func=counter.bump, delete_func=counter.bump))
@@ -260,13 +267,14 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
 CONTENDERS: dict[str, Callable[..., Any]] = {
     "cc-dict": client_cache_informer(models=False),
     "cc-model": client_cache_informer(models=True),
+    "cc-struct": client_cache_informer(models=False, structs=True),
     "k8s-informer": k8s_informer,
     "watch-model": watch_loop(deserialize=True),
     "watch-raw": watch_loop(deserialize=False),
     "floor": floor,
 }
 #: The contenders that can take each sync path; the rest LIST only.
-SYNC_CAPABLE = {"cc-dict", "cc-model"}
+SYNC_CAPABLE = {"cc-dict", "cc-model", "cc-struct"}
 
 
 def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:

@@ -30,6 +30,7 @@ from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
 from client_cache.fields import everything as everything_fields
 from client_cache.schema import GroupVersionResource
+from client_cache.structs import StructCodec, is_struct_type
 from client_cache.transport import (
     KEEPALIVE_IDLE,
     KEEPALIVE_INTERVAL,
@@ -281,7 +282,12 @@ class ClientListerWatcher:
         self.request_timeout = request_timeout
         self.metadata_only = metadata_only
         self._loads = loads
-        self._decode = model_decoder(api_client, object_type) if object_type else None
+        self._codec: Any = None
+        self._decode: Callable[[Any], Any] | None = None
+        if is_struct_type(object_type):
+            self._codec = StructCodec(object_type)
+        elif object_type:
+            self._decode = model_decoder(api_client, object_type)
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once
@@ -393,7 +399,8 @@ class ClientListerWatcher:
             self._url(self._options(options, False)), self._headers(False), self.request_timeout,
             stop, read_body=True)
         self._raise_for_status(response, body, "list")
-        result = self._loads(body or b"")
+        result = self._codec.decode_list(body or b"") if self._codec is not None \
+            else self._loads(body or b"")
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
         if self._decode is not None:
@@ -415,7 +422,8 @@ class ClientListerWatcher:
         if sock is not None:
             sock.settimeout(self.idle_timeout)
         return StreamWatcher(
-            response, self._decode, name=self.gvr.label(), loads=self._loads
+            response, self._decode, name=self.gvr.label(), loads=self._loads,
+            decode_event=None if self._codec is None else self._codec.decode_event,
         )
 
 

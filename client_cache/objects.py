@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from client_cache.listwatch import model_decoder
+from client_cache.structs import is_struct_type, struct_to_wire
 
 __all__ = ["WireObject", "to_model", "to_wire"]
 
@@ -34,9 +35,11 @@ version would need its own."""
 def to_wire(obj: Any) -> Any:
     """``obj`` in the wire form (see the module documentation). Models are recognised by
     their ``attribute_map``/``openapi_types`` (the generated ``kubernetes.client``
-    classes)."""
+    classes), structs of :mod:`client_cache.structs` as such."""
     if isinstance(obj, Mapping):
         return {key: to_wire(value) for key, value in obj.items()}
+    if is_struct_type(type(obj)):
+        return struct_to_wire(obj)
     if isinstance(obj, (list, tuple)):
         return [to_wire(value) for value in obj]
     if isinstance(obj, datetime.datetime):
@@ -56,11 +59,14 @@ def to_wire(obj: Any) -> Any:
     return copy.deepcopy(obj)
 
 
-def to_model(obj: Mapping[str, Any], model: type | str, api_client: Any = None) -> Any:
-    """The wire dict ``obj`` as a ``kubernetes.client`` model: ``model`` is the class or
-    its name (``"V1Pod"``); ``api_client`` lends its deserializer (a throwaway client is
-    made when none is given and the model class cannot decode by itself). Raises
-    ``TypeError`` for an unknown model name."""
+def to_model(obj: Any, model: type | str, api_client: Any = None) -> Any:
+    """The wire dict (or :mod:`~client_cache.structs` struct) ``obj`` as a
+    ``kubernetes.client`` model: ``model`` is the class or its name (``"V1Pod"``);
+    ``api_client`` lends its deserializer (a throwaway client is made when none is given
+    and the model class cannot decode by itself). Raises ``TypeError`` for an unknown
+    model name."""
+    if is_struct_type(type(obj)):
+        obj = struct_to_wire(obj)
     if isinstance(model, str):
         import kubernetes.client as models_module  # noqa: PLC0415 - only when asked
 

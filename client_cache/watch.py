@@ -388,6 +388,9 @@ class Broadcaster:
 
 ObjectDecoder = Callable[[Any], Any]
 """Turns the decoded ``object`` of a watch event (a wire dict) into what is delivered."""
+EventDecoder = Callable[[bytes], tuple[str, Any]]
+"""Turns one line of a watch stream into its type and object, in one step (the struct
+mode's decoder, :class:`client_cache.structs.StructCodec`); raises ValueError."""
 
 
 def decode_error_status(message: str) -> dict[str, Any]:
@@ -421,7 +424,8 @@ class StreamWatcher(WatchIteration):
 
     ``response`` is a urllib3 response opened with ``preload_content=False`` whose body is
     a Kubernetes watch stream. ``decode_object`` converts each event's object (ERROR objects
-    stay ``Status`` dicts); ``loads`` is the JSON decoder. The client-side idle timeout is
+    stay ``Status`` dicts); ``loads`` is the JSON decoder; ``decode_event``, when given,
+    replaces both (a whole line to type and object). The client-side idle timeout is
     the read timeout the request was made with: when it passes with nothing received, the
     watch ends. ``name`` names the reader thread (``watch-<name>``).
     """
@@ -434,10 +438,12 @@ class StreamWatcher(WatchIteration):
         name: str = "stream",
         loads: Callable[[bytes], Any] = wire.loads,
         chan_size: int = DEFAULT_CHAN_SIZE,
+        decode_event: EventDecoder | None = None,
     ) -> None:
         self._response = response
         self._decode_object = decode_object
         self._loads = loads
+        self._decode_event = decode_event
         self._result: Chan[Event] = Chan(chan_size)
         self._done = DoneChan()
         self._lock = threading.Lock()
@@ -510,6 +516,13 @@ class StreamWatcher(WatchIteration):
                 _log.info("Unexpected EOF during watch stream event decoding")
 
     def _parse(self, line: bytes) -> Event:
+        if self._decode_event is not None:
+            try:
+                type_name, obj = self._decode_event(line)
+                return Event(_EVENT_TYPES[type_name], obj)
+            except (ValueError, KeyError, TypeError) as err:
+                raise _DecodeError(
+                    f"unable to decode an event from the watch stream: {err}") from err
         try:
             raw = self._loads(line)
             event_type = _EVENT_TYPES[raw["type"]]

@@ -11,6 +11,7 @@ import pytest
 
 from client_cache import workqueue
 from client_cache.workqueue import DefaultQueue, QueueConfig
+from tests.fixtures import eventually
 
 
 @pytest.mark.parametrize("drain", [False, True], ids=["shut_down", "shut_down_with_drain"])
@@ -280,3 +281,40 @@ def test_get_timeout() -> None:
     q: workqueue.Typed[str] = workqueue.new()
     with pytest.raises(TimeoutError):
         q.get(timeout=0.01)
+
+
+def test_every_blocked_getter_is_woken_once_per_item() -> None:
+    """add and done wake a getter only when one waits (the fast path skips the wake-up):
+    with getters blocked, each item reaches exactly one of them, none is left waiting."""
+    q: workqueue.Typed[str] = workqueue.new()
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def getter() -> None:
+        item, shutdown = q.get(timeout=10)
+        assert not shutdown and item is not None
+        with lock:
+            got.append(item)
+
+    def blocked(count: int) -> bool:
+        with q._cond:  # the queue's own count of threads waiting in get()
+            return q._getters == count
+
+    threads = [threading.Thread(target=getter, name=f"test-getter-{i}") for i in range(4)]
+    for t in threads:
+        t.start()
+    eventually(lambda: blocked(4), 10)
+    for item in ("item-0", "item-1", "item-2", "busy"):
+        q.add(item)
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert sorted(got) == ["busy", "item-0", "item-1", "item-2"]
+    q.add("busy")  # dirty while processing: done() queues it again and wakes the getter
+    late = threading.Thread(target=getter, name="test-getter-late")
+    late.start()
+    eventually(lambda: blocked(1), 10)
+    q.done("busy")
+    late.join(10)
+    assert not late.is_alive()
+    assert got.count("busy") == 2

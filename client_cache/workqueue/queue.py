@@ -189,6 +189,7 @@ class Typed(QueueIteration[T]):
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._cond = threading.Condition(threading.Lock())
+        self._getters = 0  # threads waiting in get(): add and done wake one only then
         self._shutting_down = False
         self._drain = False
         self._metrics = metrics
@@ -218,8 +219,10 @@ class Typed(QueueIteration[T]):
             if item in self._processing:
                 return  # done() will queue it again
             self._queue.push(item)
-            self._cond.notify()
-            self._wake_async_locked()
+            if self._getters:
+                self._cond.notify()
+            if self._async_waiters:
+                self._wake_async_locked()
 
     def len(self) -> int:
         """How many items wait to be handed out (items being processed not included)."""
@@ -235,13 +238,17 @@ class Typed(QueueIteration[T]):
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._queue.len() == 0 and not self._shutting_down:
-                if deadline is None:
-                    self._cond.wait()
-                else:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise TimeoutError("workqueue get timed out")
-                    self._cond.wait(remaining)
+                self._getters += 1
+                try:
+                    if deadline is None:
+                        self._cond.wait()
+                    else:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            raise TimeoutError("workqueue get timed out")
+                        self._cond.wait(remaining)
+                finally:
+                    self._getters -= 1
             return self._take_locked()
 
     async def get_async(self) -> tuple[T | None, bool]:
@@ -291,9 +298,11 @@ class Typed(QueueIteration[T]):
             self._processing.discard(item)
             if item in self._dirty:
                 self._queue.push(item)
-                self._cond.notify()
-                self._wake_async_locked()
-            elif not self._processing:
+                if self._getters:
+                    self._cond.notify()
+                if self._async_waiters:
+                    self._wake_async_locked()
+            elif self._drain and not self._processing:
                 self._cond.notify_all()  # wakes shut_down_with_drain
 
     def shut_down(self) -> None:

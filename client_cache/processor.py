@@ -243,18 +243,19 @@ class SharedProcessor:
             if self.started:
                 listener.start()
 
-    def remove_listener(self, handle: Any) -> None:
+    def remove_listener(self, handle: Any) -> threading.Thread | None:
         """Stop and drop the listener ``handle``; an unknown one is ignored, another type
-        raises ``TypeError`` (Go ``removeListener``)."""
+        raises ``TypeError`` (Go ``removeListener``). Returns the listener's thread, for
+        the caller to join once it holds no lock the handler might need (a port
+        addition: until that thread ends it keeps the handler alive)."""
         if not isinstance(handle, ProcessorListener):
             raise TypeError(f"invalid key type {type(handle).__name__}")
         with self._lock:
             if handle not in self.listeners:
-                return
+                return None
             del self.listeners[handle]
             self._retire(handle)
-            if self.started:
-                handle.stop()
+            return handle.stop() if self.started else None
 
     def distribute(self, notification: Any, sync: bool) -> None:
         """Hand ``notification`` to every listener, or with ``sync`` only to those whose

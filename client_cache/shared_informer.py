@@ -415,9 +415,13 @@ class SharedIndexInformer(Generic[T]):
             return listener
 
     def remove_event_handler(self, handle: ResourceEventHandlerRegistration) -> None:
-        """Remove a registration (idempotent; also on a stopped informer)."""
+        """Remove a registration (idempotent; also on a stopped informer). Returns once
+        the handler's delivery thread has ended (at most 1 s; at once when a handler
+        removes its own registration), so nothing of the handler outlives the call."""
         with self._started_lock, self._block_deltas:
-            self.processor.remove_listener(handle)
+            thread = self.processor.remove_listener(handle)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(1.0)
 
     # -- reads ------------------------------------------------------------------------------------
     def get_store(self) -> Store:

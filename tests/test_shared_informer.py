@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -277,6 +279,50 @@ def test_remove_while_active(source: FakeControllerSource) -> None:
         source.add(pod("pod2"))
         assert other.ok("pod1", "pod2")
         assert listener.received == {"pod1"}
+    finally:
+        halt(stop, thread)
+
+
+class BusyHandler:
+    """A handler caught in the middle of a call when it is removed: ``on_add`` waits
+    until the informer tells it it has stopped (``handler_stopped``)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self.entered.set()
+        self.released.wait(10)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        pass
+
+    def on_delete(self, obj: Any) -> None:
+        pass
+
+    def handler_stopped(self) -> None:
+        self.released.set()
+
+
+def test_nothing_of_a_removed_handler_outlives_the_removal(
+        source: FakeControllerSource) -> None:
+    """remove_event_handler returns once the handler's delivery thread has ended, so the
+    handler is collectable at once (a stopped controller is, in the runtime's tests)."""
+    informer = new_shared_informer(source, None, 0)
+    handler = BusyHandler()
+    reg = informer.add_event_handler(handler)
+    stop, thread = start(informer)
+    try:
+        source.add(pod("pod1"))
+        assert handler.entered.wait(10)
+        ref = weakref.ref(handler)
+        informer.remove_event_handler(reg)
+        del handler, reg
+        assert not [t.name for t in threading.enumerate()
+                    if t.name.startswith("informer-handler-")]
+        gc.collect()
+        assert ref() is None
     finally:
         halt(stop, thread)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,6 +18,9 @@ __all__ = ["EventsOverflowError", "InformerEvent", "Overflow", "events"]
 Overflow = Literal["wait", "fail"]
 
 DEFAULT_MAX_SIZE = 1000
+
+#: How long (seconds) the iterator hands out queued events without giving the loop a turn.
+YIELD_AFTER = 0.001
 
 
 @dataclass(frozen=True)
@@ -46,18 +51,33 @@ _END = _End()
 
 class _Bridge:
     """The informer's handler feeding one iterator: it runs on the handler's thread and
-    holds at most ``max_size`` events on the loop's side."""
+    holds at most ``max_size`` events on the loop's side.
+
+    The loop never waits for a lock a thread holds (a thread holding one may be waiting
+    for the interpreter lock, which would stall the loop for several switch intervals):
+    the room left is ``max_size - (sent - taken)``, each count written by one side only,
+    and a producer out of room sleeps on ``_wake``, a lock that anyone may release
+    without waiting. A spurious wake-up only makes the producer look again.
+
+    Events go into a deque (safe to append and pop from two threads) and the loop is
+    signalled once per batch, not once per event: a signal already scheduled and not yet
+    run will find what was appended meanwhile."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, max_size: int,
                  overflow: Overflow) -> None:
         self.loop = loop
-        self.items: asyncio.Queue[InformerEvent | _End | EventsOverflowError] = \
-            asyncio.Queue()
-        self._cond = threading.Condition(threading.Lock())
-        self._free = max_size
+        self._items: deque[InformerEvent | _End | EventsOverflowError] = deque()
+        self._signalled = False  # a _signal is scheduled on the loop and has not run
+        self._reader: asyncio.Future[None] | None = None  # the iterator waits on it
+        self._producer = threading.Lock()  # serialises the informer's calls; never the loop
+        self._wake = threading.Lock()
+        self._wake.acquire()  # held: a producer out of room blocks on it
+        self._sent = 0  # written by the producer only
+        self._taken = 0  # written by the loop only
         self._max_size = max_size
         self._overflow = overflow
         self._closed = False
+        self._waiting = False  # the producer sleeps on _wake
 
     # the handler, on the informer's handler thread
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
@@ -70,48 +90,84 @@ class _Bridge:
         self._put(InformerEvent(EventType.DELETED, obj))
 
     def handler_stopped(self) -> None:
-        """The informer stopped (or the handler was removed): the iterator ends."""
-        self._end(_END)
+        """The informer stopped (or the handler was removed): the iterator ends. Called
+        from the informer's stopping thread, possibly while the handler's thread waits
+        for room in ``_put``: that wait ends too."""
+        if self._closed:
+            return
+        self._closed = True
+        self._nudge()
+        self._send(_END)
+
+    def _full(self) -> bool:
+        return self._sent - self._taken >= self._max_size
 
     def _put(self, event: InformerEvent) -> None:
-        with self._cond:
-            if self._free == 0 and self._overflow == "fail" and not self._closed:
+        with self._producer:
+            if self._closed:
+                return
+            if self._full() and self._overflow == "fail":
                 self._closed = True
                 self._send(EventsOverflowError(
                     f"the consumer fell more than {self._max_size} events behind"))
                 return
-            while self._free == 0 and not self._closed:
-                self._cond.wait()
-            if self._closed:
-                return
-            self._free -= 1
-            self._send(event)
+            if self._wait_for_room():
+                self._sent += 1
+                self._send(event)
+
+    def _wait_for_room(self) -> bool:
+        """Wait until the loop has room for one more event: True, or False if closed."""
+        while self._full() and not self._closed:
+            self._waiting = True
+            if self._full() and not self._closed:  # a take after the first look wakes us
+                self._wake.acquire()
+            self._waiting = False
+        return not self._closed
 
     def _send(self, item: InformerEvent | _End | EventsOverflowError) -> None:
+        self._items.append(item)
+        if self._signalled:
+            return
+        self._signalled = True
         try:
-            self.loop.call_soon_threadsafe(self.items.put_nowait, item)
+            self.loop.call_soon_threadsafe(self._signal)
         except RuntimeError:  # the loop is closed: nobody reads any more
             self._closed = True
-            self._cond.notify_all()
 
-    def _end(self, item: _End) -> None:
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            self._cond.notify_all()
-            self._send(item)
+    def _nudge(self) -> None:
+        """Wake a producer waiting for room (or make its next wait return at once)."""
+        if self._wake.locked():
+            with contextlib.suppress(RuntimeError):  # released by another thread just now
+                self._wake.release()
 
     # the iterator, on the loop
+    def _signal(self) -> None:
+        self._signalled = False
+        if self._reader is not None and not self._reader.done():
+            self._reader.set_result(None)
+
+    def pending(self) -> bool:
+        """Events are waiting to be taken."""
+        return bool(self._items)
+
+    async def next(self) -> InformerEvent | _End | EventsOverflowError:
+        """The next item, waiting for one if there is none."""
+        while not self._items:
+            self._reader = self.loop.create_future()
+            try:
+                await self._reader
+            finally:
+                self._reader = None
+        return self._items.popleft()
+
     def taken(self) -> None:
-        with self._cond:
-            self._free += 1
-            self._cond.notify()
+        self._taken += 1
+        if self._waiting:
+            self._nudge()
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+        self._closed = True
+        self._nudge()
 
 
 async def events(informer: Any, *, max_size: int = DEFAULT_MAX_SIZE,
@@ -133,16 +189,27 @@ async def events(informer: Any, *, max_size: int = DEFAULT_MAX_SIZE,
     thread, so further notifications accumulate in the informer's per-handler buffer (as
     for any slow handler; nothing is lost, memory grows); ``"fail"`` ends the iteration,
     after the events already held, with :class:`EventsOverflowError`. The loop is never
-    blocked. Go has no equivalent; kube-rs's ``watcher`` streams are the model."""
+    blocked: the iterator never waits for a lock an informer thread holds, and while it
+    drains a backlog it gives the loop a turn every ``YIELD_AFTER`` seconds (1 ms). Go has
+    no equivalent; kube-rs's ``watcher`` streams are the model."""
     if max_size < 1:
         raise ValueError(f"max_size must be at least 1, not {max_size}")
     if overflow not in ("wait", "fail"):
         raise ValueError(f"overflow must be 'wait' or 'fail', not {overflow!r}")
-    bridge = _Bridge(asyncio.get_running_loop(), max_size, overflow)
+    loop = asyncio.get_running_loop()
+    bridge = _Bridge(loop, max_size, overflow)
     registration = informer.add_event_handler(bridge)
     try:
+        turn_began = loop.time()
         while True:
-            item = await bridge.items.get()
+            if not bridge.pending():
+                item = await bridge.next()  # suspends: a new turn
+                turn_began = loop.time()
+            else:
+                if loop.time() - turn_began > YIELD_AFTER:
+                    await asyncio.sleep(0)  # draining a backlog: give the loop a turn
+                    turn_began = loop.time()
+                item = await bridge.next()
             if isinstance(item, _End):
                 return
             if isinstance(item, EventsOverflowError):

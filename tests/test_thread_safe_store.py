@@ -79,12 +79,14 @@ def test_update_touches_only_changed_values() -> None:
 
     store = new_thread_safe_store({"prefix": tracking}, {})
     store.add("a", "same:1")
-    keys_before = store._indices["prefix"]["same"]  # the set object itself
+    entries_before = store._indices["prefix"]["same"]  # the value's entries themselves
     store.update("a", "same:2")
-    # the old object is not re-indexed (values are remembered) and the set is untouched
+    # the old object is not re-indexed (values are remembered); the value's entries stay,
+    # holding the new object
     assert calls == ["same:1", "same:2"]
-    assert store._indices["prefix"]["same"] is keys_before
+    assert store._indices["prefix"]["same"] is entries_before
     assert store.index_keys("prefix", "same") == ["a"]
+    assert store.by_index("prefix", "same") == ["same:2"]
 
 
 def test_stale_index_entries_removed_even_if_object_mutated_in_place() -> None:
@@ -289,11 +291,17 @@ def test_consistency_helper_detects_corruption() -> None:
     indexer.add(StoreObject("a", "x"))
     check_indexer_consistency(indexer)
     storage = indexer._storage  # type: ignore[attr-defined]
-    storage._indices["by_val"]["x"].add("ghost")
+    entries = storage._indices["by_val"]["x"]
+    entries["ghost"] = entries["a"]
     with pytest.raises(AssertionError, match="by_val"):
         check_indexer_consistency(indexer)
-    storage._indices["by_val"]["x"].discard("ghost")
-    storage._indices["by_val"]["stale"] = {"a"}
+    del entries["ghost"]
+    stored = entries["a"]
+    entries["a"] = StoreObject("a", "x")  # an equal object that is not the stored one
+    with pytest.raises(AssertionError, match="not stored"):
+        check_indexer_consistency(indexer)
+    entries["a"] = stored
+    storage._indices["by_val"]["stale"] = {"a": stored}
     with pytest.raises(AssertionError, match="values"):
         check_indexer_consistency(indexer)
 

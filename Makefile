@@ -83,6 +83,7 @@ bench-micro: $(STAMP)
 	$(PY) -m bench.bench_wire
 	$(PY) -m bench.bench_reflector
 	$(PY) -m bench.bench_informer
+	$(PY) -m bench.bench_gc
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

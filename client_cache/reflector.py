@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache import meta, wire
+from client_cache import gc_policy, meta, wire
 from client_cache.apis import (
     INITIAL_EVENTS_ANNOTATION_KEY,
     RESOURCE_VERSION_MATCH_EXACT,
@@ -458,7 +458,8 @@ class Reflector:
                 self.watch_error_handler(self, err)
 
         try:
-            backoff_until(round_, self.backoff_manager, True, stop)
+            with gc_policy.spaced_full_collections():  # see client_cache.gc_policy
+                backoff_until(round_, self.backoff_manager, True, stop)
         finally:
             # the connections of a stopped reflector end with it (a list-watch that pools
             # them dials again if it is run again)

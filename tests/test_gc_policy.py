@@ -1,0 +1,110 @@
+"""The library spaces out the collector's full passes while reflectors run, and puts the
+threshold back when the last one stops (client_cache.gc_policy)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+
+import pytest
+from kubernetes.client import V1ObjectMeta, V1Pod
+
+from client_cache import gc_policy
+from client_cache.shared_informer import new_shared_index_informer
+from client_cache.testing import FakeControllerSource
+from tests.fixtures import eventually
+
+DEFAULT = (700, 10, 10)
+
+
+@pytest.fixture(autouse=True)
+def thresholds() -> Iterator[None]:
+    """Start from Python's default thresholds with no reflector of another test running,
+    and put back what the process had."""
+    eventually(lambda: gc_policy.active() == 0, 5, "a reflector of another test still runs")
+    saved, was_enabled = gc.get_threshold(), gc_policy.enabled()
+    gc.set_threshold(*DEFAULT)
+    gc_policy.set_enabled(True)
+    try:
+        yield
+    finally:
+        gc_policy.set_enabled(was_enabled)
+        gc.set_threshold(*saved)
+
+
+def test_blocks_share_one_change_and_the_last_puts_it_back() -> None:
+    with gc_policy.spaced_full_collections():
+        assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+        with gc_policy.spaced_full_collections():
+            assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+            assert gc_policy.active() == 2
+        assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+    assert gc.get_threshold() == DEFAULT and gc_policy.active() == 0
+
+
+def test_concurrent_blocks_from_many_threads_leave_the_default() -> None:
+    inside, leave = threading.Barrier(9), threading.Barrier(9)
+
+    def block() -> None:
+        with gc_policy.spaced_full_collections():
+            inside.wait(5)
+            leave.wait(5)
+        for _ in range(200):
+            with gc_policy.spaced_full_collections():
+                pass
+
+    threads = [threading.Thread(target=block, name=f"test-gc-{i}", daemon=True)
+               for i in range(8)]
+    for t in threads:
+        t.start()
+    inside.wait(5)
+    assert gc_policy.active() == 8
+    assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+    leave.wait(5)
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert gc.get_threshold() == DEFAULT and gc_policy.active() == 0
+
+
+def test_a_threshold_changed_meanwhile_is_kept() -> None:
+    with gc_policy.spaced_full_collections():
+        gc.set_threshold(700, 10, 55)
+    assert gc.get_threshold() == (700, 10, 55)
+
+
+def test_nothing_changes_when_turned_off_or_the_collector_is_off() -> None:
+    gc_policy.set_enabled(False)
+    with gc_policy.spaced_full_collections():
+        assert gc.get_threshold() == DEFAULT
+    gc_policy.set_enabled(True)
+    gc.disable()
+    try:
+        with gc_policy.spaced_full_collections():
+            assert gc.get_threshold() == DEFAULT
+    finally:
+        gc.enable()
+    gc.set_threshold(0, 10, 10)
+    with gc_policy.spaced_full_collections():
+        assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_a_running_informer_spaces_full_passes_until_it_stops() -> None:
+    source = FakeControllerSource()
+    source.add(V1Pod(metadata=V1ObjectMeta(name="p", namespace="ns")))
+    informer = new_shared_index_informer(source, V1Pod, 0, {})
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), name="test-gc-informer",
+                              daemon=True)
+    thread.start()
+    try:
+        eventually(informer.has_synced, 5, "the informer did not sync")
+        assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+    finally:
+        stop.set()
+        thread.join(2)
+        source.shutdown()
+    assert not thread.is_alive()
+    eventually(lambda: gc_policy.active() == 0, 2, "the reflector's block did not end")
+    assert gc.get_threshold() == DEFAULT

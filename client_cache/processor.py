@@ -103,7 +103,9 @@ class ProcessorListener:
         self.sync_tracker = SingleFileTracker(upstream_has_synced,
                                               f"{informer_name} + event handler {self.name}")
         self._pending: deque[Any] = deque()
+        self._taken: deque[Any] = deque()  # the batch the delivery thread is handing out
         self._cond = threading.Condition(threading.Lock())
+        self._waiting = False  # the delivery thread sleeps on _cond
         self._closed = False
         self._thread: threading.Thread | None = None
         self._informer_name = informer_name
@@ -123,12 +125,14 @@ class ProcessorListener:
             if self._closed:
                 return
             self._pending.append(notification)
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
 
     def pending(self) -> int:
-        """Notifications waiting in the buffer."""
+        """Notifications waiting in the buffer (including the rest of the batch being
+        delivered)."""
         with self._cond:
-            return len(self._pending)
+            return len(self._pending) + len(self._taken)
 
     def start(self) -> None:
         """Start the handler's delivery thread (once)."""
@@ -160,14 +164,26 @@ class ProcessorListener:
         return thread
 
     def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                notification = self._pending.popleft()
-            self._dispatch(notification)
+        # Everything buffered is taken in one step and handed out outside the lock, so a
+        # busy handler costs one lock round per batch, not per notification (a port
+        # choice; Go's listener moves items one by one between two goroutines). Stopping
+        # drops the rest of the batch, as it drops the buffer.
+        taken = self._taken
+        try:
+            while True:
+                with self._cond:
+                    while not self._pending and not self._closed:
+                        self._waiting = True
+                        self._cond.wait()
+                        self._waiting = False
+                    if self._closed:
+                        return
+                    self._pending, batch = self._taken, self._pending
+                    self._taken = taken = batch
+                while taken and not self._closed:
+                    self._dispatch(taken.popleft())
+        finally:
+            taken.clear()  # a stopped listener holds no objects
 
     def _dispatch(self, notification: Any) -> None:
         try:

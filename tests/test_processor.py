@@ -1,0 +1,85 @@
+"""One handler's buffer and delivery thread (client_cache.processor.ProcessorListener)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.processor import AddNotification, ProcessorListener
+from tests.fixtures import eventually
+
+
+def listener(on_add: Any) -> ProcessorListener:
+    return ProcessorListener(ResourceEventHandlerFuncs(add_func=on_add), 0, 0, 0.0,
+                             lambda: True, "test")
+
+
+def test_everything_arrives_in_order_while_the_producer_races_the_handler() -> None:
+    seen: list[int] = []
+    done = threading.Event()
+    count = 20_000
+
+    def on_add(obj: Any) -> None:
+        seen.append(obj)
+        if obj == count - 1:
+            done.set()
+
+    pl = listener(on_add)
+    pl.start()
+    for i in range(count):
+        pl.add(AddNotification(i, False))
+    assert done.wait(30)
+    assert seen == list(range(count)) and pl.pending() == 0 and pl.handled == count
+    thread = pl.stop()
+    assert thread is not None
+    thread.join(1)
+    assert not thread.is_alive()
+
+
+def test_stop_drops_what_is_buffered_and_the_thread_ends() -> None:
+    entered, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def on_add(obj: Any) -> None:
+        seen.append(obj)
+        entered.set()
+        release.wait(10)
+
+    pl = listener(on_add)
+    pl.start()
+    pl.add(AddNotification(0, False))
+    assert entered.wait(5)
+    for i in range(1, 6):
+        pl.add(AddNotification(i, False))
+    assert pl.pending() == 5
+    thread = pl.stop()
+    release.set()
+    assert thread is not None
+    thread.join(1)
+    assert not thread.is_alive() and seen == [0]
+    pl.add(AddNotification(9, False))  # after stop: ignored
+    assert seen == [0]
+
+
+def test_a_batch_taken_before_stop_is_not_delivered_after_it() -> None:
+    entered, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def on_add(obj: Any) -> None:
+        seen.append(obj)
+        if obj == 1:
+            entered.set()
+            release.wait(10)
+
+    pl = listener(on_add)
+    for i in range(1, 6):  # buffered before the thread starts: taken as one batch
+        pl.add(AddNotification(i, False))
+    pl.start()
+    assert entered.wait(5)
+    eventually(lambda: pl.pending() == 4, 5, "the rest of the batch is not counted")
+    thread = pl.stop()
+    release.set()
+    assert thread is not None
+    thread.join(1)
+    assert not thread.is_alive() and seen == [1]

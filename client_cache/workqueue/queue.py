@@ -188,11 +188,15 @@ class Typed(QueueIteration[T]):
         self._queue = queue
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
-        self._cond = threading.Condition(threading.Lock())
+        # ``with self._lock`` is the C lock's own context manager; the condition (same
+        # lock) is only for waiting and waking
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._getters = 0  # threads waiting in get(): add and done wake one only then
         self._shutting_down = False
         self._drain = False
         self._metrics = metrics
+        self._counted = not isinstance(metrics, NoQueueMetrics)  # skip no-op calls
         self._update_period = update_period
         self._stopped = DoneChan()
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -207,14 +211,15 @@ class Typed(QueueIteration[T]):
 
     def add(self, item: T) -> None:
         """Queue ``item`` unless it is queued already or the queue is shutting down."""
-        with self._cond:
+        with self._lock:
             if self._shutting_down:
                 return
             if item in self._dirty:
                 if item not in self._processing:
                     self._queue.touch(item)
                 return
-            self._metrics.add(item)
+            if self._counted:
+                self._metrics.add(item)
             self._dirty.add(item)
             if item in self._processing:
                 return  # done() will queue it again
@@ -226,7 +231,7 @@ class Typed(QueueIteration[T]):
 
     def len(self) -> int:
         """How many items wait to be handed out (items being processed not included)."""
-        with self._cond:
+        with self._lock:
             return self._queue.len()
 
     def __len__(self) -> int:
@@ -236,7 +241,7 @@ class Typed(QueueIteration[T]):
         """Block until an item can be handed out: ``(item, False)``; once shut down and
         empty: ``(None, True)``. ``timeout`` (a port addition) raises ``TimeoutError``."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
+        with self._lock:
             while self._queue.len() == 0 and not self._shutting_down:
                 self._getters += 1
                 try:
@@ -258,7 +263,7 @@ class Typed(QueueIteration[T]):
         ``asyncio.wait_for`` for a timeout. (A port addition.)"""
         loop = asyncio.get_running_loop()
         while True:
-            with self._cond:
+            with self._lock:
                 if self._queue.len() or self._shutting_down:
                     return self._take_locked()
                 waiter: asyncio.Future[None] = loop.create_future()
@@ -266,7 +271,7 @@ class Typed(QueueIteration[T]):
             try:
                 await waiter
             finally:
-                with self._cond:
+                with self._lock:
                     if (loop, waiter) in self._async_waiters:
                         self._async_waiters.remove((loop, waiter))
 
@@ -274,7 +279,8 @@ class Typed(QueueIteration[T]):
         if self._queue.len() == 0:
             return None, True
         item = self._queue.pop()
-        self._metrics.get(item)
+        if self._counted:
+            self._metrics.get(item)
         self._processing.add(item)
         self._dirty.discard(item)
         return item, False
@@ -291,10 +297,11 @@ class Typed(QueueIteration[T]):
 
     def done(self, item: T) -> None:
         """Mark ``item`` processed; if it was added meanwhile, queue it again."""
-        with self._cond:
+        with self._lock:
             if item not in self._processing:
                 return  # never handed out (or already done): nothing to do
-            self._metrics.done(item)
+            if self._counted:
+                self._metrics.done(item)
             self._processing.discard(item)
             if item in self._dirty:
                 self._queue.push(item)
@@ -308,7 +315,7 @@ class Typed(QueueIteration[T]):
     def shut_down(self) -> None:
         """Stop accepting items; workers get what is queued, then ``shutdown=True``.
         Releases a waiting :meth:`shut_down_with_drain`."""
-        with self._cond:
+        with self._lock:
             self._drain = False
             self._shutting_down = True
             self._cond.notify_all()
@@ -318,7 +325,7 @@ class Typed(QueueIteration[T]):
     def shut_down_with_drain(self) -> None:
         """Like :meth:`shut_down`, then wait until every handed-out item is done (or until
         a :meth:`shut_down` call cancels the drain)."""
-        with self._cond:
+        with self._lock:
             self._drain = True
             self._shutting_down = True
             self._cond.notify_all()
@@ -329,7 +336,7 @@ class Typed(QueueIteration[T]):
 
     def shutting_down(self) -> bool:
         """True once the queue is shutting down (Go ``ShuttingDown``)."""
-        with self._cond:
+        with self._lock:
             return self._shutting_down
 
     def _stop_metrics(self) -> None:
@@ -345,7 +352,7 @@ class Typed(QueueIteration[T]):
                 index, _ = select([self._stopped, ticker.c()])
                 if index == 0:
                     return
-                with self._cond:
+                with self._lock:
                     if self._shutting_down:
                         return
                     self._metrics.update_unfinished_work()

@@ -18,8 +18,10 @@ for a full pass. ``gc.collect()`` still does a full pass at once.
 
 This is process-wide, so it is bounded and undone: it is set when the first reflector
 starts and put back when the last one stops, unless something else changed the threshold
-meanwhile (then that value stays). Nothing is changed while the collector is disabled or
-its first threshold is 0. Turn it off with :func:`set_enabled` (``False``) or the
+meanwhile (then that value stays). It is set even while the collector is paused (as
+inside :func:`client_cache.aio.low_latency_sync`, where informers are typically started),
+so it holds once the collector is back on; nothing is changed when the first threshold is
+0 (automatic collection off). Turn it off with :func:`set_enabled` (``False``) or the
 environment variable ``CLIENT_CACHE_GC_SPACING=0`` before the informers start.
 """
 
@@ -85,7 +87,7 @@ def spaced_full_collections() -> Iterator[None]:
 def _enter() -> None:
     with _state.lock:
         _state.users += 1
-        if _state.users > 1 or not _state.enabled or not gc.isenabled():
+        if _state.users > 1 or not _state.enabled:
             return
         first, second, third = gc.get_threshold()
         if first == 0:

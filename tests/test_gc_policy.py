@@ -74,20 +74,28 @@ def test_a_threshold_changed_meanwhile_is_kept() -> None:
     assert gc.get_threshold() == (700, 10, 55)
 
 
-def test_nothing_changes_when_turned_off_or_the_collector_is_off() -> None:
+def test_nothing_changes_when_turned_off_or_automatic_collection_is_off() -> None:
     gc_policy.set_enabled(False)
     with gc_policy.spaced_full_collections():
         assert gc.get_threshold() == DEFAULT
     gc_policy.set_enabled(True)
-    gc.disable()
-    try:
-        with gc_policy.spaced_full_collections():
-            assert gc.get_threshold() == DEFAULT
-    finally:
-        gc.enable()
     gc.set_threshold(0, 10, 10)
     with gc_policy.spaced_full_collections():
         assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_spacing_set_while_the_collector_is_paused_holds_after_it() -> None:
+    """Informers started inside low_latency_sync (collector paused) keep the spacing once
+    the pause ends."""
+    gc.disable()
+    try:
+        with gc_policy.spaced_full_collections():
+            assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+            gc.enable()
+            assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+    finally:
+        gc.enable()
+    assert gc.get_threshold() == DEFAULT
 
 
 def test_a_running_informer_spaces_full_passes_until_it_stops() -> None:

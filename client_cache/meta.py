@@ -48,6 +48,10 @@ _EMPTY: Mapping[str, str] = {}
 
 def _metadata(obj: Any) -> tuple[Any, bool]:
     """Return ``(metadata, is_mapping)`` for ``obj`` or raise MetaAccessError."""
+    if type(obj) is dict:  # wire-dict fast path (skips the Mapping ABC checks)
+        md = obj.get("metadata")
+        if type(md) is dict:
+            return md, True
     md = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
     if md is None:
         raise MetaAccessError(obj, "it has no 'metadata' (missing or None)")

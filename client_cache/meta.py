@@ -121,6 +121,12 @@ def get_namespace(obj: Any) -> str:
 
 def get_resource_version(obj: Any) -> str:
     """``metadata.resourceVersion`` or ``""``."""
+    if type(obj) is dict:  # wire-dict fast path: every update compares two of these
+        md = obj.get("metadata")
+        if type(md) is dict:
+            rv = md.get("resourceVersion")
+            if type(rv) is str:
+                return rv
     md, is_map = _metadata(obj)
     return _string(
         obj, _field(md, is_map, "resource_version", "resourceVersion"), "resourceVersion"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
@@ -179,3 +180,15 @@ def test_type_meta() -> None:
     assert meta.type_meta(model()) == ("v1", "Pod")
     assert meta.type_meta(dynamic()) == ("v1", "Pod")
     assert meta.type_meta({"metadata": {}}) == ("", "")
+
+
+def test_resource_version_fast_path_keeps_the_checks() -> None:
+    """The plain-dict shortcut answers only well-formed objects; the rest take the
+    checked path (a wrong type raises, a missing value is empty, other mappings work)."""
+    assert meta.get_resource_version({"metadata": {"resourceVersion": "7"}}) == "7"
+    assert meta.get_resource_version({"metadata": {}}) == ""
+    assert meta.get_resource_version(OrderedDict(metadata={"resourceVersion": "8"})) == "8"
+    with pytest.raises(MetaAccessError, match="resourceVersion"):
+        meta.get_resource_version({"metadata": {"resourceVersion": 12}})
+    with pytest.raises(MetaAccessError, match="metadata"):
+        meta.get_resource_version({"metadata": None})

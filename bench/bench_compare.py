@@ -4,7 +4,8 @@ servers in one run.
 
 Every contender runs in its own process (``bench/contenders.py``, ``bench/go/main.go``),
 one after the other, ``--repeats`` times; the report gives medians, the min-max spread and
-the 1-minute load when each run began (runs that began above 2.5 are marked). A variant is
+the 1-minute load when each run began (each run first waits, up to 3 minutes, for the load
+to fall to 2.5; runs that still began above it are marked). A variant is
 a contender on one initial-sync path: LIST (resourceVersion 0, which both servers serve
 whole), watch-list (``sendInitialEvents``), or a paged LIST (resourceVersion "", limit
 500, so paging is measured); client-go also with protobuf where the server speaks it.
@@ -55,6 +56,7 @@ from client_cache.testing.envtest import ControlPlane, find_binaries, find_go
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
 LOADED = 2.5  # a run that began above this 1-minute load is marked
+SETTLE_SECONDS = 180.0  # the longest wait for the load to fall to LOADED before a run
 LABELS = {
     "cc-dict": "client_cache (dicts)",
     "cc-model": "client_cache (V1Pod models)",
@@ -143,12 +145,25 @@ def command(variant: Variant, go_binary: Path | None, target: Target | None, nam
             "--sync", variant.sync, *flags]
 
 
+def settle(limit: float = SETTLE_SECONDS) -> float:
+    """Wait (up to ``limit`` seconds) until the 1-minute load is at most :data:`LOADED`,
+    so each run begins on a quiet machine: the previous run's own work, and a real
+    apiserver still busy after its pods were created, leave the load high for a while.
+    Returns the load when the wait ended; a run that still began above it is marked."""
+    deadline = time.monotonic() + limit
+    load = os.getloadavg()[0]
+    while load > LOADED and time.monotonic() < deadline:
+        time.sleep(2.0)  # the kernel updates the load average every 5 s; nothing to wake on
+        load = os.getloadavg()[0]
+    return load
+
+
 def run_contender(cmd: list[str], on_ready: Callable[[str], None] | None = None,
                   ) -> dict[str, dict[str, Any]]:
     """Run one contender and return its results by scenario, each with the 1-minute load
     when it began. ``on_ready(phase)`` runs when the contender prints ``READY <phase>``
-    (the driver starts the server's changes then)."""
-    load = os.getloadavg()[0]
+    (the driver starts the server's changes then). Waits first for the load to settle."""
+    load = settle()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT.parent)
     results: dict[str, dict[str, Any]] = {}

@@ -95,15 +95,16 @@ EMBEDDED = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"),
             V("cc-struct"), V("cc-struct", "watch-list"), V("cc-model"),
             V("cc-model", "watch-list"), V("k8s-informer"), V("watch-model"),
             V("watch-raw"), V("client-go"), V("client-go", "watch-list"),
-            V("client-go", "paged"), V("floor")]
+            V("client-go", "paged"), V("floor"), V("floor", "watch-list")]
 FANOUT = [V("cc-dict"), V("cc-model"), V("k8s-informer"), V("watch-raw"), V("client-go")]
 REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-struct"), V("watch-raw"),
-          V("client-go"), V("client-go", "watch-list"), V("floor")]
+          V("client-go"), V("client-go", "watch-list"), V("floor"), V("floor", "watch-list")]
 REPLAY_FANOUT = [V("cc-dict"), V("client-go")]
 REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-struct"),
         V("cc-struct", "watch-list"), V("k8s-informer"),
         V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
-        V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor")]
+        V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor"),
+        V("floor", "watch-list")]
 TRANSFORMS = [V("cc-dict"), V("client-go")]  # S6: the contenders that have transforms
 S4_CONTENDERS = ["cc-dict", "k8s-informer", "client-go"]  # those with a store to query
 S5_CONTENDERS = ["cc-dict", "client-go"]  # those with a workqueue

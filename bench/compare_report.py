@@ -237,6 +237,11 @@ def targets(report: dict[str, Any]) -> list[str]:
           over(cc_real, med(real.get("floor/list"), "sync", "seconds")), 1.2, False)
     check("S1 real apiserver, client_cache dicts watch-list / LIST",
           over(med(real.get("cc-dict/watch-list"), "sync", "seconds"), cc_real), 1.0, False)
+    floor_paths = over(med(real.get("floor/watch-list"), "sync", "seconds"),
+                       med(real.get("floor/list"), "sync", "seconds"))
+    if floor_paths is not None:  # what the server itself charges for the streamed list
+        lines.append(f"  - beside it, the floor's own watch-list / LIST on the same server: "
+                     f"{floor_paths:.2f}x")
     check("S1 real apiserver, client_cache structs (LIST) / client-go protobuf (LIST)",
           over(med(real.get("cc-struct/list"), "sync", "seconds"),
                med(real.get("client-go/list/protobuf"), "sync", "seconds")), 1.0, False)

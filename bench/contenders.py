@@ -17,8 +17,8 @@ Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-model`` (client_cache,
 managedFields), all on any ``--sync`` path (list, watch-list, paged);
 ``k8s-informer`` (the ``kubernetes`` package's own ``kubernetes.informer.SharedInformer``),
 ``watch-model`` and ``watch-raw`` (a LIST then a ``kubernetes.watch.Watch`` loop into a
-dict, with models or with ``deserialize=False``), and ``floor`` (urllib3 and the JSON
-decoder, no cache), which LIST only.
+dict, with models or with ``deserialize=False``), which LIST only; ``floor`` (urllib3 and
+the JSON decoder, no cache), LIST or watch-list.
 S4 (indexer and lister) runs for ``cc-dict`` (indexes) and ``k8s-informer`` (its
 ``ObjectCache`` has no index, so lookups scan); S5 (workqueue) for ``cc-dict`` only, the
 Python alternatives having no workqueue.
@@ -223,10 +223,13 @@ def watch_loop(deserialize: bool) -> Callable[..., Any]:
 def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
           stop: threading.Event, transform: bool = False,
           sync: str = "list") -> Callable[[], int]:
-    """The floor: what reading the same bytes costs with no client library and no cache.
-    One LIST (resourceVersion 0) with urllib3, decoded by the JSON decoder the library
-    uses (:func:`client_cache.wire.loads`: orjson, collector paused for big bodies), then
-    a watch from its resourceVersion, each line decoded; every object counted."""
+    """The floor: what reading the same bytes costs with no client library and no cache,
+    decoded by the JSON decoder the library uses (:func:`client_cache.wire.loads`: orjson,
+    collector paused for big bodies), every object counted. ``list``: one LIST
+    (resourceVersion 0), then a watch from its resourceVersion, each line decoded.
+    ``watch-list``: one watch with ``sendInitialEvents``, synced at the bookmark that ends
+    the initial events, read on for the changes. Lines are handed on as soon as they
+    arrive (``read1``), so the latency column is the floor's too."""
     import urllib3
 
     from client_cache.wire import loads
@@ -238,26 +241,40 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
     base = f"{config.host}/api/v1/namespaces/{ns}/pods"
     seen = [0]
 
+    def bump(obj: Any) -> None:
+        for _ in range(handlers):
+            counter.bump(obj)
+
     def run() -> None:
-        listed = loads(http.request("GET", base + "?resourceVersion=0", headers=headers).data)
-        for item in listed["items"]:
-            for _ in range(handlers):
-                counter.bump(item)
-        seen[0] = len(listed["items"])
-        rv = listed["metadata"]["resourceVersion"]
-        resp = http.request("GET", f"{base}?watch=true&resourceVersion={rv}", headers=headers,
-                            preload_content=False, timeout=urllib3.Timeout(connect=10))
+        if sync == "watch-list":
+            query = ("watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                     "&resourceVersionMatch=NotOlderThan")
+        else:
+            listed = loads(http.request("GET", base + "?resourceVersion=0",
+                                        headers=headers).data)
+            for item in listed["items"]:
+                bump(item)
+            seen[0] = len(listed["items"])
+            query = f"watch=true&resourceVersion={listed['metadata']['resourceVersion']}"
+        resp = http.request("GET", f"{base}?{query}", headers=headers, preload_content=False,
+                            timeout=urllib3.Timeout(connect=10))
         rest = b""
-        for chunk in resp.stream(1 << 16):
+        synced = sync != "watch-list"
+        while not stop.is_set() and (chunk := resp.read1(1 << 16)):
             lines = (rest + chunk).split(b"\n")
             rest = lines.pop()
             for line in lines:
-                if line:
-                    obj = loads(line)["object"]
-                    for _ in range(handlers):
-                        counter.bump(obj)
-            if stop.is_set():
-                break
+                if not line:
+                    continue
+                event = loads(line)
+                obj = event["object"]
+                if event["type"] != "BOOKMARK":
+                    if not synced:
+                        seen[0] += 1
+                    bump(obj)
+                elif obj["metadata"].get("annotations", {}).get(
+                        "k8s.io/initial-events-end") == "true":
+                    synced = True
         resp.release_conn()
 
     threading.Thread(target=run, daemon=True, name="floor").start()
@@ -274,7 +291,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
     "floor": floor,
 }
 #: The contenders that can take each sync path; the rest LIST only.
-SYNC_CAPABLE = {"cc-dict", "cc-model", "cc-struct"}
+SYNC_CAPABLE = {"cc-dict", "cc-model", "cc-struct", "floor"}
 
 
 def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:

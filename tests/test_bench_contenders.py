@@ -39,11 +39,13 @@ def contender(*args: str) -> dict[str, dict[str, float]]:
     return {line["scenario"]: line for line in lines}
 
 
-@pytest.mark.parametrize(("sync", "lists"), [("list", 1), ("watch-list", 0), ("paged", 3)])
-def test_client_cache_takes_the_sync_path_asked_for(
-        server: EmbeddedApiServer, sync: str, lists: int) -> None:
+@pytest.mark.parametrize(("name", "sync", "lists"), [
+    ("cc-dict", "list", 1), ("cc-dict", "watch-list", 0), ("cc-dict", "paged", 3),
+    ("floor", "list", 1), ("floor", "watch-list", 0)])
+def test_contenders_take_the_sync_path_asked_for(
+        server: EmbeddedApiServer, name: str, sync: str, lists: int) -> None:
     before = server.list_requests
-    result = contender("cc-dict", "--server", server.url, "--namespace", "s1",
+    result = contender(name, "--server", server.url, "--namespace", "s1",
                        "--expect", str(PODS), "--sync", sync)
     assert result["sync"]["objects"] == PODS
     assert server.list_requests - before == lists
@@ -57,11 +59,12 @@ def test_only_client_cache_takes_other_paths(server: EmbeddedApiServer) -> None:
 
 
 @pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")
-def test_the_floor_lists_then_reads_every_change() -> None:
+@pytest.mark.parametrize("sync", ["list", "watch-list"])
+def test_the_floor_syncs_then_reads_every_change(sync: str) -> None:
     with ReplayServer(pods=300, events=2000) as replay:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.contenders", "floor", "--server", replay.url,
-             "--namespace", "bench", "--expect", "300", "--events", "2000"],
+             "--namespace", "bench", "--expect", "300", "--events", "2000", "--sync", sync],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         results = {}

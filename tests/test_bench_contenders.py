@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kubernetes.client import CoreV1Api
 
+from bench.bench_compare import build_go
 from bench.replay import ReplayServer
-from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
 from client_cache.testing.envtest import find_go
 
 # The benchmark's harness, not the library: one Python (make test) is enough.
@@ -78,3 +80,35 @@ def test_the_floor_syncs_then_reads_every_change(sync: str) -> None:
     assert results["sync"]["objects"] == 300
     assert results["throughput"]["events"] == 2000
     assert results["throughput"]["events_per_second"] > 0
+
+
+@pytest.mark.skipif(find_go() is None, reason="the client-go contender needs the Go toolchain")
+def test_client_go_paged_variant_watches_from_its_list(server: EmbeddedApiServer) -> None:
+    """client-go's tweak also runs on watches, before the client marks them as watches: a
+    tweak that reset every resourceVersion made the watch replay all pods as ADDED, which
+    the contender counted as the changes it waits for."""
+    binary = build_go()
+    assert binary is not None
+    core = CoreV1Api(server.api_client())
+    before = server.list_requests
+    proc = subprocess.Popen(
+        [str(binary), "--server", server.url, "--namespace", "s1", "--expect", str(PODS),
+         "--sync", "paged", "--events", "4", "--latency-events", "4"],
+        stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    results = {}
+    created = 0
+    for line in proc.stdout:
+        if line.startswith("READY"):
+            for _ in range(4):
+                stamp = {WRITTEN_AT_ANNOTATION: f"{time.time():.6f}"}
+                core.create_namespaced_pod("s1", {"metadata": {
+                    "name": f"new{created}", "annotations": stamp}})
+                created += 1
+        elif line.startswith("{"):
+            result = json.loads(line)
+            results[result["scenario"]] = result
+    assert proc.wait(60) == 0
+    assert server.list_requests - before == 3  # 1,100 pods in pages of 500
+    assert results["sync"]["objects"] == PODS
+    assert results["latency"]["events"] == 4  # the changes made, and nothing replayed

@@ -101,8 +101,11 @@ func main() {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	options := []informers.SharedInformerOption{informers.WithNamespace(*namespace)}
 	if *syncPath == "paged" {
+		// The tweak runs on watches too, before the client sets Watch: the reflector's
+		// watches are the requests that allow bookmarks, and they keep their resourceVersion
+		// (a watch from "" would first replay every pod as ADDED).
 		options = append(options, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			if !o.Watch {
+			if !o.Watch && !o.AllowWatchBookmarks {
 				o.ResourceVersion = ""
 				o.Limit = 500
 			}

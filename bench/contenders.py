@@ -232,6 +232,7 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
     arrive (``read1``), so the latency column is the floor's too."""
     import urllib3
 
+    from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
     from client_cache.wire import loads
     config = api.configuration
     http = urllib3.PoolManager(ca_certs=config.ssl_ca_cert or None,
@@ -272,8 +273,8 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
                     if not synced:
                         seen[0] += 1
                     bump(obj)
-                elif obj["metadata"].get("annotations", {}).get(
-                        "k8s.io/initial-events-end") == "true":
+                elif (obj["metadata"].get("annotations") or {}).get(
+                        INITIAL_EVENTS_ANNOTATION_KEY) == "true":
                     synced = True
         resp.release_conn()
 

@@ -70,13 +70,17 @@ def test_the_floor_syncs_then_reads_every_change(sync: str) -> None:
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         results = {}
-        for line in proc.stdout:
-            if line.startswith("READY"):
-                replay.start_events()
-            elif line.startswith("{"):
-                result = json.loads(line)
-                results[result["scenario"]] = result
-        assert proc.wait(60) == 0
+        try:
+            for line in proc.stdout:
+                if line.startswith("READY"):
+                    replay.start_events()
+                elif line.startswith("{"):
+                    result = json.loads(line)
+                    results[result["scenario"]] = result
+            assert proc.wait(60) == 0
+        finally:  # a contender left waiting dies with the test
+            proc.kill()
+            proc.wait()
     assert results["sync"]["objects"] == 300
     assert results["throughput"]["events"] == 2000
     assert results["throughput"]["events_per_second"] > 0
@@ -98,17 +102,21 @@ def test_client_go_paged_variant_watches_from_its_list(server: EmbeddedApiServer
     assert proc.stdout is not None
     results = {}
     created = 0
-    for line in proc.stdout:
-        if line.startswith("READY"):
-            for _ in range(4):
-                stamp = {WRITTEN_AT_ANNOTATION: f"{time.time():.6f}"}
-                core.create_namespaced_pod("s1", {"metadata": {
-                    "name": f"new{created}", "annotations": stamp}})
-                created += 1
-        elif line.startswith("{"):
-            result = json.loads(line)
-            results[result["scenario"]] = result
-    assert proc.wait(60) == 0
+    try:
+        for line in proc.stdout:
+            if line.startswith("READY"):
+                for _ in range(4):  # wall time: compared with the Go process's own clock
+                    stamp = {WRITTEN_AT_ANNOTATION: f"{time.time():.6f}"}
+                    core.create_namespaced_pod("s1", {"metadata": {
+                        "name": f"new{created}", "annotations": stamp}})
+                    created += 1
+            elif line.startswith("{"):
+                result = json.loads(line)
+                results[result["scenario"]] = result
+        assert proc.wait(60) == 0
+    finally:  # a contender left waiting (a timeout, a failed create) dies with the test
+        proc.kill()
+        proc.wait()
     assert server.list_requests - before == 3  # 1,100 pods in pages of 500
     assert results["sync"]["objects"] == PODS
     assert results["latency"]["events"] == 4  # the changes made, and nothing replayed

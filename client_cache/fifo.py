@@ -110,9 +110,10 @@ class Queue(Store, Protocol):
 class QueueBase:
     """Lock, condition, closed flag and initial-population accounting shared by the FIFOs.
 
-    Invariant: ``has_synced`` = populated and the initial population count is zero. The
-    count is set once, by the first ``replace`` when nothing was written before it, and
-    goes down by one for each ``pop`` (by the batch size for ``pop_batch``).
+    Synced = populated and the initial population count is zero. The count is set once,
+    by the first ``replace`` when nothing was written before it, and goes down by one for
+    each ``pop`` (by the batch size for ``pop_batch``); ``has_synced`` reports it once the
+    pop that completed it has processed its item.
     """
 
     def __init__(self) -> None:
@@ -125,6 +126,7 @@ class QueueBase:
         self._synced_callbacks: list[Callable[[], None]] = []
         self._popping = False  # a pop is between counting its item and processing it
         self._synced_callbacks_due = False
+        self._synced = False  # what has_synced answers; see there
 
     # The two fields behind has_synced are properties so that every change that may make
     # the queue synced signals wait_for_cache_sync (once), wherever it happens.
@@ -166,6 +168,7 @@ class QueueBase:
                 callback()
             except Exception:
                 _log.exception("a synced callback of %s failed", type(self).__name__)
+        self._synced = True
 
     def on_synced(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once, as soon as the queue has synced *and* the item that
@@ -197,9 +200,15 @@ class QueueBase:
             return self._closed
 
     def has_synced(self) -> bool:
-        """True once the first replace batch has been popped (or a write came first)."""
-        with self._lock:
-            return self._has_synced_locked()
+        """True once the first replace batch has been popped (or a write came first).
+
+        It reads one flag without taking the queue's lock, which the popping thread holds
+        while it processes an item, so an event loop or a sync wait asking never waits for
+        a handler. The flag turns on (once; the state never turns back) after the item
+        that completed the initial population has been processed and the ``on_synced``
+        callbacks have run: the moment a caller taking the lock would first have seen
+        True."""
+        return self._synced
 
     def _has_synced_locked(self) -> bool:
         return self._populated and self._initial_population_count == 0
@@ -362,8 +371,9 @@ class FIFO(QueueBase):
             while True:
                 in_initial_list = self._wait_for_item_locked(timeout)
                 key = self._queue.popleft()
-                if key not in self._items:
-                    continue  # deleted after it was queued
+                if key not in self._items:  # deleted after it was queued
+                    self._after_process_locked()  # it may have been the last initial one
+                    continue
                 item = self._items.pop(key)
                 self._process_locked(
                     process,

@@ -437,9 +437,10 @@ class SharedIndexInformer(Generic[T]):
         return _InformerController(self)
 
     def has_synced(self) -> bool:
-        """True once the initial list is in the cache (Go ``HasSynced``)."""
-        with self._started_lock:
-            controller = self._controller
+        """True once the initial list is in the cache (Go ``HasSynced``). It takes no
+        lock (the controller is set once, by ``run``), so an event loop asking never waits
+        for a thread adding a handler."""
+        controller = self._controller
         return controller is not None and controller.has_synced()
 
     def last_sync_resource_version(self) -> str:

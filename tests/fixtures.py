@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue as queue_module
 import threading
 import time
 from collections.abc import Callable
@@ -172,6 +173,39 @@ def check_pop_unblocks_when_closed(queue: Any, poppers: int = 10) -> None:
         assert not t.is_alive()
     assert len(errors) == poppers
     assert queue.is_closed()
+
+
+def check_has_synced_does_not_wait_for_a_pop(queue: Any) -> None:
+    """``has_synced`` answers at once while a pop processes the item that completes the
+    initial population (the popping thread holds the queue's lock meanwhile: an event
+    loop asking must not wait for a handler), answers False until that item has been
+    processed, and True after, with the ``on_synced`` callbacks run before it does."""
+    queue.replace([mk("a", 1)], "0")
+    processing = threading.Event()
+    release = threading.Event()
+    seen: list[bool] = []
+    queue.on_synced(lambda: seen.append(queue.has_synced()))
+
+    def process(obj: Any, initial: bool) -> None:
+        processing.set()
+        assert release.wait(10)
+
+    popper = threading.Thread(target=queue.pop, args=(process,), name="test-pop", daemon=True)
+    popper.start()
+    try:
+        assert processing.wait(5)
+        answers: queue_module.Queue[bool] = queue_module.Queue()
+        asker = threading.Thread(target=lambda: answers.put(queue.has_synced()),
+                                 name="test-has-synced", daemon=True)
+        asker.start()
+        assert answers.get(timeout=5) is False  # answered while the pop holds the lock
+        assert seen == []
+    finally:
+        release.set()
+        popper.join(5)
+    assert not popper.is_alive()
+    assert seen == [False]  # the callbacks ran before has_synced turned True
+    assert queue.has_synced() is True
 
 
 def apply_sync_actions(queue: Any, actions: list[str]) -> None:

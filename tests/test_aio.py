@@ -378,41 +378,91 @@ class HandOverInformer:
         self.handler = None
 
 
-def test_the_wait_policy_holds_the_handler_thread_until_there_is_room() -> None:
-    informer = HandOverInformer()
-    handed = queue.Queue[int]()
+class FillingProducer:
+    """A thread handing ``{"n": i}`` for i in range(count) to the handler that an
+    ``events()`` iterator registers on a :class:`HandOverInformer`: 0 first, the rest once
+    :meth:`start` has taken 0, so that they fill the iterator's room the same way every
+    run. ``handed`` receives each number once its ``on_add`` returned."""
 
-    def produce() -> None:
-        informer.registered.wait(10)
-        for i in range(6):
-            informer.handler.on_add({"n": i}, False)
-            handed.put(i)
+    def __init__(self, count: int) -> None:
+        self.informer = HandOverInformer()
+        self.handed = queue.Queue[int]()
+        self._first_taken = threading.Event()
+        self._thread = threading.Thread(target=self._produce, args=(count,),
+                                        name="test-producer")
 
-    def handed_over(count: int) -> list[int]:
-        return [handed.get(timeout=10) for _ in range(count)]
+    def _produce(self, count: int) -> None:
+        self.informer.registered.wait(10)
+        for i in range(count):
+            self.informer.handler.on_add({"n": i}, False)
+            self.handed.put(i)
+            if i == 0:
+                assert self._first_taken.wait(10)
 
-    async def main() -> list[int]:
-        loop = asyncio.get_running_loop()
-        stream = events(informer, max_size=3)
+    async def start(self, max_size: int) -> tuple[Any, list[int]]:
+        """The iterator, and the numbers it gave: [0]."""
+        stream = events(self.informer, max_size=max_size)
         first = asyncio.ensure_future(stream.__anext__())
         await asyncio.sleep(0)  # registered
-        producer.start()
+        self._thread.start()
         seen = [(await first).object["n"]]
+        self._first_taken.set()
+        return stream, seen
+
+    async def handed_over(self, count: int) -> list[int]:
+        """The next ``count`` numbers handed over, waiting for them off the loop."""
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: [self.handed.get(timeout=10) for _ in range(count)])
+
+    def join(self) -> None:
+        self._thread.join(1)
+        assert not self._thread.is_alive()
+
+
+def test_the_wait_policy_holds_the_handler_thread_until_there_is_room() -> None:
+    producer = FillingProducer(6)
+
+    async def main() -> list[int]:
+        stream, seen = await producer.start(max_size=3)
         # 0 taken, 1-3 held: the 5th notification waits for room
-        assert await loop.run_in_executor(None, handed_over, 4) == [0, 1, 2, 3]
+        assert await producer.handed_over(4) == [0, 1, 2, 3]
         await asyncio.sleep(0.05)
-        assert handed.empty()
+        assert producer.handed.empty()
         async for event in stream:
             seen.append(event.object["n"])
             if event.object["n"] == 5:
                 break
         return seen
 
-    producer = threading.Thread(target=produce, name="test-producer")
     assert asyncio.run(main()) == [0, 1, 2, 3, 4, 5]
-    producer.join(1)
-    assert not producer.is_alive()
-    assert [handed.get_nowait() for _ in range(2)] == [4, 5]
+    producer.join()
+    assert [producer.handed.get_nowait() for _ in range(2)] == [4, 5]
+
+
+def test_a_producer_held_for_room_resumes_once_half_the_room_is_free() -> None:
+    """A producer held for room is not woken by every take (it and the loop would trade
+    the interpreter lock once per event while a backlog drains) but once half of
+    ``max_size`` is free; then it hands over without waiting until the room is full."""
+    producer = FillingProducer(8)
+
+    async def main() -> list[int]:
+        stream, seen = await producer.start(max_size=4)
+        # 0 taken, 1-4 held: the producer waits with 5
+        assert await producer.handed_over(5) == [0, 1, 2, 3, 4]
+        seen.append((await stream.__anext__()).object["n"])  # 3 held
+        await asyncio.sleep(0.05)
+        assert producer.handed.empty()  # that take did not wake it
+        seen.append((await stream.__anext__()).object["n"])  # 2 held: it resumes
+        assert await producer.handed_over(2) == [5, 6]  # 7 waits
+        async for event in stream:
+            seen.append(event.object["n"])
+            if event.object["n"] == 7:
+                break
+        return seen
+
+    assert asyncio.run(main()) == list(range(8))
+    producer.join()
+    assert producer.handed.get_nowait() == 7
 
 
 def test_a_producer_waiting_for_room_returns_when_the_informer_stops() -> None:

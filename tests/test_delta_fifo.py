@@ -28,6 +28,7 @@ from tests.fixtures import (
     FifoObject,
     LiteralListerGetter,
     apply_sync_actions,
+    check_has_synced_does_not_wait_for_a_pop,
     check_pop_unblocks_when_closed,
     check_two_producers_keep_order,
     fifo_key,
@@ -581,3 +582,7 @@ def test_deprecated_constructor_never_emits_replaced() -> None:
     f.replace([mk("a", 1)], "1")
     assert pop(f) == [D(SYNC, mk("a", 1))]
     assert f.transformer() is None
+
+
+def test_has_synced_does_not_wait_for_a_pop() -> None:
+    check_has_synced_does_not_wait_for_a_pop(fifo(known()))

@@ -10,6 +10,7 @@ from client_cache import KeyFuncError, RequeueError
 from client_cache.fifo import FIFO, Queue, new_fifo, pop
 from tests.fixtures import (
     apply_sync_actions,
+    check_has_synced_does_not_wait_for_a_pop,
     check_pop_unblocks_when_closed,
     check_two_producers_keep_order,
     fifo_key,
@@ -159,3 +160,24 @@ def test_key_errors_leave_fifo_unchanged() -> None:
         f.replace([mk("b", 1), 42], "1")
     assert f.list_keys() == ["a"]
     assert pop(f) == mk("a", 1)
+
+
+def test_has_synced_does_not_wait_for_a_pop() -> None:
+    check_has_synced_does_not_wait_for_a_pop(new_fifo(fifo_key))
+
+
+def test_skipping_the_last_initial_key_runs_the_synced_callbacks() -> None:
+    """A deleted key still counts toward the initial population: the pop that skips the
+    last one completes it, so the ``on_synced`` callbacks run and ``has_synced`` turns
+    True there, not at some later pop."""
+    f = new_fifo(fifo_key)
+    f.replace([mk("a", 1), mk("b", 2)], "1")
+    called: list[bool] = []
+    f.on_synced(lambda: called.append(True))
+    f.delete(mk("b", 0))
+    assert pop(f) == mk("a", 1)
+    assert not f.has_synced() and called == []
+    with pytest.raises(TimeoutError):
+        f.pop(lambda o, i: None, timeout=0.05)  # skips 'b', then finds the queue empty
+    assert called == [True]
+    assert f.has_synced()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import queue
 import random
 import sys
 import threading
@@ -424,6 +425,26 @@ def test_wait_for_cache_sync(source: FakeControllerSource) -> None:
     informer = new_shared_informer(source, None, 0)
     assert not informer.has_synced() and informer.last_sync_resource_version() == ""
     assert not informer.get_controller().has_synced()
+
+
+def test_has_synced_does_not_wait_for_the_informers_lock(
+        source: FakeControllerSource) -> None:
+    """``has_synced`` takes no lock: adding a handler to a running informer holds the
+    informer's lock while it replays the cache, and an event loop asking whether the
+    informer synced must not wait for that."""
+    source.add(pod("a"))
+    informer = new_shared_informer(source, None, 0)
+    stop, thread = start(informer)
+    try:
+        assert wait_for_cache_sync(stop, informer.has_synced)
+        answers: queue.Queue[bool] = queue.Queue()
+        with informer._started_lock:  # as add_event_handler holds it during its replay
+            asker = threading.Thread(target=lambda: answers.put(informer.has_synced()),
+                                     name="test-has-synced", daemon=True)
+            asker.start()
+            assert answers.get(timeout=5) is True
+    finally:
+        halt(stop, thread)
 
 
 def test_handler_abuse(source: FakeControllerSource) -> None:

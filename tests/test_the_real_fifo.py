@@ -19,6 +19,7 @@ from client_cache.the_real_fifo import (
 from tests.fixtures import (
     LiteralListerGetter,
     apply_sync_actions,
+    check_has_synced_does_not_wait_for_a_pop,
     check_pop_unblocks_when_closed,
     check_two_producers_keep_order,
     fifo_key,
@@ -549,3 +550,7 @@ def test_atomic_replace_key_error_queues_nothing() -> None:
     with pytest.raises(KeyFuncError):
         fifo.replace([mk("a", 1), "not-an-object"], "1")
     assert len(fifo) == 0
+
+
+def test_has_synced_does_not_wait_for_a_pop() -> None:
+    check_has_synced_does_not_wait_for_a_pop(rfifo(known()))

@@ -57,7 +57,10 @@ class _Bridge:
     for the interpreter lock, which would stall the loop for several switch intervals):
     the room left is ``max_size - (sent - taken)``, each count written by one side only,
     and a producer out of room sleeps on ``_wake``, a lock that anyone may release
-    without waiting. A spurious wake-up only makes the producer look again.
+    without waiting. A spurious wake-up only makes the producer look again. A sleeping
+    producer is woken once at most half of ``max_size`` is held, not at every take: woken
+    at every take, it and the loop would trade the interpreter lock once per event for as
+    long as the consumer is behind.
 
     Events go into a deque (safe to append and pop from two threads) and the loop is
     signalled once per batch, not once per event: a signal already scheduled and not yet
@@ -75,6 +78,7 @@ class _Bridge:
         self._sent = 0  # written by the producer only
         self._taken = 0  # written by the loop only
         self._max_size = max_size
+        self._resume_at = max_size // 2  # a waiting producer is woken at this many held
         self._overflow = overflow
         self._closed = False
         self._waiting = False  # the producer sleeps on _wake
@@ -119,7 +123,8 @@ class _Bridge:
         """Wait until the loop has room for one more event: True, or False if closed."""
         while self._full() and not self._closed:
             self._waiting = True
-            if self._full() and not self._closed:  # a take after the first look wakes us
+            # a take down to the mark after this look wakes us
+            if self._sent - self._taken > self._resume_at and not self._closed:
                 self._wake.acquire()
             self._waiting = False
         return not self._closed
@@ -162,7 +167,7 @@ class _Bridge:
 
     def taken(self) -> None:
         self._taken += 1
-        if self._waiting:
+        if self._waiting and self._sent - self._taken <= self._resume_at:
             self._nudge()
 
     def close(self) -> None:

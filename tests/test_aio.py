@@ -807,10 +807,11 @@ def test_loop_lag_stays_under_10_ms_with_a_low_latency_sync() -> None:
     after it (measured on this project's machine, quiet, 2026-11-24: p99 about 2 ms, max
     4-10 ms over 8 runs; before the events() iterator stopped taking a lock the handler's
     thread holds and started giving the loop turns while draining, max 12-27 ms). On a
-    slower machine later that day it failed about one run in five at 13-25 ms: the loop took the
-    queue's lock in has_synced while the controller thread held it, and waited a 1 ms
-    switch interval behind each of 3-4 busy informer threads. With has_synced lock-free
-    and a 0.5 ms interval: max 3-10 ms over 56 runs on 3.11 and 3.13, none failed.
+    slower machine later that day it failed about one run in five at 13-25 ms: the loop
+    took the queue's lock in has_synced while the controller thread held it, and waited a
+    1 ms switch interval behind each of 3-4 busy informer threads. With has_synced
+    lock-free and a 0.5 ms interval: max 3-10 ms over 56 runs on 3.11 and 3.13, none
+    failed.
 
     That bound needs a machine with a core to spare. On a loaded one the operating system
     preempts whichever informer thread holds the interpreter lock, and the loop waits for

@@ -37,6 +37,7 @@ never kills the reflector thread; ``run`` returns within a second of ``stop`` in
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import logging
@@ -785,14 +786,29 @@ class Reflector:
 
     # -- watch-list ------------------------------------------------------------------------------
     def _watch_list(self, stop: threading.Event) -> Watch | None:
-        """Stream the initial state; returns the still-open watch, or None when stopped."""
+        """Stream the initial state; returns the still-open watch, or None when stopped.
+
+        The cyclic garbage collector is paused from each attempt's request until the
+        streamed state is in the queue, as over a LIST (:func:`client_cache.wire.gc_paused`:
+        the stream allocates the whole cache, and every full collection meanwhile would walk
+        all it has built so far), but never over a backoff between attempts."""
+        with contextlib.ExitStack() as pause:
+            return self._watch_list_paused(stop, pause)
+
+    def _watch_list_paused(self, stop: threading.Event,
+                           pause: contextlib.ExitStack) -> Watch | None:
         never: Chan[BaseException] = Chan(1)
         resource_version = [""]
 
         def set_resource_version(rv: str) -> None:
             resource_version[0] = rv
 
+        def retry(err: BaseException) -> bool:
+            pause.close()  # not over a backoff
+            return self._retry_watch_list(err, stop)
+
         while True:
+            pause.close()
             if stop.is_set():
                 return None
             resource_version[0] = ""
@@ -806,13 +822,14 @@ class Reflector:
             )
             start = self.clock.monotonic()
             self.status.list_started(options.resource_version)
+            pause.enter_context(wire.gc_paused())
             try:
                 watch = to_lister_watcher_with_context(self.lister_watcher).watch_with_context(
                     stop, options)
             except StopRequestedError:
                 return None
             except Exception as err:
-                if self._retry_watch_list(err, stop):
+                if retry(err):
                     continue
                 raise
             try:
@@ -825,7 +842,7 @@ class Reflector:
                 watch.stop()
                 if isinstance(err, StopRequestedError):
                     return None
-                if self._retry_watch_list(err, stop):
+                if retry(err):
                     continue
                 raise
             if done:

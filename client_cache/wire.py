@@ -13,8 +13,9 @@ took 0.91 s with the collector on and 0.29 s with it off. :func:`loads` therefor
 the collector while it decodes a body of :data:`GC_PAUSE_THRESHOLD` bytes or more (and
 only if it was on; the JSON it builds has no reference cycles, so nothing is missed).
 The reflector holds the same pause (:func:`gc_paused`) over a whole LIST and the queue's
-``replace``: a sync of 50,000 pods took 7.8 s with collections and 6.4 s without (the
-collector is process-wide, so other threads run without it for those seconds too).
+``replace``, and over a watch-list's initial events and their ``replace``: a sync of
+50,000 pods took 7.8 s with collections and 6.4 s without (the collector is process-wide,
+so other threads run without it for those seconds too).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -300,3 +301,55 @@ def test_consistency_detector(monkeypatch: Any) -> None:
         else:
             assert isinstance(err, DataInconsistencyError)
             assert "data inconsistency detected for wl-test" in str(err)
+
+
+def test_the_collector_is_paused_over_each_attempt_not_over_backoffs() -> None:
+    """As over a LIST, the cyclic collector is off while the initial events stream in and
+    while they are put into the queue, and on again for the watch that goes on after the
+    bookmark; it is never off while the reflector backs off between attempts."""
+    assert gc.isenabled()
+    seen: dict[str, list[bool]] = {"watch": [], "backoff": [], "replace": [], "add": []}
+
+    class RecordingStore:
+        def __init__(self) -> None:
+            self.store = new_store(meta_namespace_key_func)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.store, name)
+
+        def replace(self, items: Any, resource_version: str) -> None:
+            seen["replace"].append(gc.isenabled())
+            self.store.replace(items, resource_version)
+
+        def add(self, obj: Any) -> None:
+            seen["add"].append(gc.isenabled())
+            self.store.add(obj)
+
+    class RecordingSource(FakeListWatcher):
+        def watch(self, options: ListOptions) -> FakeWatcher:
+            seen["watch"].append(gc.isenabled())
+            return super().watch(options)
+
+    class RecordingBackoff:
+        def backoff(self) -> Any:
+            seen["backoff"].append(gc.isenabled())
+            return RealClock().new_timer(0)
+
+    source = RecordingSource()
+    stop = threading.Event()
+    source.watch_errors = [new_too_many_requests("busy", 1)]
+
+    def script(w: FakeWatcher) -> None:
+        w.add(pod("p1", "1"))
+        w.action(EventType.BOOKMARK, end_bookmark("1"))
+        w.add(pod("p2", "2"))
+
+    source.watchers.append(stop_after(stop, script, until=lambda: seen["add"] != []))
+    store = RecordingStore()
+    r = Reflector(source, None, store, ReflectorOptions(name="wl-test"))
+    r.use_watch_list = True
+    r.backoff_manager = RecordingBackoff()  # type: ignore[assignment]
+    assert run_until(r, stop) is None
+    assert seen == {"watch": [False, False], "backoff": [True], "replace": [False],
+                    "add": [True]}
+    assert gc.isenabled()

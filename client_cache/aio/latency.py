@@ -51,7 +51,8 @@ def low_latency_sync(*, switch_interval: float | None = 0.0005,
             await factory.wait_for_cache_sync_async(timeout=60)
 
     Inside the block the cyclic garbage collector is paused (the same process-wide pause
-    the reflector holds over a LIST, :func:`client_cache.wire.gc_paused`, so the two nest;
+    the reflector holds over a LIST or a watch-list's initial events,
+    :func:`client_cache.wire.gc_paused`, so the two nest;
     reference counting still frees everything without cycles, which is all decoded JSON)
     and the interpreter's thread switch interval is ``switch_interval`` seconds (None
     leaves it; Python's default is 5 ms), so a waiting loop gets the lock back sooner from

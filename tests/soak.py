@@ -431,7 +431,7 @@ def run(config: SoakConfig) -> Figures:
         # every listener buffer is empty once the handlers have caught up
         for informer in informers.values():
             for listener in list(informer.processor.listeners):
-                figures.pending_notifications += len(listener._pending)
+                figures.pending_notifications += listener.pending()
         lags = sorted(lag for rec in recorders.values() for lag in rec.lags)
         if lags:
             figures.max_lag_ms = lags[-1] * 1000

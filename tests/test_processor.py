@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 from typing import Any
 
@@ -58,8 +59,23 @@ def test_stop_drops_what_is_buffered_and_the_thread_ends() -> None:
     assert thread is not None
     thread.join(1)
     assert not thread.is_alive() and seen == [0]
-    pl.add(AddNotification(9, False))  # after stop: ignored
-    assert seen == [0]
+    pl.add(AddNotification(9, False))  # after stop: ignored, and not held
+    assert seen == [0] and pl.pending() == 0
+
+
+def test_a_listener_that_went_to_sleep_is_woken_by_each_notification() -> None:
+    # the handler finishes each notification before the next is added, so the delivery
+    # thread goes to sleep in between every time: a lost wake-up hangs the test
+    delivered: queue.Queue[int] = queue.Queue()
+    pl = listener(delivered.put)
+    pl.start()
+    for i in range(2_000):
+        pl.add(AddNotification(i, False))
+        assert delivered.get(timeout=5) == i
+    thread = pl.stop()
+    assert thread is not None
+    thread.join(1)
+    assert not thread.is_alive() and pl.handled == 2_000
 
 
 def test_a_batch_taken_before_stop_is_not_delivered_after_it() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import queue
 import threading
 import weakref
 from typing import Any
@@ -298,7 +299,7 @@ def test_every_blocked_getter_is_woken_once_per_item() -> None:
 
     def blocked(count: int) -> bool:
         with q._cond:  # the queue's own count of threads waiting in get()
-            return q._getters == count
+            return len(q._getters) == count
 
     threads = [threading.Thread(target=getter, name=f"test-getter-{i}") for i in range(4)]
     for t in threads:
@@ -318,3 +319,21 @@ def test_every_blocked_getter_is_woken_once_per_item() -> None:
     late.join(10)
     assert not late.is_alive()
     assert got.count("busy") == 2
+
+
+def test_a_getter_that_timed_out_leaves_nothing_behind_for_add_to_wake() -> None:
+    """A get() that timed out is no longer a sleeper: the next add wakes the getter that
+    does wait (a stale entry would swallow that wake-up and leave it asleep)."""
+    q: workqueue.Typed[str] = workqueue.new()
+    with pytest.raises(TimeoutError):
+        q.get(timeout=0.05)
+    assert len(q._getters) == 0
+    got: queue.Queue[str | None] = queue.Queue()
+    waiter = threading.Thread(target=lambda: got.put(q.get(timeout=10)[0]),
+                              name="test-getter")
+    waiter.start()
+    eventually(lambda: len(q._getters) == 1, 10)
+    q.add("item")
+    assert got.get(timeout=10) == "item"
+    waiter.join(1)
+    assert not waiter.is_alive()

@@ -188,11 +188,15 @@ class Typed(QueueIteration[T]):
         self._queue = queue
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
-        # ``with self._lock`` is the C lock's own context manager; the condition (same
-        # lock) is only for waiting and waking
+        # ``with self._lock`` is the C lock's own context manager. A thread waiting in
+        # get() sleeps on a lock of its own, held until add() or done() takes it off
+        # _getters and releases it: one deque check per add while nobody waits, and one
+        # wake per sleeper (a Condition paid an ownership check and a notify on every add
+        # until the woken worker had run: a fifth of a busy producer's time). The
+        # condition (same lock) is only for shut_down_with_drain.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._getters = 0  # threads waiting in get(): add and done wake one only then
+        self._getters: deque[threading.Lock] = deque()
         self._shutting_down = False
         self._drain = False
         self._metrics = metrics
@@ -225,7 +229,7 @@ class Typed(QueueIteration[T]):
                 return  # done() will queue it again
             self._queue.push(item)
             if self._getters:
-                self._cond.notify()
+                self._getters.popleft().release()
             if self._async_waiters:
                 self._wake_async_locked()
 
@@ -241,20 +245,33 @@ class Typed(QueueIteration[T]):
         """Block until an item can be handed out: ``(item, False)``; once shut down and
         empty: ``(None, True)``. ``timeout`` (a port addition) raises ``TimeoutError``."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
+        self._lock.acquire()
+        try:
             while self._queue.len() == 0 and not self._shutting_down:
-                self._getters += 1
-                try:
-                    if deadline is None:
-                        self._cond.wait()
-                    else:
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0:
-                            raise TimeoutError("workqueue get timed out")
-                        self._cond.wait(remaining)
-                finally:
-                    self._getters -= 1
+                remaining = -1.0
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError("workqueue get timed out")
+                self._sleep_locked(remaining)
             return self._take_locked()
+        finally:
+            self._lock.release()
+
+    def _sleep_locked(self, timeout: float) -> None:
+        """Sleep until add(), done() or a shutdown wakes this thread, or ``timeout``
+        seconds (-1: no limit) pass; the queue's lock is let go meanwhile."""
+        waiter = threading.Lock()
+        waiter.acquire()
+        self._getters.append(waiter)
+        self._lock.release()
+        try:
+            woken = waiter.acquire(True, timeout)
+        finally:
+            self._lock.acquire()
+        if not woken:
+            with contextlib.suppress(ValueError):  # woken as the time ran out: fine
+                self._getters.remove(waiter)
 
     async def get_async(self) -> tuple[T | None, bool]:
         """:meth:`get` for a coroutine: wait, without holding a thread or blocking the
@@ -285,6 +302,10 @@ class Typed(QueueIteration[T]):
         self._dirty.discard(item)
         return item, False
 
+    def _wake_getters_locked(self) -> None:
+        while self._getters:
+            self._getters.popleft().release()
+
     def _wake_async_locked(self) -> None:
         """Wake every waiting :meth:`get_async` (each checks the queue again; few
         coroutines wait on one queue, so waking all is cheaper than bookkeeping)."""
@@ -306,7 +327,7 @@ class Typed(QueueIteration[T]):
             if item in self._dirty:
                 self._queue.push(item)
                 if self._getters:
-                    self._cond.notify()
+                    self._getters.popleft().release()
                 if self._async_waiters:
                     self._wake_async_locked()
             elif self._drain and not self._processing:
@@ -319,6 +340,7 @@ class Typed(QueueIteration[T]):
             self._drain = False
             self._shutting_down = True
             self._cond.notify_all()
+            self._wake_getters_locked()
             self._wake_async_locked()
         self._stop_metrics()
 
@@ -328,7 +350,7 @@ class Typed(QueueIteration[T]):
         with self._lock:
             self._drain = True
             self._shutting_down = True
-            self._cond.notify_all()
+            self._wake_getters_locked()
             self._wake_async_locked()
             while self._processing and self._drain:
                 self._cond.wait()

@@ -265,13 +265,14 @@ class Typed(QueueIteration[T]):
         waiter.acquire()
         self._getters.append(waiter)
         self._lock.release()
+        woken = False
         try:
             woken = waiter.acquire(True, timeout)
-        finally:
+        finally:  # also when interrupted: a stale entry would swallow someone's wake-up
             self._lock.acquire()
-        if not woken:
-            with contextlib.suppress(ValueError):  # woken as the time ran out: fine
-                self._getters.remove(waiter)
+            if not woken:
+                with contextlib.suppress(ValueError):  # woken as the time ran out: fine
+                    self._getters.remove(waiter)
 
     async def get_async(self) -> tuple[T | None, bool]:
         """:meth:`get` for a coroutine: wait, without holding a thread or blocking the

@@ -298,7 +298,7 @@ def test_every_blocked_getter_is_woken_once_per_item() -> None:
             got.append(item)
 
     def blocked(count: int) -> bool:
-        with q._cond:  # the queue's own count of threads waiting in get()
+        with q._cond:  # the queue's own list of threads asleep in get()
             return len(q._getters) == count
 
     threads = [threading.Thread(target=getter, name=f"test-getter-{i}") for i in range(4)]

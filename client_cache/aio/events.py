@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from client_cache.errors import ClientCacheError
+from client_cache.util.parking import Parker
 from client_cache.watch import EventType
 
 __all__ = ["EventsOverflowError", "InformerEvent", "Overflow", "events"]
@@ -56,11 +56,11 @@ class _Bridge:
     The loop never waits for a lock a thread holds (a thread holding one may be waiting
     for the interpreter lock, which would stall the loop for several switch intervals):
     the room left is ``max_size - (sent - taken)``, each count written by one side only,
-    and a producer out of room sleeps on ``_wake``, a lock that anyone may release
-    without waiting. A spurious wake-up only makes the producer look again. A sleeping
-    producer is woken once at most half of ``max_size`` is held, not at every take: woken
-    at every take, it and the loop would trade the interpreter lock once per event for as
-    long as the consumer is behind.
+    and a producer out of room parks (:class:`~client_cache.util.parking.Parker`),
+    which anyone may wake without waiting. A spurious wake-up only makes the producer
+    look again. A sleeping producer is woken once at most half of ``max_size`` is held,
+    not at every take: woken at every take, it and the loop would trade the interpreter
+    lock once per event for as long as the consumer is behind.
 
     Events go into a deque (safe to append and pop from two threads) and the loop is
     signalled once per batch, not once per event: a signal already scheduled and not yet
@@ -73,15 +73,14 @@ class _Bridge:
         self._signalled = False  # a _signal is scheduled on the loop and has not run
         self._reader: asyncio.Future[None] | None = None  # the iterator waits on it
         self._producer = threading.Lock()  # serialises the informer's calls; never the loop
-        self._wake = threading.Lock()
-        self._wake.acquire()  # held: a producer out of room blocks on it
+        self._parker = Parker()  # a producer out of room sleeps on it
         self._sent = 0  # written by the producer only
         self._taken = 0  # written by the loop only
         self._max_size = max_size
         self._resume_at = max_size // 2  # a waiting producer is woken at this many held
         self._overflow = overflow
         self._closed = False
-        self._waiting = False  # the producer sleeps on _wake
+        self._waiting = False  # the producer sleeps on _parker
 
     # the handler, on the informer's handler thread
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
@@ -125,7 +124,7 @@ class _Bridge:
             self._waiting = True
             # a take down to the mark after this look wakes us
             if self._sent - self._taken > self._resume_at and not self._closed:
-                self._wake.acquire()
+                self._parker.park()
             self._waiting = False
         return not self._closed
 
@@ -141,9 +140,7 @@ class _Bridge:
 
     def _nudge(self) -> None:
         """Wake a producer waiting for room (or make its next wait return at once)."""
-        if self._wake.locked():
-            with contextlib.suppress(RuntimeError):  # released by another thread just now
-                self._wake.release()
+        self._parker.unpark()
 
     # the iterator, on the loop
     def _signal(self) -> None:

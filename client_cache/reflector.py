@@ -513,7 +513,7 @@ class Reflector:
             pager.page_size = 0  # served from the watch cache: no paging
         started = time.monotonic()
         self.status.list_started(options.resource_version)
-        with wire.gc_paused():  # the whole sync allocates; see gc_paused
+        with wire.gc_paused(promote=True):  # the whole sync allocates; see gc_paused
             return self._list_and_replace(pager, options, stop, started)
 
     def _list_and_replace(self, pager: ListPager, options: ListOptions,
@@ -822,7 +822,7 @@ class Reflector:
             )
             start = self.clock.monotonic()
             self.status.list_started(options.resource_version)
-            pause.enter_context(wire.gc_paused())
+            pause.enter_context(wire.gc_paused(promote=True))
             try:
                 watch = to_lister_watcher_with_context(self.lister_watcher).watch_with_context(
                     stop, options)

@@ -116,3 +116,46 @@ def test_a_running_informer_spaces_full_passes_until_it_stops() -> None:
     assert not thread.is_alive()
     eventually(lambda: gc_policy.active() == 0, 2, "the reflector's block did not end")
     assert gc.get_threshold() == DEFAULT
+
+
+class _Cyclic:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_full_passes_that_find_little_space_out_the_next_ones() -> None:
+    with gc_policy.spaced_full_collections():
+        garbage = [_Cyclic() for _ in range(gc_policy.FEW_COLLECTED)]
+        del garbage
+        gc.collect()  # found cycles: the factor starts from SPACING
+        assert gc_policy.factor() == gc_policy.SPACING
+        seen = []
+        for _ in range(5):
+            gc.collect()  # a full pass over a heap without garbage
+            seen.append(gc_policy.factor())
+            assert gc.get_threshold() == (700, 10, 10 * gc_policy.factor())
+        assert seen == [20, 40, 80, 100, 100]
+        assert gc_policy.MAX_SPACING == 100
+    assert gc.get_threshold() == DEFAULT and gc_policy.factor() == gc_policy.SPACING
+    gc.collect()
+    assert gc.get_threshold() == DEFAULT  # the hook left with the last block
+
+
+def test_a_full_pass_that_finds_cycles_brings_the_spacing_back() -> None:
+    with gc_policy.spaced_full_collections():
+        gc.collect()
+        gc.collect()
+        assert gc_policy.factor() > gc_policy.SPACING
+        garbage = [_Cyclic() for _ in range(gc_policy.FEW_COLLECTED)]
+        del garbage
+        gc.collect()
+        assert gc_policy.factor() == gc_policy.SPACING
+        assert gc.get_threshold() == (700, 10, 10 * gc_policy.SPACING)
+
+
+def test_a_threshold_set_by_someone_else_is_not_adapted() -> None:
+    with gc_policy.spaced_full_collections():
+        gc.set_threshold(700, 10, 55)
+        gc.collect()
+        assert gc.get_threshold() == (700, 10, 55)
+    assert gc.get_threshold() == (700, 10, 55)

@@ -230,10 +230,11 @@ class DeltaFIFO(QueueBase):
         if deltas is None:
             self._items[key] = Deltas((Delta(delta_type, obj),))
             self._queue.append(key)
+            if len(self._queue) == 1:
+                self._cond.notify_all()  # poppers wait only while the line is empty
         else:
-            deltas.append(Delta(delta_type, obj))
+            deltas.append(Delta(delta_type, obj))  # the key is in line: nobody waits
             _dedup(deltas)
-        self._cond.notify_all()
 
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
         key = self.key_of(obj)
@@ -290,7 +291,8 @@ class DeltaFIFO(QueueBase):
             return
         self._queue.append(key)
         self._items[key] = deltas
-        self._cond.notify_all()
+        if len(self._queue) == 1:
+            self._cond.notify_all()  # poppers wait only while the line is empty
 
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
         """Queue a relist: Sync/Replaced for each object, then tombstones for what is gone.

@@ -130,7 +130,8 @@ class RealFIFO(QueueBase):
 
     def _append_locked(self, delta_type: DeltaType, obj: Any) -> None:
         self._items.append(Delta(delta_type, obj))
-        self._cond.notify_all()
+        if len(self._items) == 1:
+            self._cond.notify_all()  # poppers wait only while the queue is empty
 
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
         obj = self._prepare(obj)

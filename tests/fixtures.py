@@ -208,6 +208,47 @@ def check_has_synced_does_not_wait_for_a_pop(queue: Any) -> None:
     assert queue.has_synced() is True
 
 
+def check_each_burst_wakes_the_sleeping_poppers(queue: Any, poppers: int) -> None:
+    """``poppers`` threads pop while items come in bursts of 1 to 7, and each burst is
+    waited for until every popper is asleep again: so the first add of every burst must
+    wake them (an add that left a sleeping popper unwoken hangs the wait); no item is
+    popped twice or lost."""
+    done = threading.Condition()
+    popped: list[Any] = []
+
+    def process(obj: Any, initial: bool) -> None:
+        with done:
+            popped.append(obj)
+            done.notify_all()
+
+    def pop_until_closed() -> None:
+        while True:
+            try:
+                queue.pop(process)
+            except FIFOClosedError:
+                return
+
+    threads = [threading.Thread(target=pop_until_closed, name=f"test-pop-{i}", daemon=True)
+               for i in range(poppers)]
+    for t in threads:
+        t.start()
+    added = 0
+    try:
+        for burst in range(400):
+            for _ in range(burst % 7 + 1):
+                queue.add(mk(f"k{added}", added))
+                added += 1
+            with done:
+                assert done.wait_for(lambda: len(popped) == added, 5), \
+                    f"burst {burst}: {len(popped)} of {added} popped"
+    finally:
+        queue.close()
+        for t in threads:
+            t.join(5)
+    assert not any(t.is_alive() for t in threads)
+    assert len(popped) == added == 1597  # 400 bursts of 1-7
+
+
 def apply_sync_actions(queue: Any, actions: list[str]) -> None:
     """Run an upstream ``Test*_HasSynced`` action list on ``queue``."""
     for action in actions:

@@ -28,6 +28,7 @@ from tests.fixtures import (
     FifoObject,
     LiteralListerGetter,
     apply_sync_actions,
+    check_each_burst_wakes_the_sleeping_poppers,
     check_has_synced_does_not_wait_for_a_pop,
     check_pop_unblocks_when_closed,
     check_two_producers_keep_order,
@@ -586,3 +587,8 @@ def test_deprecated_constructor_never_emits_replaced() -> None:
 
 def test_has_synced_does_not_wait_for_a_pop() -> None:
     check_has_synced_does_not_wait_for_a_pop(fifo(known()))
+
+
+@pytest.mark.parametrize("poppers", [1, 3])
+def test_each_burst_wakes_the_sleeping_poppers(poppers: int) -> None:
+    check_each_burst_wakes_the_sleeping_poppers(fifo(known()), poppers)

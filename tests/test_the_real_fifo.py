@@ -19,6 +19,7 @@ from client_cache.the_real_fifo import (
 from tests.fixtures import (
     LiteralListerGetter,
     apply_sync_actions,
+    check_each_burst_wakes_the_sleeping_poppers,
     check_has_synced_does_not_wait_for_a_pop,
     check_pop_unblocks_when_closed,
     check_two_producers_keep_order,
@@ -554,3 +555,8 @@ def test_atomic_replace_key_error_queues_nothing() -> None:
 
 def test_has_synced_does_not_wait_for_a_pop() -> None:
     check_has_synced_does_not_wait_for_a_pop(rfifo(known()))
+
+
+@pytest.mark.parametrize("poppers", [1, 3])
+def test_each_burst_wakes_the_sleeping_poppers(poppers: int) -> None:
+    check_each_burst_wakes_the_sleeping_poppers(rfifo(known()), poppers)

@@ -239,7 +239,7 @@ def check_each_burst_wakes_the_sleeping_poppers(queue: Any, poppers: int) -> Non
                 queue.add(mk(f"k{added}", added))
                 added += 1
             with done:
-                assert done.wait_for(lambda: len(popped) == added, 5), \
+                assert done.wait_for(lambda n=added: len(popped) == n, 5), \
                     f"burst {burst}: {len(popped)} of {added} popped"
     finally:
         queue.close()

@@ -100,6 +100,12 @@ class _Node:
         self.peer: Any = None
 
 
+def _more_than_a_young_collection() -> list[list[int]]:
+    """Tracked, acyclic, long-lived objects, as a sync builds: twice the first threshold
+    (700 before Python 3.13, 2,000 since), so a pause ending after them promotes."""
+    return [[i] for i in range(2 * gc.get_threshold()[0])]
+
+
 def _in_generation(obj: object, generation: int) -> bool:
     return any(o is obj for o in gc.get_objects(generation))
 
@@ -107,9 +113,7 @@ def _in_generation(obj: object, generation: int) -> bool:
 def test_what_a_pause_built_ends_in_the_oldest_generation_and_nothing_stays_frozen() -> None:
     assert gc.get_freeze_count() == 0
     with wire.gc_paused(promote=True):
-        # as a sync builds: tracked, acyclic, long-lived, more than a young collection
-        # takes (the first threshold: 700 before Python 3.13, 2,000 since)
-        built = [[i] for i in range(2 * gc.get_threshold()[0])]
+        built = _more_than_a_young_collection()  # as a sync builds
     # promoted without a walk; before, the young collections walked it on its way up
     assert _in_generation(built[-1], 2) and not _in_generation(built[-1], 0)
     assert gc.get_freeze_count() == 0 and gc.isenabled()
@@ -121,14 +125,15 @@ def test_cyclic_garbage_from_a_pause_is_still_collected() -> None:
         a.peer, b.peer = b, a
         gone = weakref.ref(a)
         del a, b
-    assert gone() is not None  # a cycle: only the collector frees it
+        built = _more_than_a_young_collection()  # so the promotion does run
+    assert gone() is not None and _in_generation(built[-1], 2)  # promoted, cycle and all
     gc.collect()
-    assert gone() is None
+    assert gone() is None  # nothing was left frozen
 
 
 def test_a_pause_that_did_not_ask_leaves_the_generations_alone() -> None:
     with wire.gc_paused():  # a large body decoded for a caller: what lives is theirs
-        built = [[i] for i in range(2 * gc.get_threshold()[0])]
+        built = _more_than_a_young_collection()
     assert not _in_generation(built[-1], 2)
 
 
@@ -154,9 +159,9 @@ def test_objects_the_process_froze_stay_frozen() -> None:
     try:
         frozen = gc.get_freeze_count()
         with wire.gc_paused(promote=True):
-            built = [[i] for i in range(100)]
+            built = _more_than_a_young_collection()  # enough to be promoted otherwise
         assert gc.get_freeze_count() == frozen  # not released by our promotion
-        assert not _in_generation(built[50], 2)  # and nothing promoted behind its back
+        assert not _in_generation(built[-1], 2)  # and nothing promoted behind its back
     finally:
         gc.unfreeze()
 

@@ -9,12 +9,13 @@ the lock, never blocks and never waits for the interpreter lock's holder to run 
 once, so the sleeper must look at its state again after every ``park``, as after a
 spurious wake-up of a condition. To not miss a wake-up, a sleeper announces that it is
 about to sleep (a flag of the caller's), looks at its state once more, and only then
-parks; the waker sets the state first and unparks when the flag is up.
+parks; the waker sets the state first and unparks when the flag is up. A Parker that
+the waker takes off a list before unparking (as the work queue's sleeping getters are)
+needs no flag.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 __all__ = ["Parker"]
@@ -37,5 +38,9 @@ class Parker:
     def unpark(self) -> None:
         """Wake the sleeper, or make its next :meth:`park` return at once."""
         if self._lock.locked():
-            with contextlib.suppress(RuntimeError):  # released by another thread just now
+            # not contextlib.suppress: on the hot path of every listener notification and
+            # work-queue add it cost 390 ns a call against 115 ns for try/except
+            try:  # noqa: SIM105
                 self._lock.release()
+            except RuntimeError:  # released by another thread just now
+                pass

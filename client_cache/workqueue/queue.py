@@ -34,6 +34,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.parking import Parker
 from client_cache.workqueue.metrics import (
     MetricsProvider,
     NoQueueMetrics,
@@ -189,14 +190,14 @@ class Typed(QueueIteration[T]):
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         # ``with self._lock`` is the C lock's own context manager. A thread waiting in
-        # get() sleeps on a lock of its own, held until add() or done() takes it off
-        # _getters and releases it: one deque check per add while nobody waits, and one
+        # get() parks on a Parker of its own, until add() or done() takes it off
+        # _getters and unparks it: one deque check per add while nobody waits, and one
         # wake per sleeper (a Condition paid an ownership check and a notify on every add
         # until the woken worker had run: a fifth of a busy producer's time). The
         # condition (same lock) is only for shut_down_with_drain.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._getters: deque[threading.Lock] = deque()
+        self._getters: deque[Parker] = deque()
         self._shutting_down = False
         self._drain = False
         self._metrics = metrics
@@ -229,7 +230,7 @@ class Typed(QueueIteration[T]):
                 return  # done() will queue it again
             self._queue.push(item)
             if self._getters:
-                self._getters.popleft().release()
+                self._getters.popleft().unpark()
             if self._async_waiters:
                 self._wake_async_locked()
 
@@ -261,13 +262,12 @@ class Typed(QueueIteration[T]):
     def _sleep_locked(self, timeout: float) -> None:
         """Sleep until add(), done() or a shutdown wakes this thread, or ``timeout``
         seconds (-1: no limit) pass; the queue's lock is let go meanwhile."""
-        waiter = threading.Lock()
-        waiter.acquire()
+        waiter = Parker()
         self._getters.append(waiter)
         self._lock.release()
         woken = False
         try:
-            woken = waiter.acquire(True, timeout)
+            woken = waiter.park(timeout)
         finally:  # also when interrupted: a stale entry would swallow someone's wake-up
             self._lock.acquire()
             if not woken:
@@ -305,7 +305,7 @@ class Typed(QueueIteration[T]):
 
     def _wake_getters_locked(self) -> None:
         while self._getters:
-            self._getters.popleft().release()
+            self._getters.popleft().unpark()
 
     def _wake_async_locked(self) -> None:
         """Wake every waiting :meth:`get_async` (each checks the queue again; few
@@ -328,7 +328,7 @@ class Typed(QueueIteration[T]):
             if item in self._dirty:
                 self._queue.push(item)
                 if self._getters:
-                    self._getters.popleft().release()
+                    self._getters.popleft().unpark()
                 if self._async_waiters:
                     self._wake_async_locked()
             elif self._drain and not self._processing:

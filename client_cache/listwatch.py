@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import quote, urlencode
 
-from client_cache import wire
+from client_cache import sharing, wire
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
@@ -242,6 +242,23 @@ def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:
     raise TypeError(f"cannot build a decoder for {object_type!r}")
 
 
+def shared(loads: Loads) -> Loads:
+    """``loads`` followed by :func:`client_cache.sharing.share` of what it decoded."""
+    def decode(data: bytes) -> Any:
+        return sharing.share(loads(data))
+    return decode
+
+
+def shared_events(decode_event: Callable[[bytes], tuple[str, Any]],
+                  ) -> Callable[[bytes], tuple[str, Any]]:
+    """``decode_event`` followed by :func:`client_cache.sharing.share` of the event's
+    object."""
+    def decode(line: bytes) -> tuple[str, Any]:
+        type_name, obj = decode_event(line)
+        return type_name, sharing.share(obj)
+    return decode
+
+
 class ClientListerWatcher:
     """The HTTP :class:`ListerWatcher` behind :func:`new_filtered_list_watch_from_client`.
 
@@ -256,6 +273,10 @@ class ClientListerWatcher:
     metadata-only forms (Go's ``metadata`` client): a LIST returns a
     ``PartialObjectMetadataList``, watch events carry ``PartialObjectMetadata`` objects
     (kind, apiVersion ``meta.k8s.io/v1``, ``metadata``; nothing of spec or status).
+    ``share_strings`` (default: :func:`client_cache.sharing.shared_by_default`, on where the C
+    walker is installed) replaces each decoded object's short repeated strings with
+    copies already held (:mod:`client_cache.sharing`), before any model decoding; False
+    leaves them as decoded (a port addition).
     """
 
     def __init__(
@@ -270,6 +291,7 @@ class ClientListerWatcher:
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
         loads: Loads = wire.loads,
         metadata_only: bool = False,
+        share_strings: bool | None = None,
     ) -> None:
         if request_timeout is not None and request_timeout <= 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout}")
@@ -281,11 +303,17 @@ class ClientListerWatcher:
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
         self.metadata_only = metadata_only
-        self._loads = loads
+        self.share_strings = sharing.shared_by_default() if share_strings is None \
+            else share_strings and sharing.AVAILABLE
+        self._plain_loads = loads
+        self._loads = shared(loads) if self.share_strings else loads
         self._codec: Any = None
+        self._decode_event: Callable[[bytes], tuple[str, Any]] | None = None
         self._decode: Callable[[Any], Any] | None = None
         if is_struct_type(object_type):
             self._codec = StructCodec(object_type)
+            self._decode_event = shared_events(self._codec.decode_event) \
+                if self.share_strings else self._codec.decode_event
         elif object_type:
             self._decode = model_decoder(api_client, object_type)
         self._path = resource_path(gvr, namespace)
@@ -399,14 +427,37 @@ class ClientListerWatcher:
             self._url(self._options(options, False)), self._headers(False), self.request_timeout,
             stop, read_body=True)
         self._raise_for_status(response, body, "list")
-        result = self._codec.decode_list(body or b"") if self._codec is not None \
-            else self._loads(body or b"")
+        result = self._decode_list(body or b"")
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
         if self._decode is not None:
             result["items"] = [self._decode(item) for item in result["items"] or []]
         elif result["items"] is None:
             result["items"] = []
+        return result
+
+    def _decode_list(self, body: bytes) -> Any:
+        """A LIST body decoded; when sharing strings, one item at a time where the body can
+        be split (:func:`client_cache.sharing.split_list` says why)."""
+        split = sharing.split_list(body) if self.share_strings else None
+        if split is None:
+            if self._codec is None:
+                return self._loads(body)  # shared as a whole, when sharing
+            result = self._codec.decode_list(body)
+            if self.share_strings:
+                sharing.share(result["items"])
+            return result
+        envelope, items = split
+        with wire.gc_paused():  # as over a whole body (the reflector holds it too)
+            if self._codec is None:
+                result = self._plain_loads(envelope)
+                if isinstance(result, dict) and "items" in result:
+                    result["items"] = [sharing.share(self._plain_loads(bytes(item)))
+                                       for item in items]
+            else:
+                result = self._codec.decode_list(envelope)
+                result["items"] = [sharing.share(self._codec.decode_item(item))
+                                   for item in items]
         return result
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
@@ -423,7 +474,7 @@ class ClientListerWatcher:
             sock.settimeout(self.idle_timeout)
         return StreamWatcher(
             response, self._decode, name=self.gvr.label(), loads=self._loads,
-            decode_event=None if self._codec is None else self._codec.decode_event,
+            decode_event=self._decode_event,
         )
 
 

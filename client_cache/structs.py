@@ -153,6 +153,14 @@ class StructCodec:
         return {"kind": listed.kind, "apiVersion": listed.apiVersion,
                 "metadata": listed.metadata or {}, "items": listed.items or []}
 
+    def decode_item(self, data: bytes | memoryview) -> Any:
+        """One object's JSON as an ``item_type`` struct. Raises ValueError when it does
+        not fit."""
+        try:
+            return self._item.decode(data)
+        except self._error as err:
+            raise ValueError(str(err)) from err
+
     def decode_event(self, line: bytes) -> tuple[str, Any]:
         """One watch event line: its type and object (a struct; a ``Status`` dict for
         ``ERROR``). Raises ValueError for a line that is not an event."""

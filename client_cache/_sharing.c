@@ -1,0 +1,524 @@
+/* client_cache._sharing: the C part of client_cache.sharing (read that module first).
+ *
+ * share(obj) walks a freshly decoded object in place (dicts, lists, tuples and msgspec
+ * structs, to a depth of MAX_DEPTH) and replaces every str value of at most MAX_LENGTH
+ * code points with an equal str already seen, held in a fixed table of SLOTS entries:
+ * two entries per hash bucket, the most recently seen first. A miss puts the new string
+ * first and moves the other one second, dropping what was second, so the table never
+ * grows and a string that keeps coming back stays. Dict keys are left alone (the JSON
+ * decoders share those already). Everything runs with the GIL held and calls no Python
+ * code: equal strings are compared by kind, length and bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#ifndef Py_T_OBJECT_EX /* before 3.12 */
+#include <structmember.h>
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#endif
+
+#define SLOT_BITS 15
+#define SLOTS (1 << SLOT_BITS)
+#define MAX_LENGTH 64
+#define MAX_DEPTH 200
+
+static PyObject *slots[SLOTS];
+static PyObject *struct_layouts; /* dict: type -> its fields' offsets (bytes), or None */
+static Py_ssize_t hits, misses;
+
+static int
+same(PyObject *a, PyObject *b, Py_ssize_t length)
+{
+    int kind = PyUnicode_KIND(a);
+    return PyUnicode_GET_LENGTH(b) == length && PyUnicode_KIND(b) == kind
+        && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)length * (size_t)kind) == 0;
+}
+
+/* A cheap hash of a short string's bytes (not Python's: computing that costs more
+ * than the rest of a lookup, and the table needs no protection against chosen keys,
+ * since a collision only costs a missed share). */
+static size_t
+quick_hash(PyObject *s, Py_ssize_t length)
+{
+    const unsigned char *data = PyUnicode_DATA(s);
+    size_t size = (size_t)length * (size_t)PyUnicode_KIND(s);
+    uint64_t hash = 0x9E3779B97F4A7C15ULL ^ size;
+    size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word;
+        memcpy(&word, data + i, 8);
+        hash = (hash ^ word) * 0xFF51AFD7ED558CCDULL;
+    }
+    if (i < size) {
+        uint64_t word = 0;
+        memcpy(&word, data + i, size - i);
+        hash = (hash ^ word) * 0xFF51AFD7ED558CCDULL;
+    }
+    hash ^= hash >> 29;
+    return (size_t)hash;
+}
+
+/* The shared string equal to s (borrowed in, borrowed out): s itself when it is new
+ * or its length is outside 2..MAX_LENGTH. */
+static PyObject *
+canonical(PyObject *s)
+{
+    Py_ssize_t length = PyUnicode_GET_LENGTH(s);
+    if (length < 2 || length > MAX_LENGTH) {
+        return s; /* "" and one-character Latin-1 strings are singletons already */
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) { /* decoders make ready strings; this is for others */
+        PyErr_Clear();
+        return s;
+    }
+#endif
+    size_t hash = quick_hash(s, length);
+    size_t first = (hash & (SLOTS - 1)) & ~(size_t)1;
+    for (size_t i = first; i < first + 2; i++) {
+        PyObject *held = slots[i];
+        if (held == s) {
+            return s;
+        }
+        if (held != NULL && same(s, held, length)) {
+            hits++;
+            if (i != first) { /* seen again: first in its bucket */
+                slots[i] = slots[first];
+                slots[first] = held;
+            }
+            return held;
+        }
+    }
+    misses++;
+    Py_XDECREF(slots[first + 1]);
+    slots[first + 1] = slots[first];
+    Py_INCREF(s);
+    slots[first] = s;
+    return s;
+}
+
+static int walk(PyObject *obj, int depth);
+static PyObject *shared_tuple(PyObject *tuple, int depth);
+
+/* Where obj's fields are when it is a msgspec struct: a bytes object holding one
+ * Py_ssize_t offset per field (borrowed), else NULL (also on error: check
+ * PyErr_Occurred). msgspec keeps a struct's fields in slots, each with a member
+ * descriptor on the class; a class whose fields are not all such slots is not walked. */
+static PyObject *
+layout_of(PyObject *obj)
+{
+    PyObject *type = (PyObject *)Py_TYPE(obj);
+    PyObject *layout = PyDict_GetItemWithError(struct_layouts, type);
+    if (layout != NULL || PyErr_Occurred()) {
+        return layout == Py_None ? NULL : layout;
+    }
+    layout = Py_NewRef(Py_None);
+    PyObject *fields = PyObject_GetAttrString(type, "__struct_fields__");
+    if (fields == NULL) {
+        PyErr_Clear();
+    }
+    else if (PyTuple_Check(fields)) {
+        Py_ssize_t count = PyTuple_GET_SIZE(fields);
+        PyObject *offsets = PyBytes_FromStringAndSize(
+            NULL, count * (Py_ssize_t)sizeof(Py_ssize_t));
+        if (offsets == NULL) {
+            Py_DECREF(fields);
+            Py_DECREF(layout);
+            return NULL;
+        }
+        Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(offsets);
+        Py_ssize_t i = 0;
+        for (; i < count; i++) {
+            /* on the class, a slot's attribute is its member descriptor itself */
+            PyObject *descr = PyObject_GetAttr(type, PyTuple_GET_ITEM(fields, i));
+            int is_slot = descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)
+                && ((PyMemberDescrObject *)descr)->d_member->type == Py_T_OBJECT_EX;
+            if (is_slot) {
+                at[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+            }
+            Py_XDECREF(descr);
+            if (!is_slot) {
+                PyErr_Clear();
+                break;
+            }
+        }
+        if (i == count) {
+            Py_SETREF(layout, offsets);
+        }
+        else {
+            Py_DECREF(offsets);
+        }
+    }
+    Py_XDECREF(fields);
+    int failed = PyDict_SetItem(struct_layouts, type, layout);
+    Py_DECREF(layout); /* the dict holds it */
+    if (failed) {
+        return NULL;
+    }
+    return layout == Py_None ? NULL : layout;
+}
+
+/* A struct's fields, read and replaced in their slots (a NULL slot is an unset field). */
+static int
+walk_struct(PyObject *obj, PyObject *layout, int depth)
+{
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(layout);
+    Py_ssize_t count = PyBytes_GET_SIZE(layout) / (Py_ssize_t)sizeof(Py_ssize_t);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject **slot = (PyObject **)((char *)obj + at[i]);
+        PyObject *value = *slot;
+        if (value == NULL || value == Py_None) {
+            continue;
+        }
+        if (PyUnicode_CheckExact(value)) {
+            PyObject *shared = canonical(value);
+            if (shared != value) {
+                *slot = Py_NewRef(shared);
+                Py_DECREF(value);
+            }
+        }
+        else if (PyTuple_CheckExact(value)) {
+            PyObject *replacement = shared_tuple(value, depth);
+            if (replacement == NULL) {
+                return -1;
+            }
+            *slot = replacement;
+            Py_DECREF(value);
+        }
+        else if (walk(value, depth + 1) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+walk_dict(PyObject *dict, int depth)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (PyUnicode_CheckExact(value)) {
+            PyObject *shared = canonical(value);
+            /* replacing the value of a key being iterated is allowed (the keys stay) */
+            if (shared != value && PyDict_SetItem(dict, key, shared) < 0) {
+                return -1;
+            }
+        }
+        else if (walk(value, depth + 1) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+walk_list(PyObject *list, int depth)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (PyUnicode_CheckExact(item)) {
+            PyObject *shared = canonical(item);
+            if (shared != item) {
+                PyList_SET_ITEM(list, i, Py_NewRef(shared));
+                Py_DECREF(item);
+            }
+        }
+        else if (walk(item, depth + 1) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A tuple's strings shared: a new tuple when one changed (new reference), else the
+ * same tuple (new reference); its other items are walked. NULL on error. */
+static PyObject *
+shared_tuple(PyObject *tuple, int depth)
+{
+    Py_ssize_t size = PyTuple_GET_SIZE(tuple);
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, i);
+        if (PyUnicode_CheckExact(item)) {
+            PyObject *shared = canonical(item);
+            if (shared != item && out == NULL) {
+                out = PyTuple_New(size);
+                if (out == NULL) {
+                    return NULL;
+                }
+                for (Py_ssize_t j = 0; j < size; j++) {
+                    PyTuple_SET_ITEM(out, j, Py_NewRef(PyTuple_GET_ITEM(tuple, j)));
+                }
+            }
+            if (out != NULL) {
+                PyObject *old = PyTuple_GET_ITEM(out, i);
+                PyTuple_SET_ITEM(out, i, Py_NewRef(shared));
+                Py_DECREF(old);
+            }
+        }
+        else if (walk(item, depth + 1) < 0) {
+            Py_XDECREF(out);
+            return NULL;
+        }
+    }
+    return out != NULL ? out : Py_NewRef(tuple);
+}
+
+static int
+walk(PyObject *obj, int depth)
+{
+    if (depth > MAX_DEPTH || obj == Py_None || PyLong_CheckExact(obj)
+        || PyBool_Check(obj) || PyFloat_CheckExact(obj) || PyUnicode_Check(obj)) {
+        return 0;
+    }
+    if (PyDict_CheckExact(obj)) {
+        return walk_dict(obj, depth);
+    }
+    if (PyList_CheckExact(obj)) {
+        return walk_list(obj, depth);
+    }
+    if (PyTuple_CheckExact(obj)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
+            if (walk(PyTuple_GET_ITEM(obj, i), depth + 1) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    PyObject *layout = layout_of(obj);
+    if (layout == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    return walk_struct(obj, layout, depth);
+}
+
+static PyObject *
+share(PyObject *Py_UNUSED(module), PyObject *obj)
+{
+    if (walk(obj, 0) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(obj);
+}
+
+/* -- Splitting a LIST body into its items ----------------------------------------------
+ * Only the structure is followed (strings with their escapes, nesting); the envelope and
+ * each item are then decoded, and so checked, by a JSON decoder. -1: not what was
+ * expected (the caller decodes the body whole instead). */
+
+static Py_ssize_t
+skip_space(const char *p, Py_ssize_t i, Py_ssize_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) {
+        i++;
+    }
+    return i;
+}
+
+/* i at a '"': the index after the closing quote. */
+static Py_ssize_t
+skip_string(const char *p, Py_ssize_t i, Py_ssize_t n)
+{
+    for (i++; i < n; i++) {
+        if (p[i] == '\\') {
+            i++;
+        }
+        else if (p[i] == '"') {
+            return i + 1;
+        }
+    }
+    return -1;
+}
+
+/* i at the first character of a value: the index after it. */
+static Py_ssize_t
+skip_value(const char *p, Py_ssize_t i, Py_ssize_t n)
+{
+    if (i >= n) {
+        return -1;
+    }
+    if (p[i] == '"') {
+        return skip_string(p, i, n);
+    }
+    if (p[i] != '{' && p[i] != '[') {
+        while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']' && p[i] != ' '
+               && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') {
+            i++;
+        }
+        return i;
+    }
+    Py_ssize_t depth = 0;
+    while (i < n) {
+        char c = p[i];
+        if (c == '"') {
+            i = skip_string(p, i, n);
+            if (i < 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+        }
+        else if ((c == '}' || c == ']') && --depth == 0) {
+            return i + 1;
+        }
+        i++;
+    }
+    return -1;
+}
+
+/* p[i] is '[': appends each item's start and end to spans; the index after ']'. */
+static Py_ssize_t
+split_array(const char *p, Py_ssize_t i, Py_ssize_t n, PyObject *spans)
+{
+    i = skip_space(p, i + 1, n);
+    if (i < n && p[i] == ']') {
+        return i + 1;
+    }
+    while (i >= 0 && i < n) {
+        Py_ssize_t end = skip_value(p, i, n);
+        if (end < 0) {
+            return -1;
+        }
+        PyObject *start_obj = PyLong_FromSsize_t(i);
+        PyObject *end_obj = PyLong_FromSsize_t(end);
+        int failed = start_obj == NULL || end_obj == NULL
+            || PyList_Append(spans, start_obj) < 0 || PyList_Append(spans, end_obj) < 0;
+        Py_XDECREF(start_obj);
+        Py_XDECREF(end_obj);
+        if (failed) {
+            return -2;
+        }
+        i = skip_space(p, end, n);
+        if (i < n && p[i] == ']') {
+            return i + 1;
+        }
+        if (i >= n || p[i] != ',') {
+            return -1;
+        }
+        i = skip_space(p, i + 1, n);
+    }
+    return -1;
+}
+
+static PyObject *
+list_items(PyObject *Py_UNUSED(module), PyObject *body)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(body, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const char *p = view.buf;
+    Py_ssize_t n = view.len, start = -1, end = -1;
+    PyObject *spans = PyList_New(0);
+    if (spans == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t i = skip_space(p, 0, n);
+    int ok = i < n && p[i] == '{';
+    i = skip_space(p, i + 1, n);
+    if (ok && i < n && p[i] == '}') {
+        ok = 0; /* an empty object: no items */
+    }
+    while (ok) {
+        Py_ssize_t key = i;
+        i = i < n && p[i] == '"' ? skip_string(p, i, n) : -1;
+        if (i < 0) {
+            ok = 0;
+            break;
+        }
+        int is_items = i - key == 7 && memcmp(p + key, "\"items\"", 7) == 0;
+        i = skip_space(p, i, n);
+        if (i >= n || p[i] != ':') {
+            ok = 0;
+            break;
+        }
+        i = skip_space(p, i + 1, n);
+        if (is_items && i < n && p[i] == '[') {
+            if (start >= 0) { /* a second "items": let the decoder decide */
+                ok = 0;
+                break;
+            }
+            start = i;
+            i = split_array(p, i, n, spans);
+            if (i == -2) {
+                Py_DECREF(spans);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            end = i;
+        }
+        else {
+            i = skip_value(p, i, n);
+        }
+        i = i < 0 ? n : skip_space(p, i, n);
+        if (i < n && p[i] == '}') {
+            break;
+        }
+        if (i >= n || p[i] != ',') {
+            ok = 0;
+            break;
+        }
+        i = skip_space(p, i + 1, n);
+    }
+    PyBuffer_Release(&view);
+    if (!ok || start < 0) {
+        Py_DECREF(spans);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(nnN)", start, end, spans);
+}
+
+static PyObject *
+stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    Py_ssize_t held = 0;
+    for (size_t i = 0; i < SLOTS; i++) {
+        held += slots[i] != NULL;
+    }
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i}", "hits", hits, "misses", misses,
+                         "held", held, "slots", SLOTS, "max_length", MAX_LENGTH);
+}
+
+static PyObject *
+clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    for (size_t i = 0; i < SLOTS; i++) {
+        Py_CLEAR(slots[i]);
+    }
+    PyDict_Clear(struct_layouts);
+    hits = misses = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"share", share, METH_O,
+     "share(obj) -> obj: replace short str values inside obj, in place, with equal ones "
+     "seen before (see client_cache.sharing)."},
+    {"list_items", list_items, METH_O,
+     "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
+     "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "
+     "when the body is not an object with one items array."},
+    {"stats", stats, METH_NOARGS, "stats() -> dict: the table's counters and size."},
+    {"clear", clear, METH_NOARGS, "clear() -> None: empty the table and the counters."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "client_cache._sharing",
+    "The C part of client_cache.sharing.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__sharing(void)
+{
+    struct_layouts = PyDict_New();
+    if (struct_layouts == NULL) {
+        return NULL;
+    }
+    return PyModule_Create(&module_def);
+}

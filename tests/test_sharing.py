@@ -1,0 +1,231 @@
+"""client_cache.sharing: the C walker that gives decoded objects one copy of each
+repeated short string, and the list-watch that applies it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
+
+from client_cache import sharing, wire
+from client_cache.apis import ListOptions
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.schema import GroupVersionResource
+from client_cache.sharing import split_list
+from client_cache.structs import struct_type, to_struct
+from client_cache.testing.apiserver import EmbeddedApiServer
+
+if not sharing.AVAILABLE:  # CI builds it; elsewhere a missing compiler skips these tests
+    if os.environ.get("CI") == "true":
+        pytest.fail("client_cache._sharing was not built", pytrace=False)
+    pytest.skip("client_cache._sharing was not built (no C compiler)", allow_module_level=True)
+
+PODS = GroupVersionResource("", "v1", "pods")
+
+
+def pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"web-{i}", "namespace": "ns", "labels": {"app": "web"},
+                         "finalizers": ["example.com/keep"]},
+            "spec": {"nodeName": "node-1", "containers": [
+                {"name": "c", "image": "registry.example.com/web:1.25.3",
+                 "args": ["--port", "8080"], "ports": [{"containerPort": 8080}]}]},
+            "status": {"phase": "Running", "ready": True, "score": 0.5,
+                       "long": "x" * 65 + str(i), "nothing": None}}
+
+
+def decoded(count: int) -> list[Any]:
+    return [wire.loads(json.dumps(pod(i))) for i in range(count)]
+
+
+@pytest.fixture(autouse=True)
+def empty_table() -> Iterator[None]:
+    sharing.clear_table()
+    yield
+    sharing.clear_table()
+
+
+def test_equal_short_values_become_one_object_and_nothing_else_changes() -> None:
+    a, b = decoded(2)
+    assert a["status"]["phase"] is not b["status"]["phase"]  # the decoder's own copies
+    before = copy.deepcopy([a, b])
+    assert sharing.share(a) is a and sharing.share(b) is b
+    assert [a, b] == before
+    for path in (("apiVersion",), ("kind",), ("status", "phase"),
+                 ("metadata", "labels", "app"), ("spec", "nodeName")):
+        x, y = a, b
+        for step in path:
+            x, y = x[step], y[step]
+        assert x is y, path
+    assert a["metadata"]["finalizers"][0] is b["metadata"]["finalizers"][0]  # list items
+    first, second = a["spec"]["containers"][0], b["spec"]["containers"][0]
+    assert first["image"] is second["image"] and first["args"][0] is second["args"][0]
+    assert a["metadata"]["name"] != b["metadata"]["name"]
+    stats = sharing.table_stats()
+    assert (stats["hits"], stats["misses"]) == (10, 12)  # 11 strings of 2-64 chars a pod
+
+
+def test_long_strings_str_subclasses_and_other_values_are_left_alone() -> None:
+    class Tagged(str):
+        pass
+
+    limit = sharing.table_stats()["max_length"]
+    objs = [{"long": "y" * (limit + 1), "limit": "z" * limit, "tagged": Tagged("tag"),
+             "n": 5, "f": 1.5, "t": True, "none": None} for _ in range(2)]
+    objs = [json.loads(json.dumps(o)) | {"tagged": Tagged("tag")} for o in objs]
+    for obj in objs:
+        sharing.share(obj)
+    a, b = objs
+    assert a["long"] == b["long"] and a["long"] is not b["long"]
+    assert a["limit"] is b["limit"]
+    assert type(a["tagged"]) is Tagged and a["tagged"] is not b["tagged"]
+    assert (a["n"], a["f"], a["t"], a["none"]) == (5, 1.5, True, None)
+
+
+def test_keys_stay_the_dicts_own() -> None:
+    a, b = ({json.loads('"key-one"'): "value"} for _ in range(2))
+    sharing.share(a)
+    sharing.share(b)
+    assert next(iter(a)) is not next(iter(b))
+
+
+def test_the_table_is_bounded_and_a_recurring_string_stays_in_it() -> None:
+    slots = sharing.table_stats()["slots"]
+    common = [json.loads('"IfNotPresent"') for _ in range(2)]
+    for i in range(3 * slots):
+        obj = {"unique": f"unique-{i}", "common": json.loads('"IfNotPresent"')}
+        sharing.share(obj)
+        if i == 0:
+            common[0] = obj["common"]
+        if i == 3 * slots - 1:
+            common[1] = obj["common"]
+    stats = sharing.table_stats()
+    assert stats["held"] <= slots
+    assert stats["misses"] >= 3 * slots  # every unique string was a miss
+    assert common[0] is common[1]  # seen every time, never pushed out
+
+
+def test_deep_nesting_is_walked_to_a_limit_without_failing() -> None:
+    deep: Any = "deep-value"
+    for _ in range(sys.getrecursionlimit() * 3):
+        deep = [deep]
+    assert sharing.share(deep) is deep  # no RecursionError, no crash
+    inner = deep
+    while isinstance(inner, list):
+        inner = inner[0]
+    assert inner == "deep-value"
+
+
+def test_clear_drops_the_table_but_shared_objects_stay_valid() -> None:
+    a, b = decoded(2)
+    sharing.share(a)
+    sharing.share(b)
+    phase = a["status"]["phase"]
+    sharing.clear_table()
+    assert sharing.table_stats() == {**sharing.table_stats(), "hits": 0, "misses": 0, "held": 0}
+    del b
+    assert phase == "Running" and a["status"]["phase"] == "Running"
+
+
+def test_structs_fields_and_tuples_are_shared() -> None:
+    pytest.importorskip("msgspec")
+    pod_type = struct_type(V1Pod)
+    a, b = (to_struct(json.dumps(pod(i)).encode(), pod_type) for i in range(2))
+    before = (copy.deepcopy(a), copy.deepcopy(b))
+    assert a.status.phase is not b.status.phase
+    sharing.share(a)
+    sharing.share(b)
+    assert (a, b) == before
+    assert a.status.phase is b.status.phase
+    assert a.spec.node_name is b.spec.node_name
+    assert a.metadata.labels["app"] is b.metadata.labels["app"]  # a dict in a struct
+    assert isinstance(a.metadata.finalizers, tuple)
+    assert a.metadata.finalizers[0] is b.metadata.finalizers[0]  # a tuple replaced
+    first, second = a.spec.containers[0], b.spec.containers[0]  # structs in a tuple
+    assert first.image is second.image and first.args == ("--port", "8080")
+    assert first.args[1] is second.args[1]
+    assert a.metadata.name == "web-0" and b.metadata.name == "web-1"
+
+
+def test_the_environment_turns_the_default_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = ApiClient(Configuration(host="http://127.0.0.1:1"))  # never contacted
+    try:
+        assert sharing.shared_by_default()
+        assert ClientListerWatcher(api, PODS, "ns").share_strings
+        assert not ClientListerWatcher(api, PODS, "ns", share_strings=False).share_strings
+        monkeypatch.setenv(sharing.SHARE_STRINGS_ENV, "0")
+        assert not sharing.shared_by_default()
+        assert not ClientListerWatcher(api, PODS, "ns").share_strings
+        assert ClientListerWatcher(api, PODS, "ns", share_strings=True).share_strings
+    finally:
+        api.close()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from('ab"\\[]{},: \n\u00e9\u4e2d'), max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["items", "a", 'k"]', "[{"]), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(json_values, max_size=6),
+       before=st.dictionaries(st.sampled_from(["kind", "metadata", 'x"items"']), json_values,
+                              max_size=3),
+       after=st.dictionaries(st.sampled_from(["apiVersion", "z"]), json_values, max_size=2),
+       indent=st.sampled_from([None, 2]))
+def test_a_split_list_decodes_to_what_the_whole_body_decodes_to(
+        items: list[Any], before: dict[str, Any], after: dict[str, Any],
+        indent: int | None) -> None:
+    body = json.dumps({**before, "items": items, **after}, indent=indent,
+                      ensure_ascii=indent is None).encode()
+    split = sharing.split_list(body)
+    assert split is not None
+    envelope, raw_items = split
+    rebuilt = wire.loads(envelope)
+    assert rebuilt.pop("items") == []
+    rebuilt["items"] = [wire.loads(bytes(raw)) for raw in raw_items]
+    assert rebuilt == wire.loads(body)
+
+
+@pytest.mark.parametrize("body", [
+    b"[1, 2]", b'"items"', b"{}", b'{"items": null}', b'{"items": {"a": 1}}',
+    b'{"items": [1], "items": [2]}', b'{"items": [1, 2', b'{"items": [1 2]}',
+    b'{"a" 1, "items": []}', b"", b'{"items": ["unterminated]}'])
+def test_a_body_without_one_whole_items_array_is_not_split(body: bytes) -> None:
+    assert sharing.split_list(body) is None
+
+
+def test_a_list_is_the_same_decoded_whole_or_item_by_item(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    splits: list[Any] = []
+
+    def spy(body: bytes) -> Any:
+        splits.append(split_list(body))
+        return splits[-1]
+
+    monkeypatch.setattr(sharing, "split_list", spy)
+    with EmbeddedApiServer() as server:
+        core = CoreV1Api(server.api_client())
+        for i in range(5):
+            core.create_namespaced_pod("ns", {
+                "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+                "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "i"}]}})
+        api = server.api_client()
+        shared = ClientListerWatcher(api, PODS, "ns").list(ListOptions())
+        whole = ClientListerWatcher(api, PODS, "ns", share_strings=False).list(ListOptions())
+        assert shared == whole and len(shared["items"]) == 5
+        assert len(splits) == 1 and len(splits[0][1]) == 5  # decoded item by item
+        first, last = shared["items"][0], shared["items"][4]
+        assert first["spec"]["nodeName"] is last["spec"]["nodeName"]
+        assert whole["items"][0]["spec"]["nodeName"] is not whole["items"][4]["spec"]["nodeName"]
+        api.close()

@@ -4,8 +4,12 @@ One informer caches ``--pods`` pods from the replay source (``bench/replay``, Go
 socket speed), then takes ``--events`` MODIFIED events to one counting handler. Each
 variant runs in its own process, the variants alternate, ``--repeats`` times:
 
-- ``spaced``: the library's default (:mod:`client_cache.gc_policy` spaces out full passes);
-- ``default-thresholds``: ``CLIENT_CACHE_GC_SPACING=0``, Python's own thresholds;
+- ``spaced``: the library's default (decoded objects untracked,
+  :func:`client_cache.sharing.untrack`; :mod:`client_cache.gc_policy` spaces out full
+  passes);
+- ``unspaced``: ``CLIENT_CACHE_GC_SPACING=0``: untracked, Python's own thresholds;
+- ``tracked``: ``CLIENT_CACHE_UNTRACK=0``: the cache in the collector's sight, spaced;
+- ``default-thresholds``: both off, as a plain Python process would be;
 - ``collector-off``: ``gc.disable()`` after the sync (a bound, not an option).
 
 Reported per variant (medians): CPU seconds of the process during the events, events/s,
@@ -25,7 +29,10 @@ import threading
 import time
 from typing import Any
 
-VARIANTS = ("spaced", "default-thresholds", "collector-off")
+VARIANTS = ("spaced", "unspaced", "tracked", "default-thresholds", "collector-off")
+ENVIRONMENTS = {"unspaced": {"CLIENT_CACHE_GC_SPACING": "0"},
+                "tracked": {"CLIENT_CACHE_UNTRACK": "0"},
+                "default-thresholds": {"CLIENT_CACHE_GC_SPACING": "0", "CLIENT_CACHE_UNTRACK": "0"}}
 
 
 def child(variant: str, pods: int, events: int) -> dict[str, Any]:
@@ -93,9 +100,7 @@ def main() -> None:
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     for _ in range(args.repeats):
         for variant in VARIANTS:
-            env = dict(os.environ)
-            if variant == "default-thresholds":
-                env["CLIENT_CACHE_GC_SPACING"] = "0"
+            env = dict(os.environ, **ENVIRONMENTS.get(variant, {}))
             out = subprocess.run(
                 [sys.executable, "-m", "bench.bench_gc", "--child", variant,
                  "--pods", str(args.pods), "--events", str(args.events)],

@@ -1,14 +1,15 @@
 /* client_cache._sharing: the C part of client_cache.sharing (read that module first).
  *
- * share(obj) walks a freshly decoded object in place (dicts, lists, tuples and msgspec
- * structs, to a depth of MAX_DEPTH) and replaces every str value of at most MAX_LENGTH
- * code points with an equal str already seen, held in a fixed table of SLOTS entries:
- * two entries per hash bucket, the most recently seen first. A miss puts the new string
- * first and moves the other one second, dropping what was second, so the table never
- * grows and a string that keeps coming back stays. Dict keys are left alone (the JSON
- * decoders share those already). Everything runs with the GIL held and calls no Python
- * code: equal strings are compared by kind, length and bytes.
- */
+ * walk(obj, flags) goes through a freshly decoded object in place (dicts, lists, tuples
+ * and msgspec structs, to a depth of MAX_DEPTH). With SHARE it replaces every str value
+ * of at most MAX_LENGTH code points with an equal str already seen, held in a fixed table
+ * of SLOTS entries: two entries per hash bucket, the most recently seen first. A miss
+ * puts the new string first and moves the other one second, dropping what was second,
+ * so the table never grows and a string that keeps coming back stays. Dict keys are left
+ * alone (the JSON decoders share those already). With UNTRACK it takes each container
+ * that holds nothing the cyclic collector tracks out of the collector's sight, innermost
+ * first. Everything runs with the GIL held and calls no Python code: equal strings are
+ * compared by kind, length and bytes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -98,8 +99,24 @@ canonical(PyObject *s)
     return s;
 }
 
-static int walk(PyObject *obj, int depth);
-static PyObject *shared_tuple(PyObject *tuple, int depth);
+/* What a walk does (its flags): share strings, take containers out of the collector's
+ * sight. */
+#define SHARE 1
+#define UNTRACK 2
+
+static int walk(PyObject *obj, int depth, int flags);
+static PyObject *shared_tuple(PyObject *tuple, int depth, int flags);
+
+/* A walked container leaves the cyclic collector's sight (UNTRACK) only when nothing it
+ * holds is in it: the rule CPython applies to dicts and tuples on its own, extended to
+ * containers of containers (see client_cache.sharing). */
+static void
+settle(PyObject *container, int flags, int keep)
+{
+    if ((flags & UNTRACK) && !keep) {
+        PyObject_GC_UnTrack(container);
+    }
+}
 
 /* Where obj's fields are when it is a msgspec struct: a bytes object holding one
  * Py_ssize_t offset per field (borrowed), else NULL (also on error: check
@@ -159,9 +176,11 @@ layout_of(PyObject *obj)
     return layout == Py_None ? NULL : layout;
 }
 
-/* A struct's fields, read and replaced in their slots (a NULL slot is an unset field). */
+/* A struct's fields, read and (SHARE) replaced in their slots (a NULL slot is an unset
+ * field). The struct itself is never untracked here: msgspec's gc=False structs are not
+ * tracked to begin with. */
 static int
-walk_struct(PyObject *obj, PyObject *layout, int depth)
+walk_struct(PyObject *obj, PyObject *layout, int depth, int flags)
 {
     const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(layout);
     Py_ssize_t count = PyBytes_GET_SIZE(layout) / (Py_ssize_t)sizeof(Py_ssize_t);
@@ -172,21 +191,21 @@ walk_struct(PyObject *obj, PyObject *layout, int depth)
             continue;
         }
         if (PyUnicode_CheckExact(value)) {
-            PyObject *shared = canonical(value);
+            PyObject *shared = (flags & SHARE) ? canonical(value) : value;
             if (shared != value) {
                 *slot = Py_NewRef(shared);
                 Py_DECREF(value);
             }
         }
         else if (PyTuple_CheckExact(value)) {
-            PyObject *replacement = shared_tuple(value, depth);
+            PyObject *replacement = shared_tuple(value, depth, flags);
             if (replacement == NULL) {
                 return -1;
             }
             *slot = replacement;
             Py_DECREF(value);
         }
-        else if (walk(value, depth + 1) < 0) {
+        else if (walk(value, depth + 1, flags) < 0) {
             return -1;
         }
     }
@@ -194,55 +213,67 @@ walk_struct(PyObject *obj, PyObject *layout, int depth)
 }
 
 static int
-walk_dict(PyObject *dict, int depth)
+walk_dict(PyObject *dict, int depth, int flags)
 {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
+    int keep = 0;
     while (PyDict_Next(dict, &pos, &key, &value)) {
         if (PyUnicode_CheckExact(value)) {
-            PyObject *shared = canonical(value);
+            PyObject *shared = (flags & SHARE) ? canonical(value) : value;
             /* replacing the value of a key being iterated is allowed (the keys stay) */
             if (shared != value && PyDict_SetItem(dict, key, shared) < 0) {
                 return -1;
             }
         }
-        else if (walk(value, depth + 1) < 0) {
+        else if (walk(value, depth + 1, flags) < 0) {
             return -1;
         }
+        else {
+            keep |= PyObject_GC_IsTracked(value);
+        }
+        keep |= PyObject_GC_IsTracked(key);
     }
+    settle(dict, flags, keep);
     return 0;
 }
 
 static int
-walk_list(PyObject *list, int depth)
+walk_list(PyObject *list, int depth, int flags)
 {
+    int keep = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
         PyObject *item = PyList_GET_ITEM(list, i);
         if (PyUnicode_CheckExact(item)) {
-            PyObject *shared = canonical(item);
+            PyObject *shared = (flags & SHARE) ? canonical(item) : item;
             if (shared != item) {
                 PyList_SET_ITEM(list, i, Py_NewRef(shared));
                 Py_DECREF(item);
             }
         }
-        else if (walk(item, depth + 1) < 0) {
+        else if (walk(item, depth + 1, flags) < 0) {
             return -1;
         }
+        else {
+            keep |= PyObject_GC_IsTracked(item);
+        }
     }
+    settle(list, flags, keep);
     return 0;
 }
 
-/* A tuple's strings shared: a new tuple when one changed (new reference), else the
- * same tuple (new reference); its other items are walked. NULL on error. */
+/* A tuple walked: with SHARE, a new tuple when one of its strings changed (new
+ * reference), else the same tuple (new reference). NULL on error. */
 static PyObject *
-shared_tuple(PyObject *tuple, int depth)
+shared_tuple(PyObject *tuple, int depth, int flags)
 {
     Py_ssize_t size = PyTuple_GET_SIZE(tuple);
     PyObject *out = NULL;
+    int keep = 0;
     for (Py_ssize_t i = 0; i < size; i++) {
         PyObject *item = PyTuple_GET_ITEM(tuple, i);
         if (PyUnicode_CheckExact(item)) {
-            PyObject *shared = canonical(item);
+            PyObject *shared = (flags & SHARE) ? canonical(item) : item;
             if (shared != item && out == NULL) {
                 out = PyTuple_New(size);
                 if (out == NULL) {
@@ -258,49 +289,68 @@ shared_tuple(PyObject *tuple, int depth)
                 Py_DECREF(old);
             }
         }
-        else if (walk(item, depth + 1) < 0) {
+        else if (walk(item, depth + 1, flags) < 0) {
             Py_XDECREF(out);
             return NULL;
         }
+        else {
+            keep |= PyObject_GC_IsTracked(item);
+        }
     }
-    return out != NULL ? out : Py_NewRef(tuple);
+    if (out == NULL) {
+        out = Py_NewRef(tuple);
+    }
+    settle(out, flags, keep);
+    return out;
 }
 
 static int
-walk(PyObject *obj, int depth)
+walk(PyObject *obj, int depth, int flags)
 {
     if (depth > MAX_DEPTH || obj == Py_None || PyLong_CheckExact(obj)
         || PyBool_Check(obj) || PyFloat_CheckExact(obj) || PyUnicode_Check(obj)) {
         return 0;
     }
     if (PyDict_CheckExact(obj)) {
-        return walk_dict(obj, depth);
+        return walk_dict(obj, depth, flags);
     }
     if (PyList_CheckExact(obj)) {
-        return walk_list(obj, depth);
+        return walk_list(obj, depth, flags);
     }
     if (PyTuple_CheckExact(obj)) {
+        int keep = 0;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
-            if (walk(PyTuple_GET_ITEM(obj, i), depth + 1) < 0) {
+            PyObject *item = PyTuple_GET_ITEM(obj, i);
+            if (walk(item, depth + 1, flags) < 0) {
                 return -1;
             }
+            keep |= PyObject_GC_IsTracked(item);
         }
+        settle(obj, flags, keep);
         return 0;
     }
     PyObject *layout = layout_of(obj);
     if (layout == NULL) {
         return PyErr_Occurred() ? -1 : 0;
     }
-    return walk_struct(obj, layout, depth);
+    return walk_struct(obj, layout, depth, flags);
 }
 
 static PyObject *
-share(PyObject *Py_UNUSED(module), PyObject *obj)
+walk_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (walk(obj, 0) < 0) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "walk(obj, flags) takes 2 arguments");
         return NULL;
     }
-    return Py_NewRef(obj);
+    long flags = PyLong_AsLong(args[1]);
+    if (flags == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (walk(args[0], 0, (int)(flags & (SHARE | UNTRACK))) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(args[0]);
 }
 
 /* -- Splitting a LIST body into its items ----------------------------------------------
@@ -496,9 +546,10 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 }
 
 static PyMethodDef methods[] = {
-    {"share", share, METH_O,
-     "share(obj) -> obj: replace short str values inside obj, in place, with equal ones "
-     "seen before (see client_cache.sharing)."},
+    {"walk", (PyCFunction)(void (*)(void))walk_entry, METH_FASTCALL,
+     "walk(obj, flags) -> obj: in place, replace short str values inside obj with equal "
+     "ones seen before (flags & SHARE) and take its containers out of the cyclic "
+     "collector's sight (flags & UNTRACK); see client_cache.sharing."},
     {"list_items", list_items, METH_O,
      "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
      "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "
@@ -520,5 +571,11 @@ PyInit__sharing(void)
     if (struct_layouts == NULL) {
         return NULL;
     }
-    return PyModule_Create(&module_def);
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL || PyModule_AddIntConstant(module, "SHARE", SHARE) < 0
+        || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0) {
+        Py_XDECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -242,20 +242,20 @@ def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:
     raise TypeError(f"cannot build a decoder for {object_type!r}")
 
 
-def shared(loads: Loads) -> Loads:
-    """``loads`` followed by :func:`client_cache.sharing.share` of what it decoded."""
+def walked(loads: Loads, walk: Callable[[Any], Any]) -> Loads:
+    """``loads`` followed by ``walk`` (a :func:`client_cache.sharing.walker`) of what it
+    decoded."""
     def decode(data: bytes) -> Any:
-        return sharing.share(loads(data))
+        return walk(loads(data))
     return decode
 
 
-def shared_events(decode_event: Callable[[bytes], tuple[str, Any]],
-                  ) -> Callable[[bytes], tuple[str, Any]]:
-    """``decode_event`` followed by :func:`client_cache.sharing.share` of the event's
-    object."""
+def walked_events(decode_event: Callable[[bytes], tuple[str, Any]],
+                  walk: Callable[[Any], Any]) -> Callable[[bytes], tuple[str, Any]]:
+    """``decode_event`` followed by ``walk`` of the event's object."""
     def decode(line: bytes) -> tuple[str, Any]:
         type_name, obj = decode_event(line)
-        return type_name, sharing.share(obj)
+        return type_name, walk(obj)
     return decode
 
 
@@ -276,7 +276,11 @@ class ClientListerWatcher:
     ``share_strings`` (default: :func:`client_cache.sharing.shared_by_default`, on where the C
     walker is installed) replaces each decoded object's short repeated strings with
     copies already held (:mod:`client_cache.sharing`), before any model decoding; False
-    leaves them as decoded (a port addition).
+    leaves them as decoded. ``untrack`` (default:
+    :func:`client_cache.sharing.untracked_by_default`, on where the C walker is installed)
+    takes each decoded object's dicts and lists out of the cyclic garbage collector's
+    sight in the same walk (:func:`client_cache.sharing.untrack` says what that means for
+    objects put into cached ones); False leaves them tracked. Both are port additions.
     """
 
     def __init__(
@@ -292,6 +296,7 @@ class ClientListerWatcher:
         loads: Loads = wire.loads,
         metadata_only: bool = False,
         share_strings: bool | None = None,
+        untrack: bool | None = None,
     ) -> None:
         if request_timeout is not None and request_timeout <= 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout}")
@@ -305,15 +310,18 @@ class ClientListerWatcher:
         self.metadata_only = metadata_only
         self.share_strings = sharing.shared_by_default() if share_strings is None \
             else share_strings and sharing.AVAILABLE
+        self.untrack = sharing.untracked_by_default() if untrack is None \
+            else untrack and sharing.AVAILABLE
+        self._walk = sharing.walker(self.share_strings, self.untrack)
         self._plain_loads = loads
-        self._loads = shared(loads) if self.share_strings else loads
+        self._loads = walked(loads, self._walk) if self._walk else loads
         self._codec: Any = None
         self._decode_event: Callable[[bytes], tuple[str, Any]] | None = None
         self._decode: Callable[[Any], Any] | None = None
         if is_struct_type(object_type):
             self._codec = StructCodec(object_type)
-            self._decode_event = shared_events(self._codec.decode_event) \
-                if self.share_strings else self._codec.decode_event
+            self._decode_event = walked_events(self._codec.decode_event, self._walk) \
+                if self._walk else self._codec.decode_event
         elif object_type:
             self._decode = model_decoder(api_client, object_type)
         self._path = resource_path(gvr, namespace)
@@ -437,27 +445,27 @@ class ClientListerWatcher:
         return result
 
     def _decode_list(self, body: bytes) -> Any:
-        """A LIST body decoded; when sharing strings, one item at a time where the body can
-        be split (:func:`client_cache.sharing.split_list` says why)."""
-        split = sharing.split_list(body) if self.share_strings else None
-        if split is None:
+        """A LIST body decoded, and walked when sharing strings or untracking: one item
+        at a time where the body can be split (:func:`client_cache.sharing.split_list`
+        says why)."""
+        walk = self._walk
+        split = sharing.split_list(body) if walk else None
+        if walk is None or split is None:
             if self._codec is None:
-                return self._loads(body)  # shared as a whole, when sharing
+                return self._loads(body)  # walked as a whole, if at all
             result = self._codec.decode_list(body)
-            if self.share_strings:
-                sharing.share(result["items"])
+            if walk:
+                walk(result["items"])
             return result
         envelope, items = split
         with wire.gc_paused():  # as over a whole body (the reflector holds it too)
             if self._codec is None:
                 result = self._plain_loads(envelope)
                 if isinstance(result, dict) and "items" in result:
-                    result["items"] = [sharing.share(self._plain_loads(bytes(item)))
-                                       for item in items]
+                    result["items"] = [walk(self._plain_loads(bytes(item))) for item in items]
             else:
                 result = self._codec.decode_list(envelope)
-                result["items"] = [sharing.share(self._codec.decode_item(item))
-                                   for item in items]
+                result["items"] = [walk(self._codec.decode_item(item)) for item in items]
         return result
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:

@@ -1,6 +1,8 @@
-"""Sharing repeated strings between cached objects (a port addition; Go's decoder gives
-each object its own strings too, but a Go string costs 16 bytes plus its bytes, a Python
-one 40 to 80 bytes plus its bytes).
+"""What the list-watch does to each object it decodes before anything holds it: share
+repeated strings between cached objects, and take the object out of the cyclic garbage
+collector's sight (port additions; Go's decoder gives each object its own strings too,
+but a Go string costs 16 bytes plus its bytes, a Python one 40 to 80 bytes plus its
+bytes, and Go's collector does not walk a cache of long-lived objects over and over).
 
 Most of a cached object's strings repeat from one object to the next: ``"v1"``,
 ``"Running"``, ``"True"``, ``"IfNotPresent"``, label values, image names, node names,
@@ -33,20 +35,47 @@ What is shared, and what it costs:
   The walk holds the GIL and runs no Python code (on a free-threaded build, importing the
   C part turns the GIL back on, as CPython does for every extension that does not declare
   otherwise).
+
+Out of the collector's sight (:func:`untrack`): a cache is long-lived, and CPython's
+cyclic collector examines every container it tracks, young ones after each couple of
+thousand allocations and all of them in each full pass, although objects decoded from
+JSON can hold no cycle. CPython already stops tracking a dict or tuple that holds
+nothing trackable, but a decoded object is a tree of dicts and lists holding dicts and
+lists. The same walk takes each of them out, innermost first, applying CPython's rule
+to containers of containers: a dict, list or tuple is untracked when everything in it is
+untracked or atomic (a container holding anything else, such as a model object, stays
+tracked, and so does everything above it). The list-watch does it to every object it
+decodes unless told not to (``ClientListerWatcher(untrack=False)``, or
+``CLIENT_CACHE_UNTRACK=0``), as struct mode's structs are never tracked. Measured from
+the replay source, one handler, 10,000 pods, 7 alternated runs each on Python 3.11:
+median 19.7k events/s tracked, 21.7k untracked (structs, 2 runs each: 19.1k, 21.4k).
+The sync is not changed by it: the collector is paused over a sync anyway. Reference
+counting still frees every object the moment its last reference goes; what the
+collector no longer does is find cycles through these objects. Cached objects are read
+only by contract (Go's too), so nothing makes one; but a cycle made through one (an
+object put into a cached object that refers back to it) lives until the reference is
+removed again: a dict re-tracks itself when a container is put in it, as CPython's dicts
+always do, but the dicts and lists above it stay untracked and hide the cycle.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["AVAILABLE", "SHARE_STRINGS_ENV", "clear_table", "share", "shared_by_default",
-           "split_list", "table_stats"]
+__all__ = ["AVAILABLE", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "clear_table", "share",
+           "shared_by_default", "split_list", "table_stats", "untrack", "untracked_by_default",
+           "walker"]
 
 T = TypeVar("T")
 
 #: The environment variable that turns sharing off for every list-watch when it is "0".
 SHARE_STRINGS_ENV = "CLIENT_CACHE_SHARE_STRINGS"
+
+#: The environment variable that, when "0", leaves what every list-watch decodes in the
+#: collector's sight.
+UNTRACK_ENV = "CLIENT_CACHE_UNTRACK"
 
 _sharing: Any
 try:
@@ -58,10 +87,35 @@ except ImportError:  # pragma: no cover - the package was installed without a C 
 AVAILABLE = _sharing is not None
 
 
+def _enabled(variable: str) -> bool:
+    return AVAILABLE and os.environ.get(variable, "1").strip() != "0"
+
+
 def shared_by_default() -> bool:
     """Whether list-watches share strings by default: the C walker is installed and
     ``CLIENT_CACHE_SHARE_STRINGS`` is not ``0``."""
-    return AVAILABLE and os.environ.get(SHARE_STRINGS_ENV, "1").strip() != "0"
+    return _enabled(SHARE_STRINGS_ENV)
+
+
+def untracked_by_default() -> bool:
+    """Whether list-watches take what they decode out of the collector's sight by
+    default: the C walker is installed and ``CLIENT_CACHE_UNTRACK`` is not ``0``."""
+    return _enabled(UNTRACK_ENV)
+
+
+def walker(strings: bool, untrack: bool) -> Callable[[T], T] | None:
+    """One function doing both in a single walk: share strings (``strings``) and take
+    containers out of the collector's sight (``untrack``), in place, returning its
+    argument; None when neither is asked or the C walker is not installed."""
+    if _sharing is None or not (strings or untrack):
+        return None
+    flags = (_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0)
+    walk = _sharing.walk
+
+    def walked(obj: T) -> T:
+        result: T = walk(obj, flags)
+        return result
+    return walked
 
 
 def share(obj: T) -> T:
@@ -70,7 +124,17 @@ def share(obj: T) -> T:
     the C walker is not installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return obj
-    result: T = _sharing.share(obj)
+    result: T = _sharing.walk(obj, _sharing.SHARE)
+    return result
+
+
+def untrack(obj: T) -> T:
+    """``obj`` with its dicts, lists and tuples taken out of the cyclic collector's
+    sight where they hold nothing it tracks (see the module documentation), in place;
+    ``obj`` itself is returned. Untouched when the C walker is not installed."""
+    if _sharing is None:  # pragma: no cover - depends on the installation
+        return obj
+    result: T = _sharing.walk(obj, _sharing.UNTRACK)
     return result
 
 

@@ -6,7 +6,7 @@ import os
 import queue as queue_module
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,16 @@ class StoreObject:
 
     id: str
     val: str
+
+
+def containers(obj: Any) -> Iterator[Any]:
+    """Every dict, list and tuple in ``obj`` (itself included), through struct fields."""
+    if isinstance(obj, (dict, list, tuple)):
+        yield obj
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            yield from containers(value)
+    for field in getattr(obj, "__struct_fields__", ()):
+        yield from containers(getattr(obj, field))
 
 
 def store_key_func(obj: Any) -> str:

@@ -1,12 +1,15 @@
 """client_cache.sharing: the C walker that gives decoded objects one copy of each
-repeated short string, and the list-watch that applies it."""
+repeated short string and takes them out of the cyclic collector's sight, and the
+list-watch that applies it."""
 
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import os
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +25,7 @@ from client_cache.schema import GroupVersionResource
 from client_cache.sharing import split_list
 from client_cache.structs import struct_type, to_struct
 from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import containers
 
 if not sharing.AVAILABLE:  # CI builds it; elsewhere a missing compiler skips these tests
     if os.environ.get("CI") == "true":
@@ -155,16 +159,20 @@ def test_structs_fields_and_tuples_are_shared() -> None:
     assert a.metadata.name == "web-0" and b.metadata.name == "web-1"
 
 
-def test_the_environment_turns_the_default_off(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("by_default", "option", "variable"), [
+    (sharing.shared_by_default, "share_strings", sharing.SHARE_STRINGS_ENV),
+    (sharing.untracked_by_default, "untrack", sharing.UNTRACK_ENV)])
+def test_the_environment_turns_the_default_off(
+        monkeypatch: pytest.MonkeyPatch, by_default: Any, option: str, variable: str) -> None:
     api = ApiClient(Configuration(host="http://127.0.0.1:1"))  # never contacted
     try:
-        assert sharing.shared_by_default()
-        assert ClientListerWatcher(api, PODS, "ns").share_strings
-        assert not ClientListerWatcher(api, PODS, "ns", share_strings=False).share_strings
-        monkeypatch.setenv(sharing.SHARE_STRINGS_ENV, "0")
-        assert not sharing.shared_by_default()
-        assert not ClientListerWatcher(api, PODS, "ns").share_strings
-        assert ClientListerWatcher(api, PODS, "ns", share_strings=True).share_strings
+        assert by_default()
+        assert getattr(ClientListerWatcher(api, PODS, "ns"), option)
+        assert not getattr(ClientListerWatcher(api, PODS, "ns", **{option: False}), option)
+        monkeypatch.setenv(variable, "0")
+        assert not by_default()
+        assert not getattr(ClientListerWatcher(api, PODS, "ns"), option)
+        assert getattr(ClientListerWatcher(api, PODS, "ns", **{option: True}), option)
     finally:
         api.close()
 
@@ -222,10 +230,123 @@ def test_a_list_is_the_same_decoded_whole_or_item_by_item(
                 "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "i"}]}})
         api = server.api_client()
         shared = ClientListerWatcher(api, PODS, "ns").list(ListOptions())
-        whole = ClientListerWatcher(api, PODS, "ns", share_strings=False).list(ListOptions())
+        whole = ClientListerWatcher(api, PODS, "ns", share_strings=False,
+                                    untrack=False).list(ListOptions())
         assert shared == whole and len(shared["items"]) == 5
         assert len(splits) == 1 and len(splits[0][1]) == 5  # decoded item by item
         first, last = shared["items"][0], shared["items"][4]
         assert first["spec"]["nodeName"] is last["spec"]["nodeName"]
         assert whole["items"][0]["spec"]["nodeName"] is not whole["items"][4]["spec"]["nodeName"]
+        api.close()
+
+
+# -- out of the collector's sight --------------------------------------------------------
+class Thing:
+    """Anything the collector tracks that the walk does not enter."""
+
+
+def test_every_container_of_a_decoded_object_leaves_the_collectors_sight() -> None:
+    obj = wire.loads(json.dumps(pod(0)))
+    before = json.loads(json.dumps(obj))
+    found = list(containers(obj))
+    assert len(found) == 11
+    assert gc.is_tracked(obj) and gc.is_tracked(obj["spec"]["containers"])  # as decoded
+    assert sharing.untrack(obj) is obj
+    assert [c for c in found if gc.is_tracked(c)] == []
+    assert obj == before
+    other = sharing.untrack(wire.loads(json.dumps(pod(1))))
+    assert obj["spec"]["nodeName"] is not other["spec"]["nodeName"]  # nothing shared
+
+
+def test_a_container_holding_a_tracked_object_stays_tracked_and_so_do_those_above() -> None:
+    thing = Thing()
+    obj = {"a": {"b": [1, thing]}, "c": {"d": [1, {"e": "x"}]}, "t": ({"f": []}, thing)}
+    sharing.untrack(obj)
+    assert gc.is_tracked(obj) and gc.is_tracked(obj["a"]) and gc.is_tracked(obj["a"]["b"])
+    assert gc.is_tracked(obj["t"])  # a tuple holding the thing
+    assert not gc.is_tracked(obj["t"][0])  # ...but not what holds nothing tracked
+    assert not gc.is_tracked(obj["t"][0]["f"])
+    assert not any(gc.is_tracked(c) for c in containers(obj["c"]))
+
+
+def test_below_the_depth_limit_nothing_is_walked_so_everything_above_stays_tracked() -> None:
+    deep: list[Any] = [[]]
+    for _ in range(300):
+        deep = [deep]
+    shallow: list[Any] = [[[{"a": []}]]]
+    sharing.untrack(deep)
+    sharing.untrack(shallow)
+    assert gc.is_tracked(deep) and gc.is_tracked(deep[0])
+    assert not any(gc.is_tracked(c) for c in containers(shallow))
+
+
+def test_a_cycle_made_through_an_untracked_object_lives_until_it_is_broken() -> None:
+    """The documented price: the collector cannot see a cycle through cached objects."""
+    obj = sharing.untrack(wire.loads(json.dumps(pod(0))))
+    thing = Thing()
+    watcher = weakref.ref(thing)
+    thing.back = obj  # type: ignore[attr-defined]
+    obj["spec"]["containers"].append(thing)
+    lst = obj["spec"]["containers"]
+    del thing, obj
+    gc.collect()
+    assert watcher() is not None  # never collected while the cycle stands
+    lst.pop()  # the reference removed again: reference counting frees it at once
+    assert watcher() is None
+
+
+def test_a_dict_is_tracked_again_when_a_container_is_put_in_it() -> None:
+    obj = sharing.untrack(wire.loads(json.dumps(pod(0))))
+    labels = obj["metadata"]["labels"]
+    labels["more"] = "strings keep it untracked"
+    assert not gc.is_tracked(labels)
+    labels["owner"] = Thing()
+    assert gc.is_tracked(labels)  # CPython's own rule for dicts
+
+
+def test_struct_tuples_and_dicts_leave_the_collectors_sight_with_counts_unchanged() -> None:
+    pytest.importorskip("msgspec")
+    a = to_struct(json.dumps(pod(0)).encode(), struct_type(V1Pod))
+    held = a.spec.containers
+    references = sys.getrefcount(held)
+    assert gc.is_tracked(held)  # a tuple is untracked by the collector's first pass only
+    sharing.untrack(a)
+    after = sys.getrefcount(held)  # before pytest's assertion rewriting holds more
+    assert after == references
+    assert a.spec.containers is held
+    assert not any(gc.is_tracked(c) for c in containers(a))
+    assert a.metadata.labels == {"app": "web"} and a.spec.containers[0].args == ("--port", "8080")
+
+
+@pytest.mark.parametrize("strings", [True, False])
+def test_one_walk_shares_and_untracks_as_asked(strings: bool) -> None:
+    walk = sharing.walker(strings, True)
+    assert walk is not None and sharing.walker(False, False) is None
+    a, b = (walk(wire.loads(json.dumps(pod(i)))) for i in range(2))
+    assert not any(gc.is_tracked(c) for c in [*containers(a), *containers(b)])
+    assert (a["spec"]["nodeName"] is b["spec"]["nodeName"]) is strings
+    only_shared = sharing.walker(True, False)
+    assert only_shared is not None
+    c = only_shared(wire.loads(json.dumps(pod(2))))
+    assert gc.is_tracked(c)
+    assert (c["spec"]["nodeName"] is a["spec"]["nodeName"]) is strings
+
+
+@pytest.mark.parametrize("share_strings", [True, False])
+def test_a_listed_object_is_untracked_unless_asked_not_to(share_strings: bool) -> None:
+    with EmbeddedApiServer() as server:
+        core = CoreV1Api(server.api_client())
+        for i in range(3):
+            core.create_namespaced_pod("ns", {
+                "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        api = server.api_client()
+        untracked = ClientListerWatcher(api, PODS, "ns", share_strings=share_strings)
+        tracked = ClientListerWatcher(api, PODS, "ns", share_strings=share_strings,
+                                      untrack=False)
+        items = untracked.list(ListOptions())["items"]
+        assert len(items) == 3
+        assert not any(gc.is_tracked(c) for item in items for c in containers(item))
+        kept = tracked.list(ListOptions())["items"]
+        assert kept == items and all(gc.is_tracked(item) for item in kept)
         api.close()

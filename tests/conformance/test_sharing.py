@@ -1,8 +1,9 @@
-"""String sharing (client_cache.sharing) on what a list-watch decodes from each server:
-LIST items and watch events, as dicts and as structs."""
+"""String sharing and untracking (client_cache.sharing) on what a list-watch decodes
+from each server: LIST items and watch events, as dicts and as structs."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.structs import struct_type
 from tests.conformance.util import collect, rv
+from tests.fixtures import containers
 
 PODS = GroupVersionResource("", "v1", "pods")
 
@@ -38,6 +40,14 @@ def strings(obj: Any) -> tuple[Any, ...]:
     return (obj.spec.node_name, obj.metadata.labels["app"], obj.spec.containers[0].image)
 
 
+def object_type_for(mode: str) -> Any:
+    """None for dicts, the pod struct class for structs (skips without msgspec)."""
+    if mode == "structs":
+        pytest.importorskip("msgspec")
+        return struct_type(V1Pod)
+    return None
+
+
 def listed_and_watched(lw: ClientListerWatcher) -> list[Any]:
     listed = lw.list(ListOptions())
     watch = lw.watch(ListOptions(resource_version=listed["metadata"]["resourceVersion"]))
@@ -48,20 +58,32 @@ def listed_and_watched(lw: ClientListerWatcher) -> list[Any]:
     return [*listed["items"], events[0].object]
 
 
+def on_and_off(api: Any, ns: str, mode: str, option: str) -> tuple[list[Any], list[Any]]:
+    """Three pods listed and one watched, by a list-watch with its defaults and by one
+    with ``option`` turned off."""
+    create_pods(api, ns, 3)
+    object_type = object_type_for(mode)
+    on = listed_and_watched(ClientListerWatcher(api, PODS, ns, object_type=object_type))
+    off = listed_and_watched(ClientListerWatcher(api, PODS, ns, object_type=object_type,
+                                                 **{option: False}))
+    assert len(on) == len(off) == 4
+    return on, off
+
+
 @pytest.mark.parametrize("mode", ["dicts", "structs"])
 def test_list_items_and_watch_events_hold_one_copy_of_each_repeated_string(
         api: Any, ns: str, mode: str) -> None:
-    create_pods(api, ns, 3)
-    object_type = None
-    if mode == "structs":
-        pytest.importorskip("msgspec")
-        object_type = struct_type(V1Pod)
-    shared = listed_and_watched(ClientListerWatcher(api, PODS, ns, object_type=object_type))
-    assert len(shared) == 4
+    shared, kept = on_and_off(api, ns, mode, "share_strings")
     first = strings(shared[0])
     for obj in shared[1:]:
         assert all(a is b for a, b in zip(first, strings(obj), strict=True))
-    kept = listed_and_watched(ClientListerWatcher(api, PODS, ns, object_type=object_type,
-                                                  share_strings=False))
     assert [strings(obj) for obj in kept] == [strings(obj) for obj in shared]
     assert all(a is not b for a, b in zip(strings(kept[0]), strings(kept[1]), strict=True))
+
+
+@pytest.mark.parametrize("mode", ["dicts", "structs"])
+def test_list_items_and_watch_events_are_out_of_the_collectors_sight(
+        api: Any, ns: str, mode: str) -> None:
+    untracked, kept = on_and_off(api, ns, mode, "untrack")
+    assert [c for obj in untracked for c in containers(obj) if gc.is_tracked(c)] == []
+    assert all(any(gc.is_tracked(c) for c in containers(obj)) for obj in kept)

@@ -311,10 +311,9 @@ class FIFO(QueueBase):
         key = self._key(obj)
         with self._lock:
             self._populated = True
-            if key not in self._items:
-                self._queue.append(key)
+            if key not in self._items:  # (a stored key is always in line)
+                self._append_locked(key)
             self._items[key] = obj
-            self._cond.notify_all()
 
     update = add
 
@@ -328,9 +327,13 @@ class FIFO(QueueBase):
         self._populated = True
         if key in self._items:
             return
-        self._queue.append(key)
+        self._append_locked(key)
         self._items[key] = obj
-        self._cond.notify_all()
+
+    def _append_locked(self, key: str) -> None:
+        self._queue.append(key)
+        if len(self._queue) == 1:
+            self._cond.notify_all()  # poppers wait only while the line is empty
 
     def delete(self, obj: Any) -> None:
         """Forget the object; its key stays in line and is skipped by ``pop``."""

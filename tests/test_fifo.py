@@ -10,6 +10,7 @@ from client_cache import KeyFuncError, RequeueError
 from client_cache.fifo import FIFO, Queue, new_fifo, pop
 from tests.fixtures import (
     apply_sync_actions,
+    check_each_burst_wakes_the_sleeping_poppers,
     check_has_synced_does_not_wait_for_a_pop,
     check_pop_unblocks_when_closed,
     check_two_producers_keep_order,
@@ -124,6 +125,11 @@ def test_has_synced(actions: list[str], synced: bool) -> None:
 def test_pop_should_unblock_when_closed() -> None:
     """TestFIFO_PopShouldUnblockWhenClosed."""
     check_pop_unblocks_when_closed(new_fifo(fifo_key))
+
+
+@pytest.mark.parametrize("poppers", [1, 3])
+def test_each_burst_wakes_the_sleeping_poppers(poppers: int) -> None:
+    check_each_burst_wakes_the_sleeping_poppers(new_fifo(fifo_key), poppers)
 
 
 def test_delete_leaves_key_in_line_and_pop_skips_it() -> None:

@@ -1,6 +1,6 @@
 /* client_cache._sharing: the C part of client_cache.sharing (read that module first).
  *
- * walk(obj, flags) goes through a freshly decoded object in place (dicts, lists, tuples
+ * walk(flags, obj) goes through a freshly decoded object in place (dicts, lists, tuples
  * and msgspec structs, to a depth of MAX_DEPTH). With SHARE it replaces every str value
  * of at most MAX_LENGTH code points with an equal str already seen, held in a fixed table
  * of SLOTS entries: two entries per hash bucket, the most recently seen first. A miss
@@ -110,6 +110,9 @@ static PyObject *shared_tuple(PyObject *tuple, int depth, int flags);
 /* A walked container leaves the cyclic collector's sight (UNTRACK) only when nothing it
  * holds is in it: the rule CPython applies to dicts and tuples on its own, extended to
  * containers of containers (see client_cache.sharing). */
+/* Whether o keeps its container tracked; asked only when untracking. */
+#define KEEPS(flags, o) (((flags) & UNTRACK) && PyObject_GC_IsTracked(o))
+
 static void
 settle(PyObject *container, int flags, int keep)
 {
@@ -230,9 +233,9 @@ walk_dict(PyObject *dict, int depth, int flags)
             return -1;
         }
         else {
-            keep |= PyObject_GC_IsTracked(value);
+            keep |= KEEPS(flags, value);
         }
-        keep |= PyObject_GC_IsTracked(key);
+        keep |= KEEPS(flags, key);
     }
     settle(dict, flags, keep);
     return 0;
@@ -255,7 +258,7 @@ walk_list(PyObject *list, int depth, int flags)
             return -1;
         }
         else {
-            keep |= PyObject_GC_IsTracked(item);
+            keep |= KEEPS(flags, item);
         }
     }
     settle(list, flags, keep);
@@ -294,7 +297,7 @@ shared_tuple(PyObject *tuple, int depth, int flags)
             return NULL;
         }
         else {
-            keep |= PyObject_GC_IsTracked(item);
+            keep |= KEEPS(flags, item);
         }
     }
     if (out == NULL) {
@@ -324,7 +327,7 @@ walk(PyObject *obj, int depth, int flags)
             if (walk(item, depth + 1, flags) < 0) {
                 return -1;
             }
-            keep |= PyObject_GC_IsTracked(item);
+            keep |= KEEPS(flags, item);
         }
         settle(obj, flags, keep);
         return 0;
@@ -340,17 +343,17 @@ static PyObject *
 walk_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "walk(obj, flags) takes 2 arguments");
+        PyErr_SetString(PyExc_TypeError, "walk(flags, obj) takes 2 arguments");
         return NULL;
     }
-    long flags = PyLong_AsLong(args[1]);
+    long flags = PyLong_AsLong(args[0]);
     if (flags == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (walk(args[0], 0, (int)(flags & (SHARE | UNTRACK))) < 0) {
+    if (walk(args[1], 0, (int)(flags & (SHARE | UNTRACK))) < 0) {
         return NULL;
     }
-    return Py_NewRef(args[0]);
+    return Py_NewRef(args[1]);
 }
 
 /* -- Splitting a LIST body into its items ----------------------------------------------
@@ -547,7 +550,7 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 
 static PyMethodDef methods[] = {
     {"walk", (PyCFunction)(void (*)(void))walk_entry, METH_FASTCALL,
-     "walk(obj, flags) -> obj: in place, replace short str values inside obj with equal "
+     "walk(flags, obj) -> obj: in place, replace short str values inside obj with equal "
      "ones seen before (flags & SHARE) and take its containers out of the cyclic "
      "collector's sight (flags & UNTRACK); see client_cache.sharing."},
     {"list_items", list_items, METH_O,

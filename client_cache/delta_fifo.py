@@ -229,9 +229,7 @@ class DeltaFIFO(QueueBase):
         deltas = self._items.get(key)
         if deltas is None:
             self._items[key] = Deltas((Delta(delta_type, obj),))
-            self._queue.append(key)
-            if len(self._queue) == 1:
-                self._cond.notify_all()  # poppers wait only while the line is empty
+            self._push_locked(self._queue, key)
         else:
             deltas.append(Delta(delta_type, obj))  # the key is in line: nobody waits
             _dedup(deltas)
@@ -289,10 +287,8 @@ class DeltaFIFO(QueueBase):
         self._populated = True
         if key in self._items:
             return
-        self._queue.append(key)
         self._items[key] = deltas
-        if len(self._queue) == 1:
-            self._cond.notify_all()  # poppers wait only while the line is empty
+        self._push_locked(self._queue, key)
 
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
         """Queue a relist: Sync/Replaced for each object, then tombstones for what is gone.

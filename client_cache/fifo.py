@@ -148,6 +148,14 @@ class QueueBase:
         self.__initial_population_count = value
         self._report_synced_locked()
 
+    def _push_locked(self, line: deque[Any], entry: Any) -> None:
+        """Append ``entry`` to ``line`` (the queue's line of keys or deltas), waking the
+        poppers only when it was empty: they wait only then, so any other add needs no
+        wake."""
+        line.append(entry)
+        if len(line) == 1:
+            self._cond.notify_all()
+
     def _report_synced_locked(self) -> None:
         """Signal ``wait_for_cache_sync`` the first time this queue turns synced."""
         if not self._synced_reported and self.__populated and (
@@ -312,7 +320,7 @@ class FIFO(QueueBase):
         with self._lock:
             self._populated = True
             if key not in self._items:  # (a stored key is always in line)
-                self._append_locked(key)
+                self._push_locked(self._queue, key)
             self._items[key] = obj
 
     update = add
@@ -327,13 +335,8 @@ class FIFO(QueueBase):
         self._populated = True
         if key in self._items:
             return
-        self._append_locked(key)
+        self._push_locked(self._queue, key)
         self._items[key] = obj
-
-    def _append_locked(self, key: str) -> None:
-        self._queue.append(key)
-        if len(self._queue) == 1:
-            self._cond.notify_all()  # poppers wait only while the line is empty
 
     def delete(self, obj: Any) -> None:
         """Forget the object; its key stays in line and is skipped by ``pop``."""

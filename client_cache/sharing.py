@@ -60,9 +60,10 @@ always do, but the dicts and lists above it stay untracked and hide the cycle.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["AVAILABLE", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "clear_table", "share",
            "shared_by_default", "split_list", "table_stats", "untrack", "untracked_by_default",
@@ -110,12 +111,8 @@ def walker(strings: bool, untrack: bool) -> Callable[[T], T] | None:
     if _sharing is None or not (strings or untrack):
         return None
     flags = (_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0)
-    walk = _sharing.walk
-
-    def walked(obj: T) -> T:
-        result: T = walk(obj, flags)
-        return result
-    return walked
+    # the C function with its flags bound: no Python frame per walked object
+    return cast(Callable[[T], T], functools.partial(_sharing.walk, flags))
 
 
 def share(obj: T) -> T:
@@ -124,7 +121,7 @@ def share(obj: T) -> T:
     the C walker is not installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return obj
-    result: T = _sharing.walk(obj, _sharing.SHARE)
+    result: T = _sharing.walk(_sharing.SHARE, obj)
     return result
 
 
@@ -134,7 +131,7 @@ def untrack(obj: T) -> T:
     ``obj`` itself is returned. Untouched when the C walker is not installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return obj
-    result: T = _sharing.walk(obj, _sharing.UNTRACK)
+    result: T = _sharing.walk(_sharing.UNTRACK, obj)
     return result
 
 

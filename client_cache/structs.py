@@ -21,9 +21,9 @@ What a struct type is, generated from the model class's ``openapi_types`` and
   the decoder passes over them without building anything;
 * instances are not tracked by the cyclic garbage collector (``gc=False``) and the
   tuples holding them drop out of its sight as the list-watch decodes them
-  (:func:`client_cache.sharing.untrack`; else after the collector's first pass): a cache of structs
-  costs the collector almost nothing. Such objects must not be put in reference cycles
-  (nothing the server sends can make one);
+  (:func:`client_cache.sharing.untrack`; else after the collector's first pass): a
+  cache of structs costs the collector almost nothing. Such objects must not be put in
+  reference cycles (nothing the server sends can make one);
 * a self-referencing schema (``V1JSONSchemaProps``) holds plain JSON at the point where
   it would recur.
 

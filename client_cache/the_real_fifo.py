@@ -129,9 +129,7 @@ class RealFIFO(QueueBase):
         return self._transformer(obj)
 
     def _append_locked(self, delta_type: DeltaType, obj: Any) -> None:
-        self._items.append(Delta(delta_type, obj))
-        if len(self._items) == 1:
-            self._cond.notify_all()  # poppers wait only while the queue is empty
+        self._push_locked(self._items, Delta(delta_type, obj))
 
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
         obj = self._prepare(obj)

@@ -1,8 +1,11 @@
-"""The package's one C extension, the string-sharing walker (client_cache/sharing.py);
-everything else is in pyproject.toml. The extension is optional: where no C compiler is
-found the package installs without it, and objects keep their own strings."""
+"""The package's C extensions: the string-sharing walker (client_cache/sharing.py) and
+the work queue's core operations (client_cache/workqueue/queue.py); everything else is in
+pyproject.toml. Both are optional: where no C compiler is found the package installs
+without them, objects keep their own strings and the work queue runs its Python code."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("client_cache._sharing", ["client_cache/_sharing.c"],
-                             optional=True)])
+setup(ext_modules=[
+    Extension("client_cache._sharing", ["client_cache/_sharing.c"], optional=True),
+    Extension("client_cache._workqueue", ["client_cache/_workqueue.c"], optional=True),
+])

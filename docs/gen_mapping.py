@@ -331,6 +331,8 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "split_list": ("—", "a LIST body's envelope and each item's JSON"),
     "table_stats": ("—", "the sharing table's hits, misses and size"),
     "clear_table": ("—", "forget the strings the sharing table holds"),
+    "C_CORE_AVAILABLE": ("—", "is the work queue's C core installed?"),
+    "C_CORE_ENV": ("—", "CLIENT_CACHE_WORKQUEUE_C=0 runs work queues on the Python code"),
     "UNTRACK_ENV": ("—", "CLIENT_CACHE_UNTRACK=0 leaves decoded objects to the collector"),
     "untrack": ("—", "a decoded object's containers out of the cyclic collector's sight"),
     "untracked_by_default": ("—", "do list-watches untrack what they decode unless told not to?"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ import freezegun
 import pytest
 
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
 
 # freezegun scans every loaded module when it starts; touching the kubernetes client's lazily
 # loaded pydantic models then makes pydantic build schemas against freezegun's fake datetime
@@ -60,3 +62,19 @@ def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
     """The embedded server under the name most tests use (a module's own ``server``
     fixture, with other options, takes precedence)."""
     return embedded_server
+
+
+@pytest.fixture(params=["c", "python"])
+def workqueue_core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once with work queues on the C core and once on the Python code (the
+    two must behave alike). Without the extension the C run is skipped, except under
+    ``CI=true``, where the extension must have been built."""
+    if request.param == "c":
+        if not C_CORE_AVAILABLE:
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail("CI=true and client_cache._workqueue was not built")
+            pytest.skip("client_cache._workqueue was not built (no C compiler)")
+        monkeypatch.delenv(C_CORE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(C_CORE_ENV, "0")
+    return str(request.param)

@@ -71,7 +71,8 @@ def main() -> None:
             sdist_names = [n.split("/", 1)[1] for n in archive.getnames() if "/" in n]
         check_names("sdist", sdist_names, ["pyproject.toml", "setup.py", "README.md", "LICENSE",
                                            "CHANGELOG.md", "client_cache/py.typed",
-                                           "client_cache/_sharing.c"])
+                                           "client_cache/_sharing.c",
+                                           "client_cache/_workqueue.c"])
         with zipfile.ZipFile(wheel) as archive:
             wheel_names = archive.namelist()
             metadata = next(archive.read(n).decode() for n in wheel_names
@@ -95,12 +96,14 @@ def main() -> None:
                     cwd=work)
         if str(REPO) in where:
             sys.exit(f"the quick start imported the source tree ({where.strip()})")
-        # the C string-sharing walker is built where a compiler is (as here)
-        built = run(python, "-I", "-c", "from client_cache import sharing; "
-                    "print(sharing.AVAILABLE)", cwd=work)
-        if built.strip() != "True" or not any(
-                re.fullmatch(r"client_cache/_sharing\..*\.so", n) for n in wheel_names):
-            sys.exit(f"the wheel lacks the built client_cache._sharing ({built.strip()})")
+        # the C extensions (string sharing, the work queue's core) are built where a
+        # compiler is (as here)
+        built = run(python, "-I", "-c", "from client_cache import sharing, workqueue; "
+                    "print(sharing.AVAILABLE, workqueue.C_CORE_AVAILABLE)", cwd=work)
+        for module in ("_sharing", "_workqueue"):
+            if built.strip() != "True True" or not any(
+                    re.fullmatch(rf"client_cache/{module}\..*\.so", n) for n in wheel_names):
+                sys.exit(f"the wheel lacks the built client_cache.{module} ({built.strip()})")
         print(f"package check passed: {sdist.name} ({len(sdist_names)} files), "
               f"{wheel.name} ({len(wheel_names)} files); quick start: {out.strip()}")
     finally:

@@ -13,11 +13,14 @@ from client_cache.util.wait import new_exponential_backoff_manager
 from client_cache.workqueue import DelayingQueueConfig, DelayingType, new_delaying_queue_with_config
 from client_cache.workqueue.default_rate_limiters import TokenBucket
 
+# the C core and the Python code (fq names the fixture too: it must run before fq)
+pytestmark = pytest.mark.usefixtures("workqueue_core")
+
 T0 = 1_763_800_000.0
 
 
 @pytest.fixture
-def fq() -> Iterator[tuple[DelayingType[Any], FakeClock]]:
+def fq(workqueue_core: str) -> Iterator[tuple[DelayingType[Any], FakeClock]]:
     clock = FakeClock(T0)
     q: DelayingType[Any] = new_delaying_queue_with_config(DelayingQueueConfig(clock=clock))
     yield q, clock

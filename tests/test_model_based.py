@@ -9,8 +9,10 @@ unknown keys, relists that drop keys, resyncs with and without queued items.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from typing import Any
+from unittest import mock
 
 import hypothesis.strategies as st
 from hypothesis import settings
@@ -23,6 +25,7 @@ from client_cache.heap import Heap
 from client_cache.store import DeletedFinalStateUnknown, meta_namespace_key_func
 from client_cache.the_real_fifo import RealFIFO, RealFIFOOptions
 from client_cache.thread_safe_store import new_thread_safe_store
+from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
 from client_cache.workqueue import new as new_workqueue
 from tests.fixtures import pod as make_pod
 
@@ -526,6 +529,7 @@ class WorkqueueMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.queue = new_workqueue()
+        assert self.queue.c_core == (C_CORE_AVAILABLE and os.environ.get(C_CORE_ENV) != "0")
         self.line: deque[str] = deque()
         self.dirty: set[str] = set()
         self.processing: set[str] = set()
@@ -576,3 +580,17 @@ class WorkqueueMachine(RuleBasedStateMachine):
 
 TestWorkqueue = WorkqueueMachine.TestCase
 TestWorkqueue.settings = SETTINGS
+
+
+class PythonWorkqueueMachine(WorkqueueMachine):
+    """The same rules on the Python code of the queue (the machine above runs the C core
+    where it is built)."""
+
+    def __init__(self) -> None:
+        with mock.patch.dict(os.environ, {C_CORE_ENV: "0"}):
+            super().__init__()
+        assert not self.queue.c_core
+
+
+TestPythonWorkqueue = PythonWorkqueueMachine.TestCase
+TestPythonWorkqueue.settings = SETTINGS

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import queue
+import sys
 import threading
+import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,6 +17,9 @@ import pytest
 from client_cache import workqueue
 from client_cache.workqueue import DefaultQueue, QueueConfig
 from tests.fixtures import eventually
+from tests.test_workqueue_metrics import RecordingProvider
+
+pytestmark = pytest.mark.usefixtures("workqueue_core")  # the C core and the Python code
 
 
 @pytest.mark.parametrize("drain", [False, True], ids=["shut_down", "shut_down_with_drain"])
@@ -337,3 +344,136 @@ def test_a_getter_that_timed_out_leaves_nothing_behind_for_add_to_wake() -> None
     assert got.get(timeout=10) == "item"
     waiter.join(1)
     assert not waiter.is_alive()
+
+
+def test_the_c_core_runs_the_queues_it_can(workqueue_core: str) -> None:
+    """The default queue runs on the C core unless turned off; a queue that reports
+    metrics or has its own storage always runs the Python code (the core skips both)."""
+    assert workqueue.new().c_core == (workqueue_core == "c")
+    metered: workqueue.Typed[str] = workqueue.new_with_config(
+        QueueConfig(name="metered", metrics_provider=RecordingProvider()))
+    own_storage = workqueue.new_with_config(QueueConfig(queue=TouchRecorder()))
+    try:
+        assert not metered.c_core
+        assert not own_storage.c_core
+    finally:
+        metered.shut_down()
+        own_storage.shut_down()
+
+
+def test_an_unhashable_item_raises_and_leaves_the_queue_usable() -> None:
+    """add and done of an unhashable item raise TypeError, with the queue's lock let go
+    and nothing half-done: the queue goes on as before."""
+    q: workqueue.Typed[Any] = workqueue.new()
+    q.add("first")
+    with pytest.raises(TypeError):
+        q.add(["not", "hashable"])
+    with pytest.raises(TypeError):
+        q.done(["not", "hashable"])
+    assert q._lock.acquire(blocking=False)  # let go on the error path
+    q._lock.release()
+    assert q.len() == 1
+    assert q.get(timeout=1) == ("first", False)
+    q.done("first")
+    q.shut_down()
+    assert q.get(timeout=1) == (None, True)
+
+
+class SlowKey:
+    """A key whose hash and equality are Python code that lets go of the GIL: another
+    thread runs while the queue's locked section is half-way through."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __hash__(self) -> int:
+        time.sleep(0)
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        time.sleep(0)
+        return isinstance(other, SlowKey) and other.name == self.name
+
+
+@pytest.mark.parametrize("key", [str, SlowKey], ids=["str", "python-hash"])
+def test_producers_and_workers_keep_the_queue_rules(key: Callable[[str], Any]) -> None:
+    """4 producers add 3,000 keys each from 40 names while 4 workers process them, with a
+    tiny switch interval so threads interleave inside the queue's sections: no key is
+    handed to two workers at once, and every key's last add is followed by a get of it
+    (a worker sees the key's last version), so no add is lost."""
+    q: workqueue.Typed[Any] = workqueue.new()
+    names = [f"key-{i}" for i in range(40)]
+    keys = {name: key(name) for name in names}
+    lock = threading.Lock()
+    version = dict.fromkeys(names, 0)
+    seen = dict.fromkeys(names, 0)
+    in_flight: set[str] = set()
+    problems: list[str] = []
+
+    def produce(seed: int) -> None:
+        for j in range(3000):
+            name = names[(seed * 7 + j * 13) % len(names)]
+            with lock:
+                version[name] += 1
+            q.add(keys[name])
+
+    def work() -> None:
+        while True:
+            item, shutdown = q.get(timeout=30)
+            if shutdown:
+                return
+            name = item.name if isinstance(item, SlowKey) else item
+            with lock:
+                if name in in_flight:
+                    problems.append(f"{name} handed to two workers at once")
+                in_flight.add(name)
+                seen[name] = version[name]
+            time.sleep(0)  # "processing": another worker runs meanwhile
+            with lock:
+                in_flight.discard(name)
+            q.done(item)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        workers = [threading.Thread(target=work, name=f"test-worker-{i}") for i in range(4)]
+        producers = [threading.Thread(target=produce, args=(i,), name=f"test-producer-{i}")
+                     for i in range(4)]
+        for t in workers + producers:
+            t.start()
+        for t in producers:
+            t.join(60)
+        q.shut_down_with_drain()
+        for t in workers:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not any(t.is_alive() for t in workers + producers)
+    assert problems == []
+    assert seen == version
+    assert q.len() == 0
+
+
+def test_get_async_is_woken_by_add_and_by_done_from_threads() -> None:
+    """A coroutine waiting in get_async wakes when a thread adds an item, and when a
+    thread's done() puts back an item that was added while being processed."""
+    q: workqueue.Typed[str] = workqueue.new()
+
+    async def wait_for_item_added_by(action: Callable[[], None]) -> tuple[str | None, bool]:
+        getter = asyncio.ensure_future(q.get_async())
+        while not q._async_waiters:  # let the getter run until it waits
+            await asyncio.sleep(0)
+        thread = threading.Thread(target=action, name="test-adder")
+        thread.start()
+        try:
+            return await asyncio.wait_for(getter, 10)
+        finally:
+            thread.join(10)
+
+    assert asyncio.run(wait_for_item_added_by(lambda: q.add("a"))) == ("a", False)
+    q.add("a")  # added while processing: done() puts it back in line
+    assert asyncio.run(wait_for_item_added_by(lambda: q.done("a"))) == ("a", False)
+    q.done("a")
+    q.shut_down()

@@ -12,6 +12,8 @@ import os
 import random
 import threading
 
+import pytest
+
 from client_cache.workqueue import (
     ItemExponentialFailureRateLimiter,
     RateLimitingQueueConfig,
@@ -20,6 +22,8 @@ from client_cache.workqueue import (
 
 KEYS = int(os.environ.get("CLIENT_CACHE_WORKQUEUE_KEYS", "100000"))
 WORKERS = 8
+
+pytestmark = pytest.mark.usefixtures("workqueue_core")  # the C core and the Python code
 
 
 def test_worker_pool() -> None:

@@ -42,6 +42,8 @@ from client_cache.workqueue.metrics import (
 )
 from client_cache.workqueue.parallelizer import DoWorkPieceFunc, parallelize_until
 from client_cache.workqueue.queue import (
+    C_CORE_AVAILABLE,
+    C_CORE_ENV,
     DefaultQueue,
     Interface,
     Queue,
@@ -68,6 +70,8 @@ from client_cache.workqueue.rate_limiting_queue import (
 )
 
 __all__ = [
+    "C_CORE_AVAILABLE",
+    "C_CORE_ENV",
     "BucketRateLimiter",
     "CounterMetric",
     "DefaultQueue",

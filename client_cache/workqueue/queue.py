@@ -19,18 +19,28 @@ event loop (a port addition).
 
 Workers must call ``done(item)`` for every item they ``get``. A ``done`` for an item that
 is not being processed is ignored (upstream would put a queued copy of it in line twice).
+
+Where the optional C extension ``client_cache._workqueue`` is built, a queue with the
+default storage and no metrics runs ``add``, ``get`` (when an item is waiting) and
+``done`` as one C call each, which takes the queue's lock, does the work and lets the lock
+go without letting go of the GIL (for items whose hash and equality are C code: str, int,
+tuples of them). In Python, a thread could lose the GIL inside the locked section, and a
+producer and a worker then took turns on the lock through the kernel for every item (a
+lock convoy; half the throughput). The Python code below does the same thing and runs for
+every other queue; ``CLIENT_CACHE_WORKQUEUE_C=0`` makes every queue use it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
@@ -43,7 +53,15 @@ from client_cache.workqueue.metrics import (
 )
 from client_cache.workqueue.pythonic import QueueIteration
 
+_workqueue: Any
+try:
+    from client_cache import _workqueue  # type: ignore[attr-defined, no-redef]
+except ImportError:  # built without a C compiler: the Python code runs every queue
+    _workqueue = None
+
 __all__ = [
+    "C_CORE_AVAILABLE",
+    "C_CORE_ENV",
     "UNFINISHED_WORK_UPDATE_PERIOD",
     "DefaultQueue",
     "Interface",
@@ -63,6 +81,15 @@ T = TypeVar("T", bound=Hashable)
 
 UNFINISHED_WORK_UPDATE_PERIOD = 0.5
 """Seconds between refreshes of the unfinished-work metrics (upstream's 500 ms)."""
+
+C_CORE_AVAILABLE = _workqueue is not None
+"""True where the C extension was built (the package installs without it)."""
+
+C_CORE_ENV = "CLIENT_CACHE_WORKQUEUE_C"
+"""Set to ``0`` to run every work queue made afterwards on the Python code (see the
+module documentation)."""
+
+_NOTHING = object()  # what the C core's take() returns when the line is empty
 
 
 @runtime_checkable
@@ -206,6 +233,12 @@ class Typed(QueueIteration[T]):
         self._stopped = DoneChan()
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._metrics_thread: threading.Thread | None = None
+        self._core: Any = None  # the C core (module documentation), or None
+        if (_workqueue is not None and isinstance(queue, DefaultQueue)
+                and type(queue) is DefaultQueue  # a subclass may touch or order
+                and not self._counted and os.environ.get(C_CORE_ENV, "1") != "0"):
+            self._core = _workqueue.Core(self._lock, self._dirty, self._processing,
+                                         queue._items, self._getters, _NOTHING)
         if not isinstance(metrics, NoQueueMetrics):
             self._metrics_thread = threading.Thread(
                 target=self._update_unfinished_work_loop,
@@ -216,6 +249,10 @@ class Typed(QueueIteration[T]):
 
     def add(self, item: T) -> None:
         """Queue ``item`` unless it is queued already or the queue is shutting down."""
+        core = self._core
+        if core is not None:
+            self._woken(core.add(item))
+            return
         with self._lock:
             if self._shutting_down:
                 return
@@ -234,6 +271,13 @@ class Typed(QueueIteration[T]):
             if self._async_waiters:
                 self._wake_async_locked()
 
+    @property
+    def c_core(self) -> bool:
+        """True when this queue's ``add``, ``get`` and ``done`` run in the C core (see the
+        module documentation): the default storage, no metrics, the extension built and
+        not turned off by ``CLIENT_CACHE_WORKQUEUE_C=0`` when the queue was made."""
+        return self._core is not None
+
     def len(self) -> int:
         """How many items wait to be handed out (items being processed not included)."""
         with self._lock:
@@ -245,6 +289,11 @@ class Typed(QueueIteration[T]):
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         """Block until an item can be handed out: ``(item, False)``; once shut down and
         empty: ``(None, True)``. ``timeout`` (a port addition) raises ``TimeoutError``."""
+        core = self._core
+        if core is not None:
+            item = core.take()
+            if item is not _NOTHING:
+                return item, False
         deadline = None if timeout is None else time.monotonic() + timeout
         self._lock.acquire()
         try:
@@ -317,8 +366,24 @@ class Typed(QueueIteration[T]):
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(_set_done, waiter)
 
+    def _woken(self, sleeper: Parker | bool | None) -> None:
+        """After a C core call: wake the getter it took off ``_getters``, or (True) the
+        draining shutdown, and any waiting coroutine (each looks at the queue again)."""
+        if sleeper is True:
+            with self._lock:
+                self._cond.notify_all()
+        elif sleeper is not None and sleeper is not False:
+            sleeper.unpark()
+        if self._async_waiters:
+            with self._lock:
+                self._wake_async_locked()
+
     def done(self, item: T) -> None:
         """Mark ``item`` processed; if it was added meanwhile, queue it again."""
+        core = self._core
+        if core is not None:
+            self._woken(core.done(item))
+            return
         with self._lock:
             if item not in self._processing:
                 return  # never handed out (or already done): nothing to do
@@ -338,8 +403,7 @@ class Typed(QueueIteration[T]):
         """Stop accepting items; workers get what is queued, then ``shutdown=True``.
         Releases a waiting :meth:`shut_down_with_drain`."""
         with self._lock:
-            self._drain = False
-            self._shutting_down = True
+            self._set_shutting_down_locked(drain=False)
             self._cond.notify_all()
             self._wake_getters_locked()
             self._wake_async_locked()
@@ -349,13 +413,19 @@ class Typed(QueueIteration[T]):
         """Like :meth:`shut_down`, then wait until every handed-out item is done (or until
         a :meth:`shut_down` call cancels the drain)."""
         with self._lock:
-            self._drain = True
-            self._shutting_down = True
+            self._set_shutting_down_locked(drain=True)
             self._wake_getters_locked()
             self._wake_async_locked()
             while self._processing and self._drain:
                 self._cond.wait()
         self._stop_metrics()
+
+    def _set_shutting_down_locked(self, drain: bool) -> None:
+        self._drain = drain
+        self._shutting_down = True
+        if self._core is not None:
+            self._core.drain = drain
+            self._core.shutting_down = True
 
     def shutting_down(self) -> bool:
         """True once the queue is shutting down (Go ``ShuttingDown``)."""

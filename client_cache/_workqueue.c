@@ -14,6 +14,7 @@
  * type with Python __hash__/__eq__) and on free-threaded builds. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h> /* offsetof */
 #ifndef Py_T_BOOL /* before 3.12 */
 #include <structmember.h>
 #define Py_T_BOOL T_BOOL

@@ -163,24 +163,37 @@ def run_contender(cmd: list[str], on_ready: Callable[[str], None] | None = None,
                   ) -> dict[str, dict[str, Any]]:
     """Run one contender and return its results by scenario, each with the 1-minute load
     when it began. ``on_ready(phase)`` runs when the contender prints ``READY <phase>``
-    (the driver starts the server's changes then). Waits first for the load to settle."""
-    load = settle()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT.parent)
-    results: dict[str, dict[str, Any]] = {}
-    assert proc.stdout is not None
-    for raw in proc.stdout:
-        line = raw.strip()
-        if line.startswith("READY ") and on_ready is not None:
-            on_ready(line.split()[1])
-        elif line.startswith("{"):
-            result = json.loads(line)
-            result["load"] = load
-            results[result["scenario"]] = result
-    _, err = proc.communicate(timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} {cmd[1:3]} failed: {err[-2000:]}")
-    return results
+    (the driver starts the server's changes then). Waits first for the load to settle.
+    A contender that fails is run once more (its results then say ``retried`` with the
+    first exit code), so one crash does not cost the whole benchmark; a second failure
+    raises."""
+    first_failure: int | None = None
+    for attempt in range(2):
+        load = settle()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=ROOT.parent)
+        results: dict[str, dict[str, Any]] = {}
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.strip()
+            if line.startswith("READY ") and on_ready is not None:
+                on_ready(line.split()[1])
+            elif line.startswith("{"):
+                result = json.loads(line)
+                result["load"] = load
+                if first_failure is not None:
+                    result["retried"] = first_failure
+                results[result["scenario"]] = result
+        _, err = proc.communicate(timeout=900)
+        if proc.returncode == 0:
+            return results
+        message = (f"{cmd[0]} {cmd[1:4]} exited with {proc.returncode}: "
+                   f"{err[-2000:] or '(nothing on stderr)'}")
+        if attempt == 1 or on_ready is not None:  # a server's load cannot be replayed
+            raise RuntimeError(message)
+        print(f"  {message}; running it once more", flush=True)
+        first_failure = proc.returncode
+    raise AssertionError("unreachable")
 
 
 def count_pods(core: CoreV1Api, namespace: str) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import CoreV1Api
 
+from bench import bench_compare
 from bench.bench_compare import build_go
 from bench.replay import ReplayServer
 from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
@@ -120,3 +121,21 @@ def test_client_go_paged_variant_watches_from_its_list(server: EmbeddedApiServer
     assert server.list_requests - before == 3  # 1,100 pods in pages of 500
     assert results["sync"]["objects"] == PODS
     assert results["latency"]["events"] == 4  # the changes made, and nothing replayed
+
+
+def test_a_contender_that_crashes_once_is_run_again_and_marked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One crashed contender does not end the benchmark: it runs once more and its
+    results say so; a second crash raises with the exit code."""
+    monkeypatch.setattr(bench_compare, "settle", lambda: 0.0)
+    marker = tmp_path / "crashed-once"
+    script = ("import json, pathlib, sys\n"
+              f"m = pathlib.Path({str(marker)!r})\n"
+              "if not m.exists():\n"
+              "    m.touch(); sys.exit(7)\n"
+              "print(json.dumps({'scenario': 'sync', 'seconds': 1.0}))\n")
+    results = bench_compare.run_contender([sys.executable, "-c", script])
+    assert results == {"sync": {"scenario": "sync", "seconds": 1.0, "load": 0.0,
+                                "retried": 7}}
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        bench_compare.run_contender([sys.executable, "-c", "import sys; sys.exit(3)"])

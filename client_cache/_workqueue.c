@@ -34,6 +34,7 @@ typedef struct {
     PyObject *nothing;        /* what take() returns when the line is empty */
     char shutting_down;
     char drain;
+    PyObject *weakrefs;       /* so tests can check that a core is freed */
 } Core;
 
 static int
@@ -208,35 +209,25 @@ core_init(Core *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
+/* Every object a Core holds, for the collector's visit and clear. */
+#define CORE_REFS(X) X(acquire) X(release) X(dirty) X(processing) X(append) X(popleft) \
+    X(line) X(getters) X(getters_popleft) X(nothing)
+
 static int
 core_traverse(Core *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->acquire);
-    Py_VISIT(self->release);
-    Py_VISIT(self->dirty);
-    Py_VISIT(self->processing);
-    Py_VISIT(self->append);
-    Py_VISIT(self->popleft);
-    Py_VISIT(self->line);
-    Py_VISIT(self->getters);
-    Py_VISIT(self->getters_popleft);
-    Py_VISIT(self->nothing);
+#define VISIT_REF(field) Py_VISIT(self->field);
+    CORE_REFS(VISIT_REF)
+#undef VISIT_REF
     return 0;
 }
 
 static int
 core_clear(Core *self)
 {
-    Py_CLEAR(self->acquire);
-    Py_CLEAR(self->release);
-    Py_CLEAR(self->dirty);
-    Py_CLEAR(self->processing);
-    Py_CLEAR(self->append);
-    Py_CLEAR(self->popleft);
-    Py_CLEAR(self->line);
-    Py_CLEAR(self->getters);
-    Py_CLEAR(self->getters_popleft);
-    Py_CLEAR(self->nothing);
+#define CLEAR_REF(field) Py_CLEAR(self->field);
+    CORE_REFS(CLEAR_REF)
+#undef CLEAR_REF
     return 0;
 }
 
@@ -244,6 +235,9 @@ static void
 core_dealloc(Core *self)
 {
     PyObject_GC_UnTrack(self);
+    if (self->weakrefs != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     core_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -272,6 +266,7 @@ static PyTypeObject CoreType = {
     .tp_doc = "The work queue's add, take and done, each one C call under the queue's lock.",
     .tp_basicsize = sizeof(Core),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_weaklistoffset = offsetof(Core, weakrefs),
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)core_init,
     .tp_dealloc = (destructor)core_dealloc,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import gc
 import json
-import os
 import sys
 import weakref
 from collections.abc import Iterator
@@ -25,12 +24,10 @@ from client_cache.schema import GroupVersionResource
 from client_cache.sharing import split_list
 from client_cache.structs import struct_type, to_struct
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import containers
+from tests.fixtures import containers, missing
 
-if not sharing.AVAILABLE:  # CI builds it; elsewhere a missing compiler skips these tests
-    if os.environ.get("CI") == "true":
-        pytest.fail("client_cache._sharing was not built", pytrace=False)
-    pytest.skip("client_cache._sharing was not built (no C compiler)", allow_module_level=True)
+if not sharing.AVAILABLE:
+    missing("client_cache._sharing was not built (no C compiler)")
 
 PODS = GroupVersionResource("", "v1", "pods")
 

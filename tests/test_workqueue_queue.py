@@ -477,3 +477,33 @@ def test_get_async_is_woken_by_add_and_by_done_from_threads() -> None:
     assert asyncio.run(wait_for_item_added_by(lambda: q.done("a"))) == ("a", False)
     q.done("a")
     q.shut_down()
+
+
+def work_until_shut_down(q: workqueue.Typed[str], got: queue.Queue[str]) -> None:
+    while True:
+        item, shutdown = q.get(timeout=10)
+        if shutdown:
+            return
+        assert item is not None
+        got.put(item)
+        q.done(item)
+
+
+def test_a_shut_down_queue_and_its_core_are_freed() -> None:
+    """After a worker drains it and it shuts down, nothing keeps the queue (or, on the C
+    path, its core) alive: both are freed once the last reference goes."""
+    q: workqueue.Typed[str] = workqueue.new()
+    got: queue.Queue[str] = queue.Queue()
+    worker = threading.Thread(target=work_until_shut_down, args=(q, got), name="test-worker")
+    worker.start()
+    for i in range(100):
+        q.add(f"item-{i}")
+    assert sorted(got.get(timeout=10) for _ in range(100)) == sorted(
+        f"item-{i}" for i in range(100))
+    q.shut_down()
+    worker.join(5)
+    assert not worker.is_alive()
+    refs = [weakref.ref(q)] + ([weakref.ref(q._core)] if q.c_core else [])
+    del q, worker
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)

@@ -40,7 +40,7 @@ import time
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
@@ -234,8 +234,9 @@ class Typed(QueueIteration[T]):
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._metrics_thread: threading.Thread | None = None
         self._core: Any = None  # the C core (module documentation), or None
+        # exactly DefaultQueue (a subclass may touch or order); isinstance narrows for mypy
         if (_workqueue is not None and isinstance(queue, DefaultQueue)
-                and type(queue) is DefaultQueue  # a subclass may touch or order
+                and type(queue) is DefaultQueue
                 and not self._counted and os.environ.get(C_CORE_ENV, "1") != "0"):
             self._core = _workqueue.Core(self._lock, self._dirty, self._processing,
                                          queue._items, self._getters, _NOTHING)
@@ -366,13 +367,13 @@ class Typed(QueueIteration[T]):
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(_set_done, waiter)
 
-    def _woken(self, sleeper: Parker | bool | None) -> None:
+    def _woken(self, sleeper: Parker | Literal[True] | None) -> None:
         """After a C core call: wake the getter it took off ``_getters``, or (True) the
         draining shutdown, and any waiting coroutine (each looks at the queue again)."""
         if sleeper is True:
             with self._lock:
                 self._cond.notify_all()
-        elif sleeper is not None and sleeper is not False:
+        elif sleeper is not None:
             sleeper.unpark()
         if self._async_waiters:
             with self._lock:

@@ -26,6 +26,7 @@ from client_cache.testing.envtest import cache_dir, find_go
 from client_cache.testing.leader import CandidateProcess, Timing
 from client_cache.testing.proxy import TcpProxy
 from tests.conformance.util import Backend
+from tests.fixtures import missing
 
 TIMING = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.25)
 KILLS = 5
@@ -186,10 +187,7 @@ def go_candidate() -> list[str]:
     into the envtest cache directory; skipped without Go (failed under CI=true)."""
     go = find_go()
     if go is None:
-        message = "the Go toolchain is needed to build the client-go candidate"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
+        missing("the Go toolchain is needed to build the client-go candidate")
     digest = hashlib.sha256(b"".join((GO_SOURCE / name).read_bytes()
                                      for name in ("main.go", "go.mod", "go.sum"))).hexdigest()
     binary = cache_dir().parent / f"go-leader-{digest[:16]}"

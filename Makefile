@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml setup.cfg setup.py client_cache/_sharing.c client_cache/_workqueue.c
+$(STAMP): pyproject.toml setup.cfg setup.py $(wildcard client_cache/*.c client_cache/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e '.[test]'

@@ -59,6 +59,7 @@ LOADED = 2.5  # a run that began above this 1-minute load is marked
 SETTLE_SECONDS = 180.0  # the longest wait for the load to fall to LOADED before a run
 LABELS = {
     "cc-dict": "client_cache (dicts)",
+    "cc-dict-own-keys": "client_cache (dicts, key tables not shared)",
     "cc-model": "client_cache (V1Pod models)",
     "cc-struct": "client_cache (structs, no managedFields)",
     "k8s-informer": "kubernetes.informer",
@@ -92,12 +93,13 @@ class Variant:
 
 V = Variant
 EMBEDDED = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"),
-            V("cc-struct"), V("cc-struct", "watch-list"), V("cc-model"),
+            V("cc-dict-own-keys"), V("cc-struct"), V("cc-struct", "watch-list"), V("cc-model"),
             V("cc-model", "watch-list"), V("k8s-informer"), V("watch-model"),
             V("watch-raw"), V("client-go"), V("client-go", "watch-list"),
             V("client-go", "paged"), V("floor"), V("floor", "watch-list")]
 FANOUT = [V("cc-dict"), V("cc-model"), V("k8s-informer"), V("watch-raw"), V("client-go")]
-REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-struct"), V("watch-raw"),
+REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict-own-keys"), V("cc-struct"),
+          V("watch-raw"),
           V("client-go"), V("client-go", "watch-list"), V("floor"), V("floor", "watch-list")]
 REPLAY_FANOUT = [V("cc-dict"), V("client-go")]
 REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-struct"),

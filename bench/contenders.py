@@ -12,7 +12,8 @@ events reach the handlers (the driver starts the server's load when it reads the
 with ``--latency-events``, print ``READY latency`` and report p50/p99 of the delay from
 the server's write (stamped in each object) to the handler for the next K events.
 
-Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-model`` (client_cache,
+Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-dict-own-keys`` (the same with
+``CLIENT_CACHE_COMPACT_DICTS=0``: each dict keeps its own key table), ``cc-model`` (client_cache,
 ``V1Pod`` models), ``cc-struct`` (client_cache, struct mode: msgspec structs without
 managedFields), all on any ``--sync`` path (list, watch-list, paged);
 ``k8s-informer`` (the ``kubernetes`` package's own ``kubernetes.informer.SharedInformer``),
@@ -144,11 +145,15 @@ def drop_managed_fields(obj: Any) -> Any:
     return obj
 
 
-def client_cache_informer(models: bool, structs: bool = False) -> Callable[..., Any]:
+def client_cache_informer(models: bool, structs: bool = False,
+                          compact: bool = True) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
               sync: str = "list") -> Callable[[], int]:
+        from client_cache import sharing
         from client_cache.controller import ResourceEventHandlerFuncs
+        if not compact:  # read when the factory makes the list-watch
+            os.environ[sharing.COMPACT_DICTS_ENV] = "0"
         from client_cache.informers import (
             SharedInformerFactoryOptions,
             new_shared_informer_factory_with_options,
@@ -293,6 +298,7 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
 
 CONTENDERS: dict[str, Callable[..., Any]] = {
     "cc-dict": client_cache_informer(models=False),
+    "cc-dict-own-keys": client_cache_informer(models=False, compact=False),
     "cc-model": client_cache_informer(models=True),
     "cc-struct": client_cache_informer(models=False, structs=True),
     "k8s-informer": k8s_informer,

@@ -8,12 +8,16 @@
  * so the table never grows and a string that keeps coming back stays. Dict keys are left
  * alone (the JSON decoders share those already). With UNTRACK it takes each container
  * that holds nothing the cyclic collector tracks out of the collector's sight, innermost
- * first. Everything runs with the GIL held and calls no Python code: equal strings are
- * compared by kind, length and bytes. */
+ * first. With COMPACT it puts in place of each dict an equal one sharing its key table
+ * with the dicts of the same keys (_shapes.c); a walk returns what takes its argument's
+ * place. Everything runs with the GIL held and, but for making a new shape's class (once
+ * per sequence of keys), calls no Python code: equal strings are compared by kind,
+ * length and bytes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_shapes.h"
 #ifndef Py_T_OBJECT_EX /* before 3.12 */
 #include <structmember.h>
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -100,11 +104,12 @@ canonical(PyObject *s)
 }
 
 /* What a walk does (its flags): share strings, take containers out of the collector's
- * sight. */
+ * sight, give dicts of the same keys one key table (_shapes.c). */
 #define SHARE 1
 #define UNTRACK 2
+#define COMPACT 4
 
-static int walk(PyObject *obj, int depth, int flags);
+static PyObject *walked(PyObject *obj, int depth, int flags);
 static PyObject *shared_tuple(PyObject *tuple, int depth, int flags);
 
 /* A walked container leaves the cyclic collector's sight (UNTRACK) only when nothing it
@@ -179,9 +184,9 @@ layout_of(PyObject *obj)
     return layout == Py_None ? NULL : layout;
 }
 
-/* A struct's fields, read and (SHARE) replaced in their slots (a NULL slot is an unset
- * field). The struct itself is never untracked here: msgspec's gc=False structs are not
- * tracked to begin with. */
+/* A struct's fields, read and replaced in their slots when walking gave another object
+ * (a NULL slot is an unset field). The struct itself is never untracked here: msgspec's
+ * gc=False structs are not tracked to begin with. */
 static int
 walk_struct(PyObject *obj, PyObject *layout, int depth, int flags)
 {
@@ -193,52 +198,42 @@ walk_struct(PyObject *obj, PyObject *layout, int depth, int flags)
         if (value == NULL || value == Py_None) {
             continue;
         }
-        if (PyUnicode_CheckExact(value)) {
-            PyObject *shared = (flags & SHARE) ? canonical(value) : value;
-            if (shared != value) {
-                *slot = Py_NewRef(shared);
-                Py_DECREF(value);
-            }
-        }
-        else if (PyTuple_CheckExact(value)) {
-            PyObject *replacement = shared_tuple(value, depth, flags);
-            if (replacement == NULL) {
-                return -1;
-            }
-            *slot = replacement;
-            Py_DECREF(value);
-        }
-        else if (walk(value, depth + 1, flags) < 0) {
+        PyObject *replacement = walked(value, depth + 1, flags);
+        if (replacement == NULL) {
             return -1;
         }
+        *slot = replacement;
+        Py_DECREF(value);
     }
     return 0;
 }
 
-static int
-walk_dict(PyObject *dict, int depth, int flags)
+/* A dict walked: its values replaced in place, then (COMPACT) an equal dict sharing its
+ * key table (new reference), NULL on error. */
+static PyObject *
+walked_dict(PyObject *dict, int depth, int flags)
 {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     int keep = 0;
     while (PyDict_Next(dict, &pos, &key, &value)) {
-        if (PyUnicode_CheckExact(value)) {
-            PyObject *shared = (flags & SHARE) ? canonical(value) : value;
-            /* replacing the value of a key being iterated is allowed (the keys stay) */
-            if (shared != value && PyDict_SetItem(dict, key, shared) < 0) {
-                return -1;
-            }
+        PyObject *replacement = walked(value, depth + 1, flags);
+        if (replacement == NULL) {
+            return NULL;
         }
-        else if (walk(value, depth + 1, flags) < 0) {
-            return -1;
+        /* replacing the value of a key being iterated is allowed (the keys stay) */
+        int failed = replacement != value && PyDict_SetItem(dict, key, replacement) < 0;
+        keep |= KEEPS(flags, replacement) | KEEPS(flags, key);
+        Py_DECREF(replacement);
+        if (failed) {
+            return NULL;
         }
-        else {
-            keep |= KEEPS(flags, value);
-        }
-        keep |= KEEPS(flags, key);
     }
-    settle(dict, flags, keep);
-    return 0;
+    PyObject *result = (flags & COMPACT) ? shaped_dict(dict) : Py_NewRef(dict);
+    if (result != NULL) {
+        settle(result, flags, keep);
+    }
+    return result;
 }
 
 static int
@@ -247,26 +242,25 @@ walk_list(PyObject *list, int depth, int flags)
     int keep = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
         PyObject *item = PyList_GET_ITEM(list, i);
-        if (PyUnicode_CheckExact(item)) {
-            PyObject *shared = (flags & SHARE) ? canonical(item) : item;
-            if (shared != item) {
-                PyList_SET_ITEM(list, i, Py_NewRef(shared));
-                Py_DECREF(item);
-            }
-        }
-        else if (walk(item, depth + 1, flags) < 0) {
+        PyObject *replacement = walked(item, depth + 1, flags);
+        if (replacement == NULL) {
             return -1;
         }
+        keep |= KEEPS(flags, replacement);
+        if (replacement != item) {
+            PyList_SET_ITEM(list, i, replacement);
+            Py_DECREF(item);
+        }
         else {
-            keep |= KEEPS(flags, item);
+            Py_DECREF(replacement);
         }
     }
     settle(list, flags, keep);
     return 0;
 }
 
-/* A tuple walked: with SHARE, a new tuple when one of its strings changed (new
- * reference), else the same tuple (new reference). NULL on error. */
+/* A tuple walked: a new tuple when walking one of its items gave another object, else
+ * the same tuple (new reference). NULL on error. */
 static PyObject *
 shared_tuple(PyObject *tuple, int depth, int flags)
 {
@@ -275,29 +269,29 @@ shared_tuple(PyObject *tuple, int depth, int flags)
     int keep = 0;
     for (Py_ssize_t i = 0; i < size; i++) {
         PyObject *item = PyTuple_GET_ITEM(tuple, i);
-        if (PyUnicode_CheckExact(item)) {
-            PyObject *shared = (flags & SHARE) ? canonical(item) : item;
-            if (shared != item && out == NULL) {
-                out = PyTuple_New(size);
-                if (out == NULL) {
-                    return NULL;
-                }
-                for (Py_ssize_t j = 0; j < size; j++) {
-                    PyTuple_SET_ITEM(out, j, Py_NewRef(PyTuple_GET_ITEM(tuple, j)));
-                }
-            }
-            if (out != NULL) {
-                PyObject *old = PyTuple_GET_ITEM(out, i);
-                PyTuple_SET_ITEM(out, i, Py_NewRef(shared));
-                Py_DECREF(old);
-            }
-        }
-        else if (walk(item, depth + 1, flags) < 0) {
+        PyObject *replacement = walked(item, depth + 1, flags);
+        if (replacement == NULL) {
             Py_XDECREF(out);
             return NULL;
         }
+        keep |= KEEPS(flags, replacement);
+        if (replacement != item && out == NULL) {
+            out = PyTuple_New(size);
+            if (out == NULL) {
+                Py_DECREF(replacement);
+                return NULL;
+            }
+            for (Py_ssize_t j = 0; j < size; j++) {
+                PyTuple_SET_ITEM(out, j, Py_NewRef(PyTuple_GET_ITEM(tuple, j)));
+            }
+        }
+        if (out != NULL) {
+            PyObject *old = PyTuple_GET_ITEM(out, i);
+            PyTuple_SET_ITEM(out, i, replacement);
+            Py_DECREF(old);
+        }
         else {
-            keep |= KEEPS(flags, item);
+            Py_DECREF(replacement);
         }
     }
     if (out == NULL) {
@@ -307,36 +301,33 @@ shared_tuple(PyObject *tuple, int depth, int flags)
     return out;
 }
 
-static int
-walk(PyObject *obj, int depth, int flags)
+/* obj walked (see the top of this file): what takes its place, which is obj itself
+ * unless it is a str shared, a dict compacted or a tuple holding one of those (new
+ * reference). NULL on error. */
+static PyObject *
+walked(PyObject *obj, int depth, int flags)
 {
+    if (PyUnicode_CheckExact(obj)) {
+        return Py_NewRef((flags & SHARE) ? canonical(obj) : obj);
+    }
     if (depth > MAX_DEPTH || obj == Py_None || PyLong_CheckExact(obj)
         || PyBool_Check(obj) || PyFloat_CheckExact(obj) || PyUnicode_Check(obj)) {
-        return 0;
+        return Py_NewRef(obj);
     }
     if (PyDict_CheckExact(obj)) {
-        return walk_dict(obj, depth, flags);
+        return walked_dict(obj, depth, flags);
     }
     if (PyList_CheckExact(obj)) {
-        return walk_list(obj, depth, flags);
+        return walk_list(obj, depth, flags) < 0 ? NULL : Py_NewRef(obj);
     }
     if (PyTuple_CheckExact(obj)) {
-        int keep = 0;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
-            PyObject *item = PyTuple_GET_ITEM(obj, i);
-            if (walk(item, depth + 1, flags) < 0) {
-                return -1;
-            }
-            keep |= KEEPS(flags, item);
-        }
-        settle(obj, flags, keep);
-        return 0;
+        return shared_tuple(obj, depth, flags);
     }
     PyObject *layout = layout_of(obj);
     if (layout == NULL) {
-        return PyErr_Occurred() ? -1 : 0;
+        return PyErr_Occurred() ? NULL : Py_NewRef(obj);
     }
-    return walk_struct(obj, layout, depth, flags);
+    return walk_struct(obj, layout, depth, flags) < 0 ? NULL : Py_NewRef(obj);
 }
 
 static PyObject *
@@ -350,10 +341,7 @@ walk_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (flags == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (walk(args[1], 0, (int)(flags & (SHARE | UNTRACK))) < 0) {
-        return NULL;
-    }
-    return Py_NewRef(args[1]);
+    return walked(args[1], 0, (int)(flags & (SHARE | UNTRACK | COMPACT)));
 }
 
 /* -- Splitting a LIST body into its items ----------------------------------------------
@@ -533,8 +521,11 @@ stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     for (size_t i = 0; i < SLOTS; i++) {
         held += slots[i] != NULL;
     }
-    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i}", "hits", hits, "misses", misses,
-                         "held", held, "slots", SLOTS, "max_length", MAX_LENGTH);
+    Py_ssize_t made, shapes, shape_slots;
+    shapes_stats(&made, &shapes, &shape_slots);
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n}", "hits", hits, "misses", misses,
+                         "held", held, "slots", SLOTS, "max_length", MAX_LENGTH,
+                         "compacted", made, "shapes", shapes, "shape_slots", shape_slots);
 }
 
 static PyObject *
@@ -544,6 +535,7 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
         Py_CLEAR(slots[i]);
     }
     PyDict_Clear(struct_layouts);
+    shapes_clear();
     hits = misses = 0;
     Py_RETURN_NONE;
 }
@@ -551,8 +543,9 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 static PyMethodDef methods[] = {
     {"walk", (PyCFunction)(void (*)(void))walk_entry, METH_FASTCALL,
      "walk(flags, obj) -> obj: in place, replace short str values inside obj with equal "
-     "ones seen before (flags & SHARE) and take its containers out of the cyclic "
-     "collector's sight (flags & UNTRACK); see client_cache.sharing."},
+     "ones seen before (flags & SHARE), take its containers out of the cyclic "
+     "collector's sight (flags & UNTRACK) and its dicts by equal ones sharing key tables "
+     "(flags & COMPACT); returns what takes obj's place; see client_cache.sharing."},
     {"list_items", list_items, METH_O,
      "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
      "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "
@@ -571,12 +564,13 @@ PyMODINIT_FUNC
 PyInit__sharing(void)
 {
     struct_layouts = PyDict_New();
-    if (struct_layouts == NULL) {
+    if (struct_layouts == NULL || shapes_init() < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL || PyModule_AddIntConstant(module, "SHARE", SHARE) < 0
-        || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0) {
+        || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0
+        || PyModule_AddIntConstant(module, "COMPACT", COMPACT) < 0) {
         Py_XDECREF(module);
         return NULL;
     }

@@ -1,8 +1,9 @@
 """What the list-watch does to each object it decodes before anything holds it: share
-repeated strings between cached objects, and take the object out of the cyclic garbage
-collector's sight (port additions; Go's decoder gives each object its own strings too,
-but a Go string costs 16 bytes plus its bytes, a Python one 40 to 80 bytes plus its
-bytes, and Go's collector does not walk a cache of long-lived objects over and over).
+repeated strings between cached objects, give dicts of the same keys one key table, and
+take the object out of the cyclic garbage collector's sight (port additions; Go's
+decoder gives each object its own strings too, but a Go string costs 16 bytes plus its
+bytes, a Python one 40 to 80 bytes plus its bytes, and Go's collector does not walk a
+cache of long-lived objects over and over).
 
 Most of a cached object's strings repeat from one object to the next: ``"v1"``,
 ``"Running"``, ``"True"``, ``"IfNotPresent"``, label values, image names, node names,
@@ -21,7 +22,8 @@ pod, from 13,795 to 10,357 as dicts and from 8,733 to 5,570 as structs.
 What is shared, and what it costs:
 
 * str values (not dict keys) of 2 to 64 characters, inside dicts, lists, tuples and
-  ``msgspec`` structs, walked in place (a struct's tuple is replaced by an equal tuple);
+  ``msgspec`` structs, walked in place (a tuple, which cannot change, is replaced by an
+  equal one);
   other objects (``kubernetes`` models among them) are not entered;
 * the strings seen are kept in a fixed table of 32,768 entries, two per bucket, the
   most recent first: it never grows (about 2.5 MB when full of typical strings), a string
@@ -56,6 +58,32 @@ only by contract (Go's too), so nothing makes one; but a cycle made through one 
 object put into a cached object that refers back to it) lives until the reference is
 removed again: a dict re-tracks itself when a container is put in it, as CPython's dicts
 always do, but the dicts and lists above it stay untracked and hide the cycle.
+
+Dicts of the same keys with one key table (:func:`compact`): a decoded dict carries its
+own table of keys, 184 bytes on CPython 3.11-3.13 for up to five keys and 272 for up to
+ten, although the dicts of a kind of object have the same keys in the same order (every
+container's ``env`` entry is ``name``, ``value``; every condition ``type``, ``status``,
+``lastTransitionTime``). CPython keeps the attribute dicts of a class's instances in
+dicts that share one key table and hold only their values (PEP 412's key-sharing
+dictionaries): 80 bytes plus 8 per key. The walk puts in place of each decoded dict of 1
+to 29 str keys such a dict, equal to it and of type ``dict`` (``type(d) is dict``, same
+order, same equality, same JSON), made by copying a prototype dict of the same keys and
+setting the values. The prototypes are kept in a fixed table of 2,048 entries (two per
+bucket, the most recent first, as the strings); a sequence of keys gets one the second
+time it is seen, so maps whose keys are seen once (unique labels) are left as decoded and
+cost nothing but the look-up. A dict with a key that starts with two underscores, a key
+that is not a str, or more than 29 keys is left as it is; so is every dict where the
+extension is not installed. Measured on the embedded server's sample pods, one thread,
+the collector off (Python 3.11): the objects alone (tracemalloc) 8,796 bytes per pod
+shared and untracked, 5,427 compacted too (5,579 on 3.10, 5,543 on 3.13); the walk costs
+7.7 us more per pod (4.0 to 11.7 us, about 36 dicts), most of it the new dict and the
+freeing of the decoded one. The list-watch compacts what it caches as dicts or structs
+(their maps) unless told not to (``ClientListerWatcher(compact_dicts=False)``, or
+``CLIENT_CACHE_COMPACT_DICTS=0`` for every list-watch); objects decoded into
+``kubernetes`` models are not compacted, as their dicts do not last. A cached dict may
+still be changed by a transform or a test as any dict (CPython turns it into an ordinary
+one when a key is added or removed that the shared table cannot take), but cached objects
+are read only by contract.
 """
 
 from __future__ import annotations
@@ -65,9 +93,9 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["AVAILABLE", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "clear_table", "share",
-           "shared_by_default", "split_list", "table_stats", "untrack", "untracked_by_default",
-           "walker"]
+__all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "clear_table",
+           "compact", "compacted_by_default", "share", "shared_by_default", "split_list",
+           "table_stats", "untrack", "untracked_by_default", "walker"]
 
 T = TypeVar("T")
 
@@ -77,6 +105,10 @@ SHARE_STRINGS_ENV = "CLIENT_CACHE_SHARE_STRINGS"
 #: The environment variable that, when "0", leaves what every list-watch decodes in the
 #: collector's sight.
 UNTRACK_ENV = "CLIENT_CACHE_UNTRACK"
+
+#: The environment variable that, when "0", leaves every list-watch's decoded dicts with
+#: key tables of their own.
+COMPACT_DICTS_ENV = "CLIENT_CACHE_COMPACT_DICTS"
 
 _sharing: Any
 try:
@@ -104,21 +136,32 @@ def untracked_by_default() -> bool:
     return _enabled(UNTRACK_ENV)
 
 
-def walker(strings: bool, untrack: bool) -> Callable[[T], T] | None:
-    """One function doing both in a single walk: share strings (``strings``) and take
-    containers out of the collector's sight (``untrack``), in place, returning its
-    argument; None when neither is asked or the C walker is not installed."""
-    if _sharing is None or not (strings or untrack):
+def compacted_by_default() -> bool:
+    """Whether list-watches give the dicts they cache shared key tables by default: the
+    C walker is installed and ``CLIENT_CACHE_COMPACT_DICTS`` is not ``0``."""
+    return _enabled(COMPACT_DICTS_ENV)
+
+
+def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T], T] | None:
+    """One function doing what is asked in a single walk: share strings (``strings``),
+    take containers out of the collector's sight (``untrack``), both in place, and put
+    dicts sharing their key tables in place of decoded ones (``compact``). It returns
+    what takes its argument's place: the argument itself, or an equal dict when the
+    argument is a dict compacted. None when nothing is asked or the C walker is not
+    installed."""
+    if _sharing is None or not (strings or untrack or compact):
         return None
-    flags = (_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0)
+    flags = (_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0) \
+        | (_sharing.COMPACT if compact else 0)
     # the C function with its flags bound: no Python frame per walked object
     return cast(Callable[[T], T], functools.partial(_sharing.walk, flags))
 
 
 def share(obj: T) -> T:
     """``obj`` with its short string values replaced, in place, by equal ones seen
-    before (see the module documentation); ``obj`` itself is returned. Untouched when
-    the C walker is not installed."""
+    before (see the module documentation); ``obj`` itself is returned, or an equal new
+    tuple when ``obj`` is a tuple whose strings were replaced. Untouched when the C walker
+    is not installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return obj
     result: T = _sharing.walk(_sharing.SHARE, obj)
@@ -132,6 +175,18 @@ def untrack(obj: T) -> T:
     if _sharing is None:  # pragma: no cover - depends on the installation
         return obj
     result: T = _sharing.walk(_sharing.UNTRACK, obj)
+    return result
+
+
+def compact(obj: T) -> T:
+    """``obj`` with the dicts inside it replaced by equal dicts that share their key
+    tables with the dicts of the same keys (see the module documentation): the dicts
+    inside lists, dicts, tuples and ``msgspec`` structs are replaced in place, and what
+    takes ``obj``'s own place is returned (an equal dict when ``obj`` is a dict). ``obj``
+    itself when the C walker is not installed."""
+    if _sharing is None:  # pragma: no cover - depends on the installation
+        return obj
+    result: T = _sharing.walk(_sharing.COMPACT, obj)
     return result
 
 
@@ -159,17 +214,21 @@ def split_list(body: bytes) -> tuple[bytes, list[memoryview]] | None:
 
 
 def table_stats() -> dict[str, int]:
-    """The table's counters: ``hits`` (strings replaced), ``misses`` (strings kept and
-    remembered), ``held`` (entries in use), ``slots`` and ``max_length``. All 0 when the
-    C walker is not installed."""
+    """The tables' counters: ``hits`` (strings replaced), ``misses`` (strings kept and
+    remembered), ``held`` (entries in use), ``slots`` and ``max_length`` of the strings';
+    ``compacted`` (dicts made sharing a key table), ``shapes`` (sequences of keys with a
+    prototype) and ``shape_slots`` of the key tables'. All 0 when the C walker is not
+    installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
-        return {"hits": 0, "misses": 0, "held": 0, "slots": 0, "max_length": 0}
+        return {"hits": 0, "misses": 0, "held": 0, "slots": 0, "max_length": 0,
+                "compacted": 0, "shapes": 0, "shape_slots": 0}
     counters: dict[str, int] = _sharing.stats()
     return counters
 
 
 def clear_table() -> None:
-    """Forget every string the table holds and reset its counters."""
+    """Forget every string and prototype the tables hold and reset their counters (dicts
+    already compacted keep their key tables)."""
     if _sharing is not None:
         _sharing.clear()
 

@@ -158,7 +158,8 @@ def test_structs_fields_and_tuples_are_shared() -> None:
 
 @pytest.mark.parametrize(("by_default", "option", "variable"), [
     (sharing.shared_by_default, "share_strings", sharing.SHARE_STRINGS_ENV),
-    (sharing.untracked_by_default, "untrack", sharing.UNTRACK_ENV)])
+    (sharing.untracked_by_default, "untrack", sharing.UNTRACK_ENV),
+    (sharing.compacted_by_default, "compact_dicts", sharing.COMPACT_DICTS_ENV)])
 def test_the_environment_turns_the_default_off(
         monkeypatch: pytest.MonkeyPatch, by_default: Any, option: str, variable: str) -> None:
     api = ApiClient(Configuration(host="http://127.0.0.1:1"))  # never contacted
@@ -227,8 +228,8 @@ def test_a_list_is_the_same_decoded_whole_or_item_by_item(
                 "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "i"}]}})
         api = server.api_client()
         shared = ClientListerWatcher(api, PODS, "ns").list(ListOptions())
-        whole = ClientListerWatcher(api, PODS, "ns", share_strings=False,
-                                    untrack=False).list(ListOptions())
+        whole = ClientListerWatcher(api, PODS, "ns", share_strings=False, untrack=False,
+                                    compact_dicts=False).list(ListOptions())
         assert shared == whole and len(shared["items"]) == 5
         assert len(splits) == 1 and len(splits[0][1]) == 5  # decoded item by item
         first, last = shared["items"][0], shared["items"][4]

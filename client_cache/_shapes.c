@@ -1,0 +1,278 @@
+/* Dicts of the same keys sharing one key table (the COMPACT walk of client_cache._sharing;
+ * client_cache.sharing says why and what it costs).
+ *
+ * A dict built by a JSON decoder has its own key table: a hash index and one entry per
+ * slot, 184 bytes for up to five keys on CPython 3.11, 272 for up to ten. CPython keeps
+ * the attributes of a class's instances in dicts that share one key table (PEP 412), each
+ * dict holding only its values: 80 bytes plus 8 per key. shaped_dict() builds such a dict
+ * for a decoded one: each distinct sequence of keys (a shape) gets a class of its own, an
+ * instance of it gets the values as attributes in the dict's order, and the instance's
+ * __dict__ is the result; the instance is then freed, its dict lives on. Only public C
+ * API is used; whether the dict came out sharing its keys is checked (ma_values), and a
+ * shape whose dicts do not is never tried again.
+ *
+ * Shapes are kept in a fixed table of SHAPES entries, two per bucket, the most recently
+ * seen first (as the string table). A shape gets its class the second time it is seen,
+ * so keys seen once (a map of unique labels) cost no class. A class is ~1 KB; the table
+ * holds at most SHAPES of them. Keys that start with two underscores could name a
+ * descriptor of the class (__class__, __dict__), so such dicts are left as they are. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include "_shapes.h"
+
+#define SHAPE_BITS 11
+#define SHAPES (1 << SHAPE_BITS)
+#define MAX_KEYS 29 /* 30 is CPython's largest shared key table; 3.11-3.13 share 29 here */
+#define INSTANCES 32
+
+typedef struct {
+    Py_hash_t hash;
+    PyObject *seen; /* tuple of the keys in order, as first seen; NULL: an empty entry */
+    PyObject *keys; /* the same keys interned (only interned names are shared) */
+    PyObject *proto; /* NULL: seen once; Py_None: not shareable; else a dict of the shape */
+} Shape;
+
+static Shape shapes[SHAPES];
+static PyObject *no_args; /* () for tp_new */
+static Py_ssize_t made;
+
+/* The hash of dict's sequence of keys, or -1 when a key is not a str. */
+static Py_hash_t
+keys_hash(PyObject *dict)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    Py_uhash_t hash = 0x345678UL;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) {
+            return -1;
+        }
+        Py_hash_t one = PyObject_Hash(key); /* cached: the dict computed it */
+        hash = (hash ^ (Py_uhash_t)one) * 1000003UL;
+    }
+    hash ^= (Py_uhash_t)PyDict_GET_SIZE(dict);
+    return hash == (Py_uhash_t)-1 ? -2 : (Py_hash_t)hash;
+}
+
+/* Whether two str are equal: the same object (a decoder that caches its keys, as orjson
+ * does, gives the same ones), else the same kind, length and bytes. */
+static int
+equal(PyObject *a, PyObject *b)
+{
+    if (a == b) {
+        return 1;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return PyUnicode_GET_LENGTH(b) == length && PyUnicode_KIND(b) == kind
+        && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)length * (size_t)kind) == 0;
+}
+
+static int
+same_keys(PyObject *seen, PyObject *dict)
+{
+    if (PyTuple_GET_SIZE(seen) != PyDict_GET_SIZE(dict)) {
+        return 0;
+    }
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (!equal(PyTuple_GET_ITEM(seen, i++), key)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A new entry for dict's keys, first in its bucket: seen once, or not shareable. */
+static int
+remember(Shape *bucket, Py_hash_t hash, PyObject *dict)
+{
+    Py_ssize_t size = PyDict_GET_SIZE(dict);
+    PyObject *seen = PyTuple_New(size);
+    PyObject *keys = PyTuple_New(size);
+    if (seen == NULL || keys == NULL) {
+        Py_XDECREF(seen);
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int shareable = 1;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        PyTuple_SET_ITEM(seen, i, Py_NewRef(key));
+        Py_INCREF(key);
+        PyUnicode_InternInPlace(&key);
+        PyTuple_SET_ITEM(keys, i++, key);
+        if (PyUnicode_GET_LENGTH(key) >= 2 && PyUnicode_READ_CHAR(key, 0) == '_'
+            && PyUnicode_READ_CHAR(key, 1) == '_') {
+            shareable = 0;
+        }
+    }
+    Py_XDECREF(bucket[1].seen);
+    Py_XDECREF(bucket[1].keys);
+    Py_XDECREF(bucket[1].proto);
+    bucket[1] = bucket[0];
+    bucket[0].hash = hash;
+    bucket[0].seen = seen;
+    bucket[0].keys = keys;
+    bucket[0].proto = shareable ? NULL : Py_NewRef(Py_None);
+    return 0;
+}
+
+/* A dict of the keys keys sharing its key table, its values None (new reference), NULL
+ * on error: an instance's __dict__, made after INSTANCES others of the same class so that
+ * CPython sizes its values for these keys only (it gives a class's first instances room
+ * for more attributes, a little less to each new one). */
+static PyObject *
+new_proto(PyObject *keys)
+{
+    PyObject *type = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "shape",
+                                           (PyObject *)&PyBaseObject_Type);
+    if (type == NULL) {
+        return NULL;
+    }
+    PyObject *instance = NULL;
+    for (int made_ = 0; made_ < INSTANCES; made_++) {
+        Py_XDECREF(instance);
+        instance = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, no_args, NULL);
+        if (instance == NULL) {
+            Py_DECREF(type);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+            if (PyObject_GenericSetAttr(instance, PyTuple_GET_ITEM(keys, i), Py_None) < 0) {
+                Py_DECREF(instance);
+                Py_DECREF(type);
+                return NULL;
+            }
+        }
+    }
+    PyObject *proto = PyObject_GenericGetDict(instance, NULL);
+    Py_DECREF(instance);
+    Py_DECREF(type); /* the proto keeps the key table, not the class */
+    return proto;
+}
+
+/* dict's values under the shape's keys, in a copy of its proto (new reference), NULL on
+ * error. */
+static PyObject *
+shaped_copy(PyObject *proto, PyObject *keys, PyObject *dict)
+{
+    PyObject *result = PyDict_Copy(proto);
+    if (result == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (PyDict_SetItem(result, PyTuple_GET_ITEM(keys, i++), value) < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+    }
+    return result;
+}
+
+/* The entry of the bucket whose keys are keys (by identity), or NULL. */
+static Shape *
+entry_of(Shape *bucket, PyObject *keys)
+{
+    for (int i = 0; i < 2; i++) {
+        if (bucket[i].keys == keys) {
+            return &bucket[i];
+        }
+    }
+    return NULL;
+}
+
+PyObject *
+shaped_dict(PyObject *dict)
+{
+    Py_ssize_t size = PyDict_GET_SIZE(dict);
+    if (size == 0 || size > MAX_KEYS || ((PyDictObject *)dict)->ma_values != NULL) {
+        return Py_NewRef(dict);
+    }
+    Py_hash_t hash = keys_hash(dict);
+    if (hash == -1) {
+        return Py_NewRef(dict);
+    }
+    Shape *bucket = &shapes[(hash & (SHAPES - 1)) & ~(Py_hash_t)1];
+    Shape *found = NULL;
+    for (int i = 0; i < 2; i++) {
+        if (bucket[i].seen != NULL && bucket[i].hash == hash
+            && same_keys(bucket[i].seen, dict)) {
+            found = &bucket[i];
+            break;
+        }
+    }
+    if (found == NULL) {
+        return remember(bucket, hash, dict) < 0 ? NULL : Py_NewRef(dict);
+    }
+    if (found != bucket) { /* seen again: first in its bucket */
+        Shape first = bucket[0];
+        bucket[0] = *found;
+        *found = first;
+        found = bucket;
+    }
+    if (found->proto == Py_None) {
+        return Py_NewRef(dict);
+    }
+    /* what follows can run Python code (a collection) that changes the table: hold
+     * strong references, and find the entry again before changing it */
+    PyObject *keys = Py_NewRef(found->keys);
+    PyObject *proto = Py_XNewRef(found->proto);
+    if (proto == NULL) {
+        proto = new_proto(keys);
+        Shape *entry = entry_of(bucket, keys);
+        if (proto != NULL && entry != NULL && entry->proto == NULL) {
+            entry->proto = Py_NewRef(proto);
+        }
+    }
+    PyObject *result = proto == NULL ? NULL : shaped_copy(proto, keys, dict);
+    if (result != NULL && (((PyDictObject *)result)->ma_values == NULL
+                           || PyDict_GET_SIZE(result) != size)) {
+        Shape *entry = entry_of(bucket, keys); /* CPython would not share these keys */
+        if (entry != NULL) {
+            Py_XSETREF(entry->proto, Py_NewRef(Py_None));
+        }
+        Py_SETREF(result, Py_NewRef(dict));
+    }
+    else if (result != NULL) {
+        made++;
+    }
+    Py_DECREF(keys);
+    Py_XDECREF(proto);
+    return result;
+}
+
+void
+shapes_clear(void)
+{
+    for (Py_ssize_t i = 0; i < SHAPES; i++) {
+        Py_CLEAR(shapes[i].seen);
+        Py_CLEAR(shapes[i].keys);
+        Py_CLEAR(shapes[i].proto);
+        shapes[i].hash = 0;
+    }
+    made = 0;
+}
+
+void
+shapes_stats(Py_ssize_t *made_out, Py_ssize_t *held, Py_ssize_t *entries)
+{
+    *made_out = made;
+    *held = 0;
+    for (Py_ssize_t i = 0; i < SHAPES; i++) {
+        *held += shapes[i].proto != NULL && shapes[i].proto != Py_None;
+    }
+    *entries = SHAPES;
+}
+
+int
+shapes_init(void)
+{
+    no_args = PyTuple_New(0);
+    return no_args == NULL ? -1 : 0;
+}

@@ -1,0 +1,23 @@
+/* Dicts of the same keys sharing one key table: part of client_cache._sharing
+ * (see _shapes.c and client_cache.sharing). */
+#ifndef CLIENT_CACHE_SHAPES_H
+#define CLIENT_CACHE_SHAPES_H
+
+#include <Python.h>
+
+/* An equal dict whose keys are kept in a table shared with the other dicts of the same
+ * keys in the same order (new reference), or dict itself (new reference) when it is
+ * empty, too large, already shares its keys, has a key that is not a str or starts with
+ * two underscores, or when its keys have been seen only once so far. NULL on error. */
+PyObject *shaped_dict(PyObject *dict);
+
+/* Forget every shape (the dicts already made keep theirs) and reset the counters. */
+void shapes_clear(void);
+
+/* The counters: dicts made, shapes held (seen twice or more), table entries. */
+void shapes_stats(Py_ssize_t *made, Py_ssize_t *held, Py_ssize_t *entries);
+
+/* Set up the module-level objects; -1 on error. */
+int shapes_init(void);
+
+#endif

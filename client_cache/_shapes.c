@@ -5,17 +5,19 @@
  * slot, 184 bytes for up to five keys on CPython 3.11, 272 for up to ten. CPython keeps
  * the attributes of a class's instances in dicts that share one key table (PEP 412), each
  * dict holding only its values: 80 bytes plus 8 per key. shaped_dict() builds such a dict
- * for a decoded one: each distinct sequence of keys (a shape) gets a class of its own, an
- * instance of it gets the values as attributes in the dict's order, and the instance's
- * __dict__ is the result; the instance is then freed, its dict lives on. Only public C
- * API is used; whether the dict came out sharing its keys is checked (ma_values), and a
- * shape whose dicts do not is never tried again.
+ * for a decoded one: each distinct sequence of keys (a shape) gets a prototype, the
+ * __dict__ of an instance of a class of its own with those attributes (None), and the
+ * result is a copy of the prototype (PyDict_Copy keeps a shared table shared) with the
+ * decoded dict's values set under the same keys. Only public C API is used (and the
+ * ma_values field of PyDictObject, to check that a dict came out sharing its keys: a
+ * shape whose dicts do not is never tried again).
  *
  * Shapes are kept in a fixed table of SHAPES entries, two per bucket, the most recently
- * seen first (as the string table). A shape gets its class the second time it is seen,
- * so keys seen once (a map of unique labels) cost no class. A class is ~1 KB; the table
- * holds at most SHAPES of them. Keys that start with two underscores could name a
- * descriptor of the class (__class__, __dict__), so such dicts are left as they are. */
+ * seen first (as the string table). A shape gets its prototype the second time it is
+ * seen, so keys seen once (a map of unique labels) cost nothing but the look-up. The
+ * class is dropped once the prototype is made (the key table lives on in the dicts).
+ * Keys that start with two underscores could name a descriptor of the class (__class__,
+ * __dict__), so such dicts are left as they are. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>

@@ -75,19 +75,19 @@ cost nothing but the look-up. A dict with a key that starts with two underscores
 that is not a str, or more than 29 keys is left as it is; so is every dict where the
 extension is not installed. Measured on the embedded server's sample pods, one thread,
 the collector off (Python 3.11): the objects alone (tracemalloc) 8,796 bytes per pod
-shared and untracked, 5,427 compacted too (5,579 on 3.10, 5,543 on 3.13); the walk costs
-7.7 us more per pod (4.0 to 11.7 us, about 36 dicts), most of it the new dict and the
-freeing of the decoded one. From the replay source (10,000 pods, 60,000 changes, one
-handler, 3 runs each): 25.8k events/s with ``CLIENT_CACHE_COMPACT_DICTS=0``, 23.5k
-compacted; the embedded server's 50,000-pod sync, one run each: 10,378 bytes of RSS per
-pod with key tables of their own, 6,591 compacted (peak 654 to 473 MB). The list-watch
+shared and untracked, 5,427 compacted too (5,579 on 3.10, 5,294 on 3.12, 5,543 on
+3.13); the walk costs 7.7 us more per pod (4.0 to 11.7 us, about 36 dicts), most of it
+the new dict and the freeing of the decoded one. ``make bench`` (2026-11-25, medians of
+3): replay S2 with one handler 25,428 events/s with ``CLIENT_CACHE_COMPACT_DICTS=0`` and
+22,424 compacted; the embedded server's 50,000-pod sync 10,388 bytes of RSS per pod with
+key tables of their own and 6,630 compacted (peak 655 to 475 MB). The list-watch
 compacts what it caches as dicts or structs (their maps) unless told not to
 (``ClientListerWatcher(compact_dicts=False)``, or ``CLIENT_CACHE_COMPACT_DICTS=0`` for
 every list-watch); objects decoded into
 ``kubernetes`` models are not compacted, as their dicts do not last. A cached dict may
-still be changed by a transform or a test as any dict (CPython turns it into an ordinary
-one when a key is added or removed that the shared table cannot take), but cached objects
-are read only by contract.
+still be changed by a transform or a test as any dict, and the dicts sharing its table
+are not changed with it (CPython gives a dict its own table when a change needs one), but
+cached objects are read only by contract.
 """
 
 from __future__ import annotations

@@ -72,6 +72,8 @@ def main() -> None:
         check_names("sdist", sdist_names, ["pyproject.toml", "setup.py", "README.md", "LICENSE",
                                            "CHANGELOG.md", "client_cache/py.typed",
                                            "client_cache/_sharing.c",
+                                           "client_cache/_shapes.c",
+                                           "client_cache/_shapes.h",
                                            "client_cache/_workqueue.c"])
         with zipfile.ZipFile(wheel) as archive:
             wheel_names = archive.namelist()

@@ -1,9 +1,10 @@
-"""String sharing and untracking (client_cache.sharing) on what a list-watch decodes
-from each server: LIST items and watch events, as dicts and as structs."""
+"""String sharing, untracking and shared key tables (client_cache.sharing) on what a
+list-watch decodes from each server: LIST items and watch events, as dicts and as structs."""
 
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 import pytest
@@ -90,3 +91,22 @@ def test_list_items_and_watch_events_are_out_of_the_collectors_sight(
         untracked, kept = on_and_off(api, ns, mode, "untrack")
         assert [c for obj in untracked for c in containers(obj) if gc.is_tracked(c)] == []
         assert all(any(gc.is_tracked(c) for c in containers(obj)) for obj in kept)
+
+
+def dicts(obj: Any) -> list[dict[str, Any]]:
+    return [c for c in containers(obj) if isinstance(c, dict)]
+
+
+@pytest.mark.parametrize("mode", ["dicts", "structs"])
+def test_list_items_and_watch_events_get_dicts_sharing_key_tables(
+        api: Any, ns: str, mode: str) -> None:
+    compacted, kept = on_and_off(api, ns, mode, "compact_dicts")
+    assert compacted[1:3] == kept[1:3]  # web-0 was patched between the two
+    # the first object's dicts are the first of their keys; the next ones are compacted
+    for ours, theirs in zip(compacted[1:3], kept[1:3], strict=True):
+        pairs = [(a, b) for a, b in zip(dicts(ours), dicts(theirs), strict=True) if b]
+        assert pairs and all(type(a) is dict for a, _ in pairs)
+        assert all(sys.getsizeof(a) < sys.getsizeof(b) for a, b in pairs)
+    if mode == "dicts":  # the watch event's too (not its labels: they gained a key)
+        event = list(zip(dicts(compacted[3]), dicts(kept[3]), strict=True))
+        assert sum(sys.getsizeof(a) < sys.getsizeof(b) for a, b in event) >= 2

@@ -16,10 +16,14 @@
  * seen first (as the string table). A shape gets its prototype the second time it is
  * seen, so keys seen once (a map of unique labels) cost nothing but the look-up. The
  * class is dropped once the prototype is made (the key table lives on in the dicts).
+ * CPython shares only interned names, so a shape's keys are interned when it gets its
+ * prototype, not before; on 3.12, where an interned string is never freed, the number of
+ * keys interned that way is bounded (interned_keys).
  * Keys that start with two underscores could name a descriptor of the class (__class__,
  * __dict__), so such dicts are left as they are. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h>
 #include <string.h>
 #include "_shapes.h"
 
@@ -27,17 +31,20 @@
 #define SHAPES (1 << SHAPE_BITS)
 #define MAX_KEYS 29 /* 30 is CPython's largest shared key table; 3.11-3.13 share 29 here */
 #define INSTANCES 32
+#define DEFAULT_INTERN_BUDGET 8192 /* on 3.12: at most about 0.5 MB of key strings kept */
 
 typedef struct {
     Py_hash_t hash;
     PyObject *seen; /* tuple of the keys in order, as first seen; NULL: an empty entry */
-    PyObject *keys; /* the same keys interned (only interned names are shared) */
+    PyObject *keys; /* the same keys interned, once the shape has its prototype */
     PyObject *proto; /* NULL: seen once; Py_None: not shareable; else a dict of the shape */
 } Shape;
 
 static Shape shapes[SHAPES];
 static PyObject *no_args; /* () for tp_new */
 static Py_ssize_t made;
+static Py_ssize_t interned;          /* keys the walk interned that were not before */
+static Py_ssize_t intern_budget;     /* the most it may intern; -1: no limit */
 
 /* The hash of dict's sequence of keys, or -1 when a key is not a str. */
 static Py_hash_t
@@ -87,26 +94,21 @@ same_keys(PyObject *seen, PyObject *dict)
     return 1;
 }
 
-/* A new entry for dict's keys, first in its bucket: seen once, or not shareable. */
+/* A new entry for dict's keys, first in its bucket: seen once, or not shareable. The
+ * keys are kept as the dict has them; they are interned only when the shape gets its
+ * prototype (interned_keys). */
 static int
 remember(Shape *bucket, Py_hash_t hash, PyObject *dict)
 {
-    Py_ssize_t size = PyDict_GET_SIZE(dict);
-    PyObject *seen = PyTuple_New(size);
-    PyObject *keys = PyTuple_New(size);
-    if (seen == NULL || keys == NULL) {
-        Py_XDECREF(seen);
-        Py_XDECREF(keys);
+    PyObject *seen = PyTuple_New(PyDict_GET_SIZE(dict));
+    if (seen == NULL) {
         return -1;
     }
     int shareable = 1;
     Py_ssize_t pos = 0, i = 0;
     PyObject *key, *value;
     while (PyDict_Next(dict, &pos, &key, &value)) {
-        PyTuple_SET_ITEM(seen, i, Py_NewRef(key));
-        Py_INCREF(key);
-        PyUnicode_InternInPlace(&key);
-        PyTuple_SET_ITEM(keys, i++, key);
+        PyTuple_SET_ITEM(seen, i++, Py_NewRef(key));
         if (PyUnicode_GET_LENGTH(key) >= 2 && PyUnicode_READ_CHAR(key, 0) == '_'
             && PyUnicode_READ_CHAR(key, 1) == '_') {
             shareable = 0;
@@ -118,9 +120,36 @@ remember(Shape *bucket, Py_hash_t hash, PyObject *dict)
     bucket[1] = bucket[0];
     bucket[0].hash = hash;
     bucket[0].seen = seen;
-    bucket[0].keys = keys;
+    bucket[0].keys = NULL;
     bucket[0].proto = shareable ? NULL : Py_NewRef(Py_None);
     return 0;
+}
+
+/* seen's keys interned (a new tuple), Py_None when that would intern more keys than the
+ * budget has left, NULL on error. Only interned names are shared by CPython; on 3.12 an
+ * interned string is never freed, so there the walk interns at most intern_budget keys
+ * that were not interned already, over the process's life. */
+static PyObject *
+interned_keys(PyObject *seen)
+{
+    Py_ssize_t size = PyTuple_GET_SIZE(seen), fresh = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        fresh += !PyUnicode_CHECK_INTERNED(PyTuple_GET_ITEM(seen, i));
+    }
+    if (intern_budget >= 0 && interned + fresh > intern_budget) {
+        return Py_NewRef(Py_None);
+    }
+    PyObject *keys = PyTuple_New(size);
+    if (keys == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *key = Py_NewRef(PyTuple_GET_ITEM(seen, i));
+        PyUnicode_InternInPlace(&key);
+        PyTuple_SET_ITEM(keys, i, key);
+    }
+    interned += fresh;
+    return keys;
 }
 
 /* A dict of the keys keys sharing its key table, its values None (new reference), NULL
@@ -177,12 +206,12 @@ shaped_copy(PyObject *proto, PyObject *keys, PyObject *dict)
     return result;
 }
 
-/* The entry of the bucket whose keys are keys (by identity), or NULL. */
+/* The entry of the bucket whose seen keys are seen (by identity), or NULL. */
 static Shape *
-entry_of(Shape *bucket, PyObject *keys)
+entry_of(Shape *bucket, PyObject *seen)
 {
     for (int i = 0; i < 2; i++) {
-        if (bucket[i].keys == keys) {
+        if (bucket[i].seen == seen) {
             return &bucket[i];
         }
     }
@@ -223,19 +252,30 @@ shaped_dict(PyObject *dict)
     }
     /* what follows can run Python code (a collection) that changes the table: hold
      * strong references, and find the entry again before changing it */
-    PyObject *keys = Py_NewRef(found->keys);
+    PyObject *seen = Py_NewRef(found->seen);
+    PyObject *keys = Py_XNewRef(found->keys);
     PyObject *proto = Py_XNewRef(found->proto);
     if (proto == NULL) {
-        proto = new_proto(keys);
-        Shape *entry = entry_of(bucket, keys);
-        if (proto != NULL && entry != NULL && entry->proto == NULL) {
+        keys = interned_keys(seen);
+        proto = keys == NULL || keys == Py_None ? NULL : new_proto(keys);
+        Shape *entry = entry_of(bucket, seen);
+        if (entry != NULL && entry->proto == NULL && keys == Py_None) {
+            entry->proto = Py_NewRef(Py_None); /* over the budget: never again */
+        }
+        else if (entry != NULL && entry->proto == NULL && proto != NULL) {
+            entry->keys = Py_NewRef(keys);
             entry->proto = Py_NewRef(proto);
+        }
+        if (keys == Py_None) {
+            Py_DECREF(keys);
+            Py_DECREF(seen);
+            return Py_NewRef(dict);
         }
     }
     PyObject *result = proto == NULL ? NULL : shaped_copy(proto, keys, dict);
     if (result != NULL && (((PyDictObject *)result)->ma_values == NULL
                            || PyDict_GET_SIZE(result) != size)) {
-        Shape *entry = entry_of(bucket, keys); /* CPython would not share these keys */
+        Shape *entry = entry_of(bucket, seen); /* CPython would not share these keys */
         if (entry != NULL) {
             Py_XSETREF(entry->proto, Py_NewRef(Py_None));
         }
@@ -244,7 +284,8 @@ shaped_dict(PyObject *dict)
     else if (result != NULL) {
         made++;
     }
-    Py_DECREF(keys);
+    Py_DECREF(seen);
+    Py_XDECREF(keys);
     Py_XDECREF(proto);
     return result;
 }
@@ -262,7 +303,8 @@ shapes_clear(void)
 }
 
 void
-shapes_stats(Py_ssize_t *made_out, Py_ssize_t *held, Py_ssize_t *entries)
+shapes_stats(Py_ssize_t *made_out, Py_ssize_t *held, Py_ssize_t *entries,
+             Py_ssize_t *interned_out, Py_ssize_t *budget)
 {
     *made_out = made;
     *held = 0;
@@ -270,11 +312,26 @@ shapes_stats(Py_ssize_t *made_out, Py_ssize_t *held, Py_ssize_t *entries)
         *held += shapes[i].proto != NULL && shapes[i].proto != Py_None;
     }
     *entries = SHAPES;
+    *interned_out = interned;
+    *budget = intern_budget;
 }
 
 int
 shapes_init(void)
 {
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+    intern_budget = DEFAULT_INTERN_BUDGET; /* 3.12 never frees an interned string */
+#else
+    intern_budget = -1;
+#endif
+    const char *budget = getenv("CLIENT_CACHE_SHAPE_KEYS_BUDGET");
+    if (budget != NULL && *budget != '\0') {
+        char *end;
+        long value = strtol(budget, &end, 10);
+        if (*end == '\0') {
+            intern_budget = value < 0 ? -1 : (Py_ssize_t)value;
+        }
+    }
     no_args = PyTuple_New(0);
     return no_args == NULL ? -1 : 0;
 }

@@ -14,8 +14,11 @@ PyObject *shaped_dict(PyObject *dict);
 /* Forget every shape (the dicts already made keep theirs) and reset the counters. */
 void shapes_clear(void);
 
-/* The counters: dicts made, shapes held (seen twice or more), table entries. */
-void shapes_stats(Py_ssize_t *made, Py_ssize_t *held, Py_ssize_t *entries);
+/* The counters: dicts made, shapes held (seen twice or more), table entries, keys the
+ * walk interned that were not interned before, and the most it may intern (-1: no
+ * limit; CLIENT_CACHE_SHAPE_KEYS_BUDGET, else 8192 on 3.12 only). */
+void shapes_stats(Py_ssize_t *made, Py_ssize_t *held, Py_ssize_t *entries,
+                  Py_ssize_t *interned, Py_ssize_t *budget);
 
 /* Set up the module-level objects; -1 on error. */
 int shapes_init(void);

@@ -521,11 +521,13 @@ stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     for (size_t i = 0; i < SLOTS; i++) {
         held += slots[i] != NULL;
     }
-    Py_ssize_t made, shapes, shape_slots;
-    shapes_stats(&made, &shapes, &shape_slots);
-    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n}", "hits", hits, "misses", misses,
-                         "held", held, "slots", SLOTS, "max_length", MAX_LENGTH,
-                         "compacted", made, "shapes", shapes, "shape_slots", shape_slots);
+    Py_ssize_t made, shapes, shape_slots, interned, budget;
+    shapes_stats(&made, &shapes, &shape_slots, &interned, &budget);
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n,s:n,s:n}", "hits", hits,
+                         "misses", misses, "held", held, "slots", SLOTS,
+                         "max_length", MAX_LENGTH, "compacted", made, "shapes", shapes,
+                         "shape_slots", shape_slots, "interned_keys", interned,
+                         "intern_budget", budget);
 }
 
 static PyObject *

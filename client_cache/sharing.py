@@ -71,7 +71,13 @@ order, same equality, same JSON), made by copying a prototype dict of the same k
 setting the values. The prototypes are kept in a fixed table of 2,048 entries (two per
 bucket, the most recent first, as the strings); a sequence of keys gets one the second
 time it is seen, so maps whose keys are seen once (unique labels) are left as decoded and
-cost nothing but the look-up. A dict with a key that starts with two underscores, a key
+cost nothing but the look-up. CPython shares only interned keys, so a shape's keys are
+interned when it gets its prototype. Python 3.12 never frees an interned string: there
+the walk interns at most 8,192 keys that were not interned already over the process's
+life (about 0.5 MB), and after that makes no new prototypes; other versions free an
+interned string with its last reference and have no limit.
+``CLIENT_CACHE_SHAPE_KEYS_BUDGET`` (read when the extension is imported) sets the limit on
+any version (-1: none). A dict with a key that starts with two underscores, a key
 that is not a str, or more than 29 keys is left as it is; so is every dict where the
 extension is not installed. Measured on the embedded server's sample pods, one thread,
 the collector off (Python 3.11): the objects alone (tracemalloc) 8,796 bytes per pod
@@ -221,11 +227,13 @@ def table_stats() -> dict[str, int]:
     """The tables' counters: ``hits`` (strings replaced), ``misses`` (strings kept and
     remembered), ``held`` (entries in use), ``slots`` and ``max_length`` of the strings';
     ``compacted`` (dicts made sharing a key table), ``shapes`` (sequences of keys with a
-    prototype) and ``shape_slots`` of the key tables'. All 0 when the C walker is not
-    installed."""
+    prototype), ``shape_slots``, ``interned_keys`` (keys the walk interned that were not
+    interned before; never reset) and ``intern_budget`` (the most it may intern, -1 for no
+    limit) of the key tables'. All 0 when the C walker is not installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return {"hits": 0, "misses": 0, "held": 0, "slots": 0, "max_length": 0,
-                "compacted": 0, "shapes": 0, "shape_slots": 0}
+                "compacted": 0, "shapes": 0, "shape_slots": 0, "interned_keys": 0,
+                "intern_budget": 0}
     counters: dict[str, int] = _sharing.stats()
     return counters
 

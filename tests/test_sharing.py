@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import os
+import subprocess
 import sys
 import threading
 import weakref
@@ -549,3 +551,51 @@ def test_a_list_watch_compacts_dicts_and_structs_but_not_models() -> None:
         assert len(models.list(ListOptions())["items"]) == 3
         assert sharing.table_stats()["compacted"] == before
         api.close()
+
+
+def fresh(text: str) -> str:
+    """An equal str that is not interned (built at run time)."""
+    return "".join([text[:1], text[1:]])
+
+
+def test_keys_are_interned_only_when_their_shape_gets_a_prototype() -> None:
+    once, twice = fresh("seen-once-key"), fresh("seen-twice-key")
+    before = sharing.table_stats()["interned_keys"]
+    sharing.compact({once: 1})
+    assert sys.intern(fresh("seen-once-key")) is not once
+    sharing.compact({twice: 1})
+    sharing.compact({fresh("seen-twice-key"): 2})
+    assert sys.intern(fresh("seen-twice-key")) is twice
+    assert sharing.table_stats()["interned_keys"] == before + 1
+
+
+def test_the_interning_budget_stops_new_prototypes(tmp_path: Any) -> None:
+    """Python 3.12 never frees an interned string, so there the walk interns a bounded
+    number of keys (8,192); CLIENT_CACHE_SHAPE_KEYS_BUDGET sets it on any version."""
+    script = tmp_path / "budget.py"
+    script.write_text(
+        "import sys\n"
+        "from client_cache import sharing\n"
+        "def fresh(t):\n"
+        "    return ''.join([t[:1], t[1:]])\n"
+        "def twice(keys):\n"
+        "    sharing.compact({fresh(k): 1 for k in keys})\n"
+        "    d = {fresh(k): 2 for k in keys}\n"
+        "    return sys.getsizeof(sharing.compact(d)) < sys.getsizeof(d)\n"
+        "stats = sharing.table_stats\n"
+        "assert stats()['intern_budget'] == 3, stats()\n"
+        "assert twice(['budget-a', 'budget-b'])\n"
+        "assert not twice(['budget-c', 'budget-d'])  # 4 > 3\n"
+        "assert twice(['budget-e'])\n"
+        "assert not twice(['budget-f'])\n"
+        "sharing.compact({'name': 1, 'value': 1})  # literals: interned already, free\n"
+        "d = {'name': 2, 'value': 2}\n"
+        "assert sys.getsizeof(sharing.compact(d)) < sys.getsizeof(d)\n"
+        "assert stats()['interned_keys'] == 3, stats()\n"
+        "print('ok')\n", encoding="utf-8")
+    env = {**os.environ, "CLIENT_CACHE_SHAPE_KEYS_BUDGET": "3"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "ok", done.stderr
+    assert sharing.table_stats()["intern_budget"] == (
+        8192 if sys.version_info[:2] == (3, 12) else -1)

@@ -16,12 +16,12 @@ from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.structs import struct_type
 from tests.conformance.util import collect, rv
-from tests.fixtures import containers
+from tests.fixtures import containers, missing
 
 PODS = GroupVersionResource("", "v1", "pods")
 
 if not sharing.AVAILABLE:
-    pytest.skip("client_cache._sharing was not built (no C compiler)", allow_module_level=True)
+    missing("client_cache._sharing was not built (no C compiler)")
 
 
 def create_pods(api: Any, ns: str, count: int) -> None:

@@ -135,6 +135,14 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 # noticed later than this while events flow.
 _BUSY_STREAM_WAIT = 0.002
 
+# While the initial events of a watch-list stream in, nothing reaches the store's readers
+# until the bookmark that ends them, so the watch loop takes them in batches: when the
+# result channel is empty it waits (Chan.wait_batch) until it holds half its capacity, or
+# this long. Woken for each event instead, the loop and the watch's reader thread passed
+# the interpreter lock back and forth on every event: a third of the watch-list's time on
+# the real apiserver (30,000 pods: 3.1 s, 2.4 s with batches).
+_INITIAL_EVENTS_BATCH_WAIT = 0.002
+
 
 class VeryShortWatchError(ClientCacheError):
     """The watch closed within a second without delivering anything (Go
@@ -308,13 +316,18 @@ _CASE_OF_INDEX = {case.value: case for case in _Case}
 
 
 def _next_case(stop: threading.Event, result: Chan[Event],
-               chans: list[Chan[Any]]) -> tuple[_Case, Any]:
+               chans: list[Chan[Any]], batch: int = 0) -> tuple[_Case, Any]:
     """Wait for the next thing the watch loop must handle; raises on stop.
 
     A busy stream has its next event within a moment: after a look at every channel, wait
     :data:`_BUSY_STREAM_WAIT` on the result channel alone (much cheaper than registering
-    with every channel), and only then block in a full select."""
+    with every channel), and only then block in a full select. With ``batch``, an empty
+    result channel is first given :data:`_INITIAL_EVENTS_BATCH_WAIT` to fill up to
+    ``batch`` events."""
     index, value = select_or_stop(stop, chans, 0)
+    if index == TIMED_OUT and batch:
+        result.wait_batch(batch, _INITIAL_EVENTS_BATCH_WAIT)
+        index, value = select_or_stop(stop, chans, 0)
     if index == TIMED_OUT:
         value, ok = result.recv(_BUSY_STREAM_WAIT)
         if ok or value is CLOSED:
@@ -695,7 +708,9 @@ class Reflector:
         watch (:class:`~client_cache.errors.StopRequestedError` on stop).
 
         Each turn waits for one of four things (:func:`_next_case`): an event, an error
-        from the resync thread, the idle timer, the initial-events ticker."""
+        from the resync thread, the idle timer, the initial-events ticker. Until the
+        initial-events-end bookmark (``exit_on_initial_events_end``) it takes events in
+        batches (:data:`_INITIAL_EVENTS_BATCH_WAIT`)."""
         sink = _EventSink(self, store, set_resource_version)
         count = 0
         last_event = self.clock.monotonic()
@@ -705,8 +720,9 @@ class Reflector:
         try:
             result = watch.result_chan()
             chans: list[Chan[Any]] = [result, errors, idle_timer.c(), ticker.c()]
+            batch = result.cap() // 2 if exit_on_initial_events_end else 0
             while True:
-                case, value = _next_case(stop, result, chans)
+                case, value = _next_case(stop, result, chans, batch if batch > 1 else 0)
                 if case is _Case.RESYNC_FAILED:
                     raise value
                 if case is _Case.BOOKMARK_TICK:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -308,3 +309,114 @@ def test_on_stop_races_with_set() -> None:
         on_stop(event, partial(calls.append, 1))
         setter.join()
         assert calls == [1]
+
+
+class _CountingCondition(threading.Condition):
+    """A condition that reports each wait (``waiting``, set as the wait begins, under the
+    lock) and counts the notifications."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.Lock())
+        self.waiting = threading.Semaphore(0)
+        self.notified = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.release()
+        return super().wait(timeout)
+
+    def notify_all(self) -> None:
+        self.notified += 1
+        super().notify_all()
+
+
+class _WatchedChan(Chan[int]):
+    """Reports each select's registration (``registered``)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity)
+        self.registered = threading.Semaphore(0)
+
+    def _add_waker(self, waker: Callable[[], None]) -> float | None:
+        deadline = super()._add_waker(waker)
+        self.registered.release()
+        return deadline
+
+
+def _counting_chan(capacity: int) -> tuple[_WatchedChan, _CountingCondition]:
+    ch = _WatchedChan(capacity)
+    cond = _CountingCondition()
+    ch._cond = cond  # the test watches the channel's own wake-ups
+    return ch, cond
+
+
+def test_wait_batch_is_woken_once_at_its_count() -> None:
+    """A lone ``wait_batch`` waiter is not woken by the sends before its count: one
+    notification, on the send that reaches it."""
+    ch, cond = _counting_chan(10)
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(ch.wait_batch(3, 30)),
+                              name="test-wait-batch", daemon=True)
+    waiter.start()
+    assert cond.waiting.acquire(timeout=10)  # it waits (and released the lock)
+    assert ch.try_send(1) and ch.try_send(2)
+    assert cond.notified == 0 and waiter.is_alive()
+    assert ch.try_send(3)
+    waiter.join(10)
+    assert got == [3] and cond.notified == 1
+    assert [ch.recv(0)[0] for _ in range(3)] == [1, 2, 3]  # it received nothing
+
+
+def test_wait_batch_does_not_hold_back_other_waiters() -> None:
+    """While a ``wait_batch`` waits for its count, a send still wakes a receiver and a
+    ``select`` on the same channel at once."""
+    ch, cond = _counting_chan(10)
+    batch: list[int] = []
+    waiter = threading.Thread(target=lambda: batch.append(ch.wait_batch(5, 30)),
+                              name="test-wait-batch", daemon=True)
+    waiter.start()
+    assert cond.waiting.acquire(timeout=10)
+    received: list[tuple[Any, bool]] = []
+    receiver = threading.Thread(target=lambda: received.append(ch.recv(30)),
+                                name="test-recv", daemon=True)
+    receiver.start()
+    assert cond.waiting.acquire(timeout=10)
+    ch.try_send(1)
+    receiver.join(10)
+    assert received == [(1, True)] and waiter.is_alive()
+
+    selected: list[tuple[int, Any]] = []
+    selector = threading.Thread(target=lambda: selected.append(select([ch], timeout=30)),
+                                name="test-select", daemon=True)
+    selector.start()
+    assert ch.registered.acquire(timeout=10)
+    ch.try_send(2)
+    selector.join(10)
+    assert selected == [(0, 2)] and waiter.is_alive()
+    for value in range(5):
+        ch.try_send(value)
+    waiter.join(10)
+    assert batch == [5]
+
+
+def test_wait_batch_deadline_close_and_bounds() -> None:
+    ch: Chan[int] = Chan(4)
+    ch.try_send(1)
+    began = time.monotonic()
+    assert ch.wait_batch(3, 0.02) == 1  # the deadline: what is there
+    assert time.monotonic() - began >= 0.02
+    assert ch.wait_batch(1, 30) == 1  # already there: at once
+    for value in range(3):
+        ch.try_send(value)
+    assert ch.wait_batch(50, 30) == 4  # a count above the capacity is the capacity
+    with pytest.raises(ValueError):
+        ch.wait_batch(0, 1)
+
+    empty: Chan[int] = Chan(4)
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(empty.wait_batch(2, 30)),
+                              name="test-wait-batch", daemon=True)
+    waiter.start()
+    empty.close()  # a close wakes it
+    waiter.join(10)
+    assert got == [0] and not waiter.is_alive()
+    assert empty.cap() == 4

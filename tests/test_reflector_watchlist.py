@@ -11,8 +11,9 @@ from client_cache import meta_namespace_key_func, new_store
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, new_resource_expired, new_too_many_requests
 from client_cache.reflector import DataInconsistencyError, Reflector, ReflectorOptions
+from client_cache.util.chan import Chan
 from client_cache.util.clock import RealClock
-from client_cache.watch import EventType, FakeWatcher, new_fake_with_chan_size
+from client_cache.watch import Event, EventType, FakeWatcher, new_fake_with_chan_size
 from tests.fixtures import eventually
 from tests.fixtures import pod as make_pod
 
@@ -353,3 +354,61 @@ def test_the_collector_is_paused_over_each_attempt_not_over_backoffs() -> None:
     assert seen == {"watch": [False, False], "backoff": [True], "replace": [False],
                     "add": [True]}
     assert gc.isenabled()
+
+
+class _BatchRecordingChan(Chan[Event]):
+    """Records each ``wait_batch`` (its count, and whether the store had synced)."""
+
+    def __init__(self, capacity: int, synced: Callable[[], bool]) -> None:
+        super().__init__(capacity)
+        self.synced = synced
+        self.batches: list[tuple[int, bool]] = []
+        self.asked = threading.Event()
+
+    def wait_batch(self, count: int, timeout: float) -> int:
+        self.batches.append((count, self.synced()))
+        self.asked.set()
+        return super().wait_batch(count, timeout)
+
+
+def test_initial_events_are_taken_in_batches_changes_one_by_one() -> None:
+    """Until the initial-events-end bookmark an empty result channel is waited on for half
+    its capacity (nothing is visible before the bookmark, so nothing is late); after it,
+    each change is taken as it comes."""
+    source = FakeListWatcher()
+    stop = threading.Event()
+    store_ref: list[Any] = []
+    chans: list[_BatchRecordingChan] = []
+
+    class Watcher(FakeWatcher):
+        def _new_chan(self) -> Chan[Event]:
+            chan = _BatchRecordingChan(20, lambda: bool(store_ref[0].list_keys()))
+            chans.append(chan)
+            return chan
+
+    def watch(options: ListOptions) -> FakeWatcher:
+        source.options.append(options)
+        w = Watcher(20)
+        for i in range(3):
+            w.add(pod(f"p{i}", str(i + 1)))
+
+        def feed() -> None:
+            try:
+                chans[0].asked.wait(10)  # the three are taken: it waits for a batch
+                w.action(EventType.BOOKMARK, end_bookmark("3"))
+                eventually(lambda: names(store_ref[0]) == ["p0", "p1", "p2"], 10, "no sync")
+                w.add(pod("p3", "4"))
+                eventually(lambda: "p3" in names(store_ref[0]), 10, "p3 not applied")
+            finally:
+                stop.set()
+
+        threading.Thread(target=feed, name="test-feed", daemon=True).start()
+        return w
+
+    source.watch = watch  # type: ignore[method-assign]
+    r, store = reflector(source)
+    store_ref.append(store)
+    assert run_until(r, stop) is None
+    assert names(store) == ["p0", "p1", "p2", "p3"]
+    batches = chans[0].batches
+    assert batches and all(b == (10, False) for b in batches), batches

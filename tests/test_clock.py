@@ -411,11 +411,12 @@ def test_wait_batch_deadline_close_and_bounds() -> None:
     with pytest.raises(ValueError):
         ch.wait_batch(0, 1)
 
-    empty: Chan[int] = Chan(4)
+    empty, cond = _counting_chan(4)
     got: list[int] = []
     waiter = threading.Thread(target=lambda: got.append(empty.wait_batch(2, 30)),
                               name="test-wait-batch", daemon=True)
     waiter.start()
+    assert cond.waiting.acquire(timeout=10)  # it waits
     empty.close()  # a close wakes it
     waiter.join(10)
     assert got == [0] and not waiter.is_alive()

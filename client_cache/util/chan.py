@@ -98,6 +98,14 @@ class Chan(Generic[T]):
         return None
 
     # -- internals --------------------------------------------------------------------
+    def _sleep_for_locked(self, now: float, deadline: float | None) -> float | None:
+        """Seconds from ``now`` until ``deadline`` or this channel's own deadline, whichever
+        comes first (None: neither)."""
+        due = self._deadline_locked()
+        if due is None:
+            return None if deadline is None else deadline - now
+        return due - now if deadline is None else min(deadline, due) - now
+
     def _notify_locked(self) -> None:
         self._cond.notify_all()
         for waker in list(self._wakers):
@@ -151,10 +159,7 @@ class Chan(Generic[T]):
                     return value, True
                 if self._is_closed:
                     return CLOSED, False
-                wait = None if deadline is None else deadline - now
-                due = self._deadline_locked()
-                if due is not None:
-                    wait = due - now if wait is None else min(wait, due - now)
+                wait = self._sleep_for_locked(now, deadline)
                 if wait is not None and wait <= 0:
                     if deadline is not None and now >= deadline:
                         return None, False
@@ -193,9 +198,7 @@ class Chan(Generic[T]):
                     self._due_locked(now)
                     if len(self._buf) >= count or self._is_closed or now >= deadline:
                         break
-                    due = self._deadline_locked()
-                    self._cond.wait(deadline - now if due is None
-                                    else max(0.0, min(deadline, due) - now))
+                    self._cond.wait(max(0.0, self._sleep_for_locked(now, deadline) or 0.0))
             finally:
                 if owner:
                     self._batch_at = 0

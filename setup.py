@@ -6,7 +6,8 @@ without them, objects keep their own strings and the work queue runs its Python 
 from setuptools import Extension, setup
 
 setup(ext_modules=[
-    Extension("client_cache._sharing", ["client_cache/_sharing.c", "client_cache/_shapes.c"],
-              depends=["client_cache/_shapes.h"], optional=True),
+    Extension("client_cache._sharing",
+              ["client_cache/_sharing.c", "client_cache/_shapes.c", "client_cache/_listscan.c"],
+              depends=["client_cache/_shapes.h", "client_cache/_listscan.h"], optional=True),
     Extension("client_cache._workqueue", ["client_cache/_workqueue.c"], optional=True),
 ])

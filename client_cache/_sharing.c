@@ -17,6 +17,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_listscan.h"
 #include "_shapes.h"
 #ifndef Py_T_OBJECT_EX /* before 3.12 */
 #include <structmember.h>
@@ -344,176 +345,6 @@ walk_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     return walked(args[1], 0, (int)(flags & (SHARE | UNTRACK | COMPACT)));
 }
 
-/* -- Splitting a LIST body into its items ----------------------------------------------
- * Only the structure is followed (strings with their escapes, nesting); the envelope and
- * each item are then decoded, and so checked, by a JSON decoder. -1: not what was
- * expected (the caller decodes the body whole instead). */
-
-static Py_ssize_t
-skip_space(const char *p, Py_ssize_t i, Py_ssize_t n)
-{
-    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) {
-        i++;
-    }
-    return i;
-}
-
-/* i at a '"': the index after the closing quote. */
-static Py_ssize_t
-skip_string(const char *p, Py_ssize_t i, Py_ssize_t n)
-{
-    for (i++; i < n; i++) {
-        if (p[i] == '\\') {
-            i++;
-        }
-        else if (p[i] == '"') {
-            return i + 1;
-        }
-    }
-    return -1;
-}
-
-/* i at the first character of a value: the index after it. */
-static Py_ssize_t
-skip_value(const char *p, Py_ssize_t i, Py_ssize_t n)
-{
-    if (i >= n) {
-        return -1;
-    }
-    if (p[i] == '"') {
-        return skip_string(p, i, n);
-    }
-    if (p[i] != '{' && p[i] != '[') {
-        while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']' && p[i] != ' '
-               && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') {
-            i++;
-        }
-        return i;
-    }
-    Py_ssize_t depth = 0;
-    while (i < n) {
-        char c = p[i];
-        if (c == '"') {
-            i = skip_string(p, i, n);
-            if (i < 0) {
-                return -1;
-            }
-            continue;
-        }
-        if (c == '{' || c == '[') {
-            depth++;
-        }
-        else if ((c == '}' || c == ']') && --depth == 0) {
-            return i + 1;
-        }
-        i++;
-    }
-    return -1;
-}
-
-/* p[i] is '[': appends each item's start and end to spans; the index after ']'. */
-static Py_ssize_t
-split_array(const char *p, Py_ssize_t i, Py_ssize_t n, PyObject *spans)
-{
-    i = skip_space(p, i + 1, n);
-    if (i < n && p[i] == ']') {
-        return i + 1;
-    }
-    while (i >= 0 && i < n) {
-        Py_ssize_t end = skip_value(p, i, n);
-        if (end < 0) {
-            return -1;
-        }
-        PyObject *start_obj = PyLong_FromSsize_t(i);
-        PyObject *end_obj = PyLong_FromSsize_t(end);
-        int failed = start_obj == NULL || end_obj == NULL
-            || PyList_Append(spans, start_obj) < 0 || PyList_Append(spans, end_obj) < 0;
-        Py_XDECREF(start_obj);
-        Py_XDECREF(end_obj);
-        if (failed) {
-            return -2;
-        }
-        i = skip_space(p, end, n);
-        if (i < n && p[i] == ']') {
-            return i + 1;
-        }
-        if (i >= n || p[i] != ',') {
-            return -1;
-        }
-        i = skip_space(p, i + 1, n);
-    }
-    return -1;
-}
-
-static PyObject *
-list_items(PyObject *Py_UNUSED(module), PyObject *body)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(body, &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    const char *p = view.buf;
-    Py_ssize_t n = view.len, start = -1, end = -1;
-    PyObject *spans = PyList_New(0);
-    if (spans == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    Py_ssize_t i = skip_space(p, 0, n);
-    int ok = i < n && p[i] == '{';
-    i = skip_space(p, i + 1, n);
-    if (ok && i < n && p[i] == '}') {
-        ok = 0; /* an empty object: no items */
-    }
-    while (ok) {
-        Py_ssize_t key = i;
-        i = i < n && p[i] == '"' ? skip_string(p, i, n) : -1;
-        if (i < 0) {
-            ok = 0;
-            break;
-        }
-        int is_items = i - key == 7 && memcmp(p + key, "\"items\"", 7) == 0;
-        i = skip_space(p, i, n);
-        if (i >= n || p[i] != ':') {
-            ok = 0;
-            break;
-        }
-        i = skip_space(p, i + 1, n);
-        if (is_items && i < n && p[i] == '[') {
-            if (start >= 0) { /* a second "items": let the decoder decide */
-                ok = 0;
-                break;
-            }
-            start = i;
-            i = split_array(p, i, n, spans);
-            if (i == -2) {
-                Py_DECREF(spans);
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-            end = i;
-        }
-        else {
-            i = skip_value(p, i, n);
-        }
-        i = i < 0 ? n : skip_space(p, i, n);
-        if (i < n && p[i] == '}') {
-            break;
-        }
-        if (i >= n || p[i] != ',') {
-            ok = 0;
-            break;
-        }
-        i = skip_space(p, i + 1, n);
-    }
-    PyBuffer_Release(&view);
-    if (!ok || start < 0) {
-        Py_DECREF(spans);
-        Py_RETURN_NONE;
-    }
-    return Py_BuildValue("(nnN)", start, end, spans);
-}
-
 static PyObject *
 stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 {
@@ -552,6 +383,15 @@ static PyMethodDef methods[] = {
      "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
      "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "
      "when the body is not an object with one items array."},
+    {"list_head", list_head, METH_O,
+     "list_head(data) -> int: in the first bytes of a LIST body, the offset just after "
+     "the '[' that opens its items array; MORE when more bytes are needed to tell, "
+     "NOT_LIST when the body is not an object with an items array."},
+    {"list_scan", (PyCFunction)(void (*)(void))list_scan, METH_FASTCALL,
+     "list_scan(data, pos, state) -> (pos, state, items): the items array's elements "
+     "that are whole in data from pos, each as bytes; scanning resumes at the returned "
+     "pos and state (AFTER_OPEN, AFTER_COMMA, AFTER_ITEM, CLOSED). ValueError when the "
+     "array is not well formed."},
     {"stats", stats, METH_NOARGS, "stats() -> dict: the table's counters and size."},
     {"clear", clear, METH_NOARGS, "clear() -> None: empty the table and the counters."},
     {NULL, NULL, 0, NULL},
@@ -572,7 +412,8 @@ PyInit__sharing(void)
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL || PyModule_AddIntConstant(module, "SHARE", SHARE) < 0
         || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0
-        || PyModule_AddIntConstant(module, "COMPACT", COMPACT) < 0) {
+        || PyModule_AddIntConstant(module, "COMPACT", COMPACT) < 0
+        || list_scan_constants(module) < 0) {
         Py_XDECREF(module);
         return NULL;
     }

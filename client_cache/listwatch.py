@@ -47,6 +47,7 @@ __all__ = [
     "KEEPALIVE_IDLE",
     "KEEPALIVE_INTERVAL",
     "KEEPALIVE_PROBES",
+    "LIST_READ_SIZE",
     "METADATA_LIST_ACCEPT",
     "METADATA_WATCH_ACCEPT",
     "WATCH_HEADER_TIMEOUT",
@@ -74,6 +75,10 @@ __all__ = [
 #: given its own ``request_timeout`` (the server's own default request timeout).
 DEFAULT_REQUEST_TIMEOUT = 60.0
 WATCH_HEADER_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
+
+#: How many bytes of a LIST body are read at a time, the items completed by each piece
+#: being decoded before the next is read (:meth:`ClientListerWatcher.list`).
+LIST_READ_SIZE = 256 * 1024
 
 #: The Accept headers of Go's metadata client (JSON only: the port decodes no protobuf).
 METADATA_LIST_ACCEPT = ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
@@ -442,11 +447,9 @@ class ClientListerWatcher:
     def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any:
         """:meth:`list`, interrupted by ``stop`` at any point
         (:class:`~client_cache.errors.StopRequestedError`)."""
-        response, body = self.transport.get(
+        _, result = self.transport.get(
             self._url(self._options(options, False)), self._headers(False), self.request_timeout,
-            stop, read_body=True)
-        self._raise_for_status(response, body, "list")
-        result = self._decode_list(body or b"")
+            stop, read_body=True, reader=self._read_list)
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
         if self._decode is not None:
@@ -455,28 +458,46 @@ class ClientListerWatcher:
             result["items"] = []
         return result
 
-    def _decode_list(self, body: bytes) -> Any:
-        """A LIST body decoded, and walked when sharing strings or untracking: one item
-        at a time where the body can be split (:func:`client_cache.sharing.split_list`
-        says why)."""
-        walk = self._walk
-        split = sharing.split_list(body) if walk else None
-        if walk is None or split is None:
-            if self._codec is None:
-                return self._loads(body)  # walked as a whole, if at all
-            result = self._codec.decode_list(body)
-            if walk:
-                result["items"] = walk(result["items"])
-            return result
-        envelope, items = split
+    def _read_list(self, response: Any) -> Any:
+        """A LIST response's body, decoded, and walked when sharing strings, untracking or
+        compacting. Where the C part is installed the body is read :data:`LIST_READ_SIZE`
+        bytes at a time and each item is decoded as soon as it has arrived
+        (:class:`~client_cache.sharing.ListSplitter`), so decoding overlaps the server's
+        sending instead of following it, and the body is never held whole; each item's
+        decoder copies are freed before the next is decoded (:func:`client_cache.sharing.
+        split_list` says why that matters). A body that is not a list is decoded whole."""
+        self._raise_for_status(response, None, "list")
+        if not sharing.AVAILABLE:  # pragma: no cover - depends on the installation
+            return self._decode_whole(response.read())
+        splitter = sharing.ListSplitter()
+        decode, walk = self._decode_item, self._walk
+        items: list[Any] = []
         with wire.gc_paused():  # as over a whole body (the reflector holds it too)
-            if self._codec is None:
-                result = self._plain_loads(envelope)
-                if isinstance(result, dict) and "items" in result:
-                    result["items"] = [walk(self._plain_loads(bytes(item))) for item in items]
-            else:
-                result = self._codec.decode_list(envelope)
-                result["items"] = [walk(self._codec.decode_item(item)) for item in items]
+            while piece := response.read(LIST_READ_SIZE):
+                for raw in splitter.feed(piece):
+                    items.append(walk(decode(raw)) if walk else decode(raw))
+            envelope, split = splitter.finish()
+            if not split:
+                return self._decode_whole(envelope)
+            result = self._codec.decode_list(envelope) if self._codec is not None \
+                else self._plain_loads(envelope)
+        if result["items"] != []:
+            raise ValueError("the LIST body has a second items array")
+        result["items"] = items
+        return result
+
+    def _decode_item(self, raw: bytes) -> Any:
+        """One LIST item's JSON, decoded (not walked)."""
+        return self._codec.decode_item(raw) if self._codec is not None \
+            else self._plain_loads(raw)
+
+    def _decode_whole(self, body: bytes) -> Any:
+        """A body decoded whole, and walked as a whole if at all."""
+        if self._codec is None:
+            return self._loads(body)
+        result = self._codec.decode_list(body)
+        if self._walk:
+            result["items"] = self._walk(result["items"])
         return result
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:

@@ -103,9 +103,9 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "clear_table",
-           "compact", "compacted_by_default", "share", "shared_by_default", "split_list",
-           "table_stats", "untrack", "untracked_by_default", "walker"]
+__all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "ListSplitter",
+           "clear_table", "compact", "compacted_by_default", "share", "shared_by_default",
+           "split_list", "table_stats", "untrack", "untracked_by_default", "walker"]
 
 T = TypeVar("T")
 
@@ -221,6 +221,74 @@ def split_list(body: bytes) -> tuple[bytes, list[memoryview]] | None:
     envelope = b"".join((view[:start], b"[]", view[end:]))
     bounds = iter(spans)
     return envelope, [view[s:e] for s, e in zip(bounds, bounds, strict=False)]  # pairs
+
+
+class ListSplitter:
+    """A LIST body split into its items as it arrives, piece by piece, so that each item
+    can be decoded while the rest of the body is still on its way (the list-watch's LIST;
+    a port addition). :meth:`feed` takes the next piece of the body and returns the items
+    array's elements that it completed, each as its JSON bytes, in order; :meth:`finish`,
+    once the body has ended, returns the envelope: the body with its items array emptied
+    (``kind``, ``apiVersion``, ``metadata``), for the decoder.
+
+    A body that is not an object with an ``items`` array (a ``Status``, or anything else)
+    is not split: :meth:`feed` returns nothing and :meth:`finish` returns the whole body,
+    with ``split`` False, to be decoded whole. So is a body whose ``items`` key comes
+    after more than :attr:`HEAD_LIMIT` bytes of other fields. Only the structure is
+    followed (as :func:`split_list`); the decoder checks each item and the envelope.
+    Raises ValueError when the items array is not well formed, and from :meth:`finish`
+    when the body ended inside it. Needs the C walker (:data:`AVAILABLE`); RuntimeError
+    without it. Not thread-safe: one body, one reader."""
+
+    HEAD_LIMIT = 1 << 20
+    """The most bytes looked through for the ``items`` key before giving up splitting."""
+
+    def __init__(self) -> None:
+        if _sharing is None:
+            raise RuntimeError("ListSplitter needs client_cache._sharing (not built)")
+        self._pending = b""  # not yet consumed: the head so far, then a cut item
+        self._head: bytes | None = None  # the body before the items array's '['
+        self._state: int = _sharing.AFTER_OPEN
+        self._tail: list[bytes] = []  # after the array's ']'
+        self._whole: list[bytes] | None = None  # not split: every piece, in order
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """The items that ``piece`` (the body's next bytes) completed."""
+        if self._whole is not None:
+            self._whole.append(piece)
+            return []
+        if self._state == _sharing.CLOSED:
+            self._tail.append(piece)
+            return []
+        data = self._pending + piece if self._pending else piece
+        position = 0
+        if self._head is None:
+            found: int = _sharing.list_head(data)
+            if found == _sharing.MORE and len(data) <= self.HEAD_LIMIT:
+                self._pending = data
+                return []
+            if found < 0:  # not a list, or its items key too far in: decoded whole
+                self._whole, self._pending = [data], b""
+                return []
+            self._head, position = data[:found - 1], found
+        position, self._state, items = _sharing.list_scan(data, position, self._state)
+        if self._state == _sharing.CLOSED:
+            self._tail.append(data[position:])
+            self._pending = b""
+        else:
+            self._pending = data[position:]
+        found_items: list[bytes] = items
+        return found_items
+
+    def finish(self) -> tuple[bytes, bool]:
+        """``(envelope, True)`` for a split body; ``(body, False)`` for one decoded whole
+        (see the class documentation). Raises ValueError when the body ended inside its
+        items array."""
+        if self._head is None:
+            return b"".join(self._whole if self._whole is not None else [self._pending]), False
+        if self._state != _sharing.CLOSED:
+            raise ValueError("the LIST body ended inside its items array")
+        return b"".join((self._head, b"[]", *self._tail)), True
 
 
 def table_stats() -> dict[str, int]:

@@ -30,6 +30,7 @@ import contextlib
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import urllib3
@@ -219,11 +220,14 @@ class Transport:
         self.pool_manager.clear()
 
     def get(self, url: str, headers: dict[str, str], read_timeout: float | None,
-            stop: threading.Event, read_body: bool) -> tuple[Any, bytes | None]:
-        """GET ``url``; returns ``(response, body)``: with ``read_body`` the whole body is
-        read (and the connection released) inside the interruptible scope, else the
-        response is returned unread (a watch; its reader owns it). ``stop`` interrupts the
-        request at any point until then (:class:`StopRequestedError`)."""
+            stop: threading.Event, read_body: bool,
+            reader: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
+        """GET ``url``; returns ``(response, body)``: with ``read_body`` the body is read
+        (and the connection released) inside the interruptible scope, else the response
+        is returned unread (a watch; its reader owns it). ``reader``, when given, reads it
+        (it is called with the urllib3 response, and what it returns is ``body``; a LIST
+        decodes its items as they arrive), else it is read whole, as bytes. ``stop``
+        interrupts the request at any point until then (:class:`StopRequestedError`)."""
         timeout = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, read_timeout or CONNECT_TIMEOUT),
                                   read=read_timeout)
         for attempt in (1, 2):
@@ -247,7 +251,7 @@ class Transport:
                 if not read_body:
                     return response, None
                 try:
-                    return response, response.read()
+                    return response, response.read() if reader is None else reader(response)
                 except Exception as err:
                     if scope.cancelled or stop.is_set():
                         raise StopRequestedError() from err

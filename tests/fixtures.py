@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
+from hypothesis import strategies as st
 
 from client_cache import FIFOClosedError
 from client_cache.testing.envtest import Binaries, find_binaries
@@ -297,3 +298,14 @@ def missing(message: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true and {message}", pytrace=False)
     pytest.skip(message, allow_module_level=True)
+
+
+#: JSON values for property tests of code that follows JSON's structure without decoding
+#: it (the LIST splitters): strings full of the characters that structure is made of,
+#: and "items" keys at every depth.
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from('ab"\\[]{},: \n\u00e9\u4e2d'), max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["items", "a", 'k"]', "[{"]), inner, max_size=4),
+    max_leaves=20)

@@ -74,6 +74,8 @@ def main() -> None:
                                            "client_cache/_sharing.c",
                                            "client_cache/_shapes.c",
                                            "client_cache/_shapes.h",
+                                           "client_cache/_listscan.c",
+                                           "client_cache/_listscan.h",
                                            "client_cache/_workqueue.c"])
         with zipfile.ZipFile(wheel) as archive:
             wheel_names = archive.namelist()

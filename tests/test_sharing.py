@@ -25,10 +25,9 @@ from client_cache import sharing, wire
 from client_cache.apis import ListOptions
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.sharing import split_list
 from client_cache.structs import struct_type, to_struct
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import containers, missing
+from tests.fixtures import containers, json_values, missing
 
 if not sharing.AVAILABLE:
     missing("client_cache._sharing was not built (no C compiler)")
@@ -179,14 +178,6 @@ def test_the_environment_turns_the_default_off(
         api.close()
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(alphabet=st.sampled_from('ab"\\[]{},: \n\u00e9\u4e2d'), max_size=8),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(["items", "a", 'k"]', "[{"]), inner, max_size=4),
-    max_leaves=20)
-
-
 @settings(max_examples=300, deadline=None)
 @given(items=st.lists(json_values, max_size=6),
        before=st.dictionaries(st.sampled_from(["kind", "metadata", 'x"items"']), json_values,
@@ -215,15 +206,17 @@ def test_a_body_without_one_whole_items_array_is_not_split(body: bytes) -> None:
     assert sharing.split_list(body) is None
 
 
-def test_a_list_is_the_same_decoded_whole_or_item_by_item(
+def test_a_list_is_the_same_shared_or_not_and_decoded_item_by_item(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    splits: list[Any] = []
+    found: list[bytes] = []
+    feed = sharing.ListSplitter.feed
 
-    def spy(body: bytes) -> Any:
-        splits.append(split_list(body))
-        return splits[-1]
+    def spy(self: sharing.ListSplitter, piece: bytes) -> list[bytes]:
+        items = feed(self, piece)
+        found.extend(items)
+        return items
 
-    monkeypatch.setattr(sharing, "split_list", spy)
+    monkeypatch.setattr(sharing.ListSplitter, "feed", spy)
     with EmbeddedApiServer() as server:
         core = CoreV1Api(server.api_client())
         for i in range(5):
@@ -235,7 +228,7 @@ def test_a_list_is_the_same_decoded_whole_or_item_by_item(
         whole = ClientListerWatcher(api, PODS, "ns", share_strings=False, untrack=False,
                                     compact_dicts=False).list(ListOptions())
         assert shared == whole and len(shared["items"]) == 5
-        assert len(splits) == 1 and len(splits[0][1]) == 5  # decoded item by item
+        assert len(found) == 10  # both decoded item by item
         first, last = shared["items"][0], shared["items"][4]
         assert first["spec"]["nodeName"] is last["spec"]["nodeName"]
         assert whole["items"][0]["spec"]["nodeName"] is not whole["items"][4]["spec"]["nodeName"]

@@ -46,18 +46,43 @@ __all__ = [
 _EMPTY: Mapping[str, str] = {}
 
 
+_NOT_METADATA = (str, bytes, int, float, list, tuple)
+
+
+_mapping_types: dict[type, bool] = {}
+
+
+def _is_mapping_type(cls: type) -> bool:
+    """Whether instances of ``cls`` are read by key (a ``Mapping``), remembered for the
+    first 512 classes asked about: ``isinstance(obj, Mapping)`` goes through the ABC
+    machinery at every call, which the key functions of a struct or model cache paid for
+    every object. A class registered as a ``Mapping`` after its first object was read
+    here is still read by attribute."""
+    known = _mapping_types.get(cls)
+    if known is None:
+        known = issubclass(cls, Mapping)
+        if len(_mapping_types) < 512:
+            _mapping_types[cls] = known
+    return known
+
+
 def _metadata(obj: Any) -> tuple[Any, bool]:
     """Return ``(metadata, is_mapping)`` for ``obj`` or raise MetaAccessError."""
     if type(obj) is dict:  # wire-dict fast path (skips the Mapping ABC checks)
         md = obj.get("metadata")
         if type(md) is dict:
             return md, True
+    elif not _is_mapping_type(type(obj)):  # structs and models: read by attribute
+        md = getattr(obj, "metadata", None)
+        if md is not None and not isinstance(md, _NOT_METADATA) \
+                and not _is_mapping_type(type(md)):
+            return md, False
     md = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
     if md is None:
         raise MetaAccessError(obj, "it has no 'metadata' (missing or None)")
     if isinstance(md, Mapping):
         return md, True
-    if isinstance(md, (str, bytes, int, float, list, tuple)):
+    if isinstance(md, _NOT_METADATA):
         raise MetaAccessError(obj, f"its 'metadata' is a {type(md).__name__}")
     return md, False
 
@@ -102,6 +127,10 @@ def namespace_and_name(obj: Any) -> tuple[str, str]:
             if (ns is None or type(ns) is str) and (name is None or type(name) is str):
                 return ns or "", name or ""
     md, is_map = _metadata(obj)
+    if not is_map:  # structs and models: the same names in both spellings
+        ns, name = getattr(md, "namespace", None), getattr(md, "name", None)
+        if (ns is None or type(ns) is str) and (name is None or type(name) is str):
+            return ns or "", name or ""
     ns = _string(obj, _field(md, is_map, "namespace", "namespace"), "namespace")
     name = _string(obj, _field(md, is_map, "name", "name"), "name")
     return ns, name

@@ -192,3 +192,30 @@ def test_resource_version_fast_path_keeps_the_checks() -> None:
         meta.get_resource_version({"metadata": {"resourceVersion": 12}})
     with pytest.raises(MetaAccessError, match="metadata"):
         meta.get_resource_version({"metadata": None})
+
+
+def struct() -> Any:
+    from client_cache.structs import struct_type, to_struct
+    return to_struct(wire(), struct_type(V1Pod))
+
+
+def test_attribute_objects_take_the_remembered_class_path_with_the_same_checks() -> None:
+    """Structs and models are read by attribute without asking the Mapping ABC each
+    time; what they answer, and what they raise, is what the checked path gives."""
+    for obj in (struct(), model(), classic()):
+        assert meta.namespace_and_name(obj) == ("shop", "web-0")
+        assert meta.get_namespace(obj) == "shop"
+        assert meta.get_resource_version(obj) == "4711"
+
+    class Holder:
+        def __init__(self, metadata: Any) -> None:
+            self.metadata = metadata
+
+    for bad in ("web-0", b"x", 3, 1.5, ["x"], ("x",)):
+        with pytest.raises(MetaAccessError, match=type(bad).__name__):
+            meta.namespace_and_name(Holder(bad))
+    with pytest.raises(MetaAccessError, match="namespace"):
+        meta.namespace_and_name(Holder(ClassicMeta(name="web-0", namespace=7)))
+    # a mapping that is not a dict, as metadata or as the object, is still read by key
+    assert meta.namespace_and_name(Holder(OrderedDict(name="a", namespace="b"))) == ("b", "a")
+    assert meta.namespace_and_name(OrderedDict(metadata={"name": "c"})) == ("", "c")

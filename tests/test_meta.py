@@ -12,6 +12,7 @@ from kubernetes.dynamic.resource import ResourceInstance
 
 from client_cache import MetaAccessError, meta
 from client_cache.meta import OwnerReference
+from client_cache.structs import struct_type, to_struct
 
 WIRE_META: dict[str, Any] = {
     "name": "web-0",
@@ -195,7 +196,6 @@ def test_resource_version_fast_path_keeps_the_checks() -> None:
 
 
 def struct() -> Any:
-    from client_cache.structs import struct_type, to_struct
     return to_struct(wire(), struct_type(V1Pod))
 
 

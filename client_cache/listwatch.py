@@ -464,8 +464,9 @@ class ClientListerWatcher:
         bytes at a time and each item is decoded as soon as it has arrived
         (:class:`~client_cache.sharing.ListSplitter`), so decoding overlaps the server's
         sending instead of following it, and the body is never held whole; each item's
-        decoder copies are freed before the next is decoded (:func:`client_cache.sharing.
-        split_list` says why that matters). A body that is not a list is decoded whole."""
+        decoder copies are freed before the next is decoded
+        (:func:`client_cache.sharing.split_list` says why that matters). A body that is
+        not a list is decoded whole."""
         self._raise_for_status(response, None, "list")
         if not sharing.AVAILABLE:  # pragma: no cover - depends on the installation
             return self._decode_whole(response.read())

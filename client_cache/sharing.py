@@ -272,14 +272,14 @@ class ListSplitter:
                 self._whole, self._pending = [data], b""
                 return []
             self._head, position = data[:found - 1], found
+        items: list[bytes]
         position, self._state, items = _sharing.list_scan(data, position, self._state)
         if self._state == _sharing.CLOSED:
             self._tail.append(data[position:])
             self._pending = b""
         else:
             self._pending = data[position:]
-        found_items: list[bytes] = items
-        return found_items
+        return items
 
     def finish(self) -> tuple[bytes, bool]:
         """``(envelope, True)`` for a split body; ``(body, False)`` for one decoded whole

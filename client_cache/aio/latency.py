@@ -41,7 +41,7 @@ _tuning = _Tuning()
 
 
 @contextmanager
-def low_latency_sync(*, switch_interval: float | None = 0.0005,
+def low_latency_sync(*, switch_interval: float | None = 0.0001,
                      freeze: bool = True) -> Iterator[None]:
     """Run a cache sync with the process tuned for event-loop latency, and put it back
     afterwards::
@@ -59,9 +59,14 @@ def low_latency_sync(*, switch_interval: float | None = 0.0005,
     the informer threads. The lock has no queue: while the reflector, the controller and
     the handler threads all have work, the loop may wait a switch interval for each of
     them before its turn, several times per loop iteration (after the selector, after
-    each read of its wake-up pipe). At 1 ms that added up to 10-17 ms stalls in about one
-    10,000-pod sync in ten on this project's 2-core machine; at the default 0.5 ms none
-    in 20, for a sync about 4 % slower.
+    each read of its wake-up pipe). Worse, a waiting thread only asks the holder to let
+    go once the lock has changed hands not once in a whole interval, and the handler
+    threads hand it over many times a millisecond, so the loop mostly gets it by winning a
+    race. The default, 0.1 ms, was measured on this project's 2-core machine over
+    10,000-pod syncs from a watch-list with an ``AsyncHandler`` and an ``events()``
+    consumer (2026-11-26): worst loop lag 4-9 ms in 38 syncs, against 5-16 ms at 0.5 ms
+    (2 of 8 syncs over 10 ms); the sync took 4-10 % longer. At 1 ms, 10-17 ms stalls came
+    in about one sync in ten.
 
     On exit, with ``freeze`` (the default), ``gc.freeze()`` moves every object alive into
     the permanent generation, so no later collection walks the cache: without it the

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from client_cache import meta
 from client_cache.errors import ClientCacheError, MetaAccessError
 from client_cache.store import DeletedFinalStateUnknown
+from client_cache.util.env import env_true
 
 __all__ = [
     "ENV_VAR",
@@ -42,14 +42,7 @@ _log = logging.getLogger(__name__)
 
 ENV_VAR = "KUBE_CACHE_MUTATION_DETECTOR"
 
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-
-
-def _parse_bool(value: str | None) -> bool:
-    return value in _TRUE
-
-
-_ENABLED = _parse_bool(os.environ.get(ENV_VAR))
+_ENABLED = env_true(ENV_VAR)
 
 
 def mutation_detection_enabled() -> bool:

@@ -33,27 +33,28 @@ connection never freezes the cache; metrics are recorded through
 :mod:`client_cache.reflector_metrics`; an exception from the user's store is logged and
 never kills the reflector thread; ``run`` returns within a second of ``stop`` in every state
 (a LIST in progress finishes its current page first).
+
+This module holds the rounds (list, watch, watch-list, resync, what follows an error); the
+loop over one watch's events is :mod:`client_cache.reflector_watch`, the check of each
+object's type :mod:`client_cache.expected_type`, the watch-list consistency check
+:mod:`client_cache.reflector_consistency`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
 import inspect
 import logging
-import os
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from client_cache import gc_policy, meta, wire
+from client_cache import gc_policy, wire
 from client_cache.apis import (
-    INITIAL_EVENTS_ANNOTATION_KEY,
-    RESOURCE_VERSION_MATCH_EXACT,
     RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
     ListOptions,
     list_items,
@@ -61,15 +62,19 @@ from client_cache.apis import (
 )
 from client_cache.errors import (
     ClientCacheError,
-    MetaAccessError,
     StopRequestedError,
-    from_status,
     is_connection_refused,
     is_expired,
     is_gone,
     is_internal_error,
     is_too_large_resource_version,
     is_too_many_requests,
+)
+from client_cache.expected_type import (
+    DEFAULT_EXPECTED_TYPE_NAME,
+    ListFailedError,
+    TypeCheck,
+    describe_expected_type,
 )
 from client_cache.health.status import ReflectorStatus, describe_failure
 from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
@@ -79,7 +84,18 @@ from client_cache.pager import (
     DEFAULT_PAGE_SIZE,
     ListPager,
 )
+from client_cache.reflector_consistency import (
+    DataInconsistencyError,
+    check_watch_list_consistency_if_requested,
+)
 from client_cache.reflector_metrics import ReflectorMetrics
+from client_cache.reflector_watch import (
+    InitialEventsEndBookmarkTicker,
+    ResourceVersionUpdater,
+    VeryShortWatchError,
+    WatchStalledError,
+    handle_watch,
+)
 from client_cache.retry_with_deadline import new_retry_with_deadline
 from client_cache.store import (
     Store,
@@ -89,17 +105,16 @@ from client_cache.store import (
     new_store,
 )
 from client_cache.util.chan import (
-    CLOSED,
     STOPPED,
-    TIMED_OUT,
     Chan,
     DoneChan,
     select_or_stop,
 )
 from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.env import env_true
 from client_cache.util.runtime import handle_error
 from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
-from client_cache.watch import Event, EventType, Watch
+from client_cache.watch import Watch
 
 __all__ = [
     "DEFAULT_EXPECTED_TYPE_NAME",
@@ -126,58 +141,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_MIN_WATCH_TIMEOUT = 300.0
 """Watches last at least this long (seconds) before the server ends them (upstream 5 min)."""
 
-DEFAULT_EXPECTED_TYPE_NAME = "<unspecified>"
-
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
-
-# How long the watch loop waits on the result channel alone before it blocks in a select
-# over every channel (see _handle_watch); short enough that a stop or an error is never
-# noticed later than this while events flow.
-_BUSY_STREAM_WAIT = 0.002
-
-# While the initial events of a watch-list stream in, nothing reaches the store's readers
-# until the bookmark that ends them, so the watch loop takes them in batches: when the
-# result channel is empty it waits (Chan.wait_batch) until it holds half its capacity, or
-# this long. Woken for each event instead, the loop and the watch's reader thread passed
-# the interpreter lock back and forth on every event (on the real apiserver, 30,000 pods,
-# the loop's thread used 0.66 s of CPU over the sync, 0.27 s with batches).
-_INITIAL_EVENTS_BATCH_WAIT = 0.002
-
-
-class VeryShortWatchError(ClientCacheError):
-    """The watch closed within a second without delivering anything (Go
-    ``VeryShortWatchError``, v0.34)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        super().__init__(
-            f"very short watch: {name}: Unexpected watch close - watch lasted less than a "
-            "second and no items received"
-        )
-
-
-class WatchStalledError(ClientCacheError):
-    """Nothing arrived on a watch for the idle timeout (a port addition)."""
-
-
-class ListFailedError(ClientCacheError):
-    """``failed to list <type>: <cause>``; the cause is ``__cause__`` (Go wraps with %w)."""
-
-
-class DataInconsistencyError(ClientCacheError):
-    """The watch-list result differs from an exact LIST at the same resourceVersion."""
-
-
-@runtime_checkable
-class ResourceVersionUpdater(Protocol):
-    """A store told about every resourceVersion the watch reaches (Go
-    ``ResourceVersionUpdater``)."""
-
-    def update_resource_version(self, resource_version: str) -> None:
-        """Told the resourceVersion the reflector has synced to (Go
-        ``UpdateResourceVersion``)."""
-        ...
-
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 """Called with each error ``list_and_watch`` ends with (Go ``WatchErrorHandler``)."""
@@ -195,67 +159,6 @@ def default_watch_error_handler(reflector: Reflector, err: BaseException) -> Non
     if not reflector.status.reported(err):
         handle_error(f"{reflector.status.resource}: list/watch failed: "
                      f"{describe_failure(err)}")
-
-
-def _go_duration(seconds: float) -> str:
-    """Go's ``time.Duration`` string for the durations these messages print."""
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"
-    if seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    return f"{seconds:g}s"
-
-
-class InitialEventsEndBookmarkTicker:
-    """Warns while a watch-list waits for its initial-events-end bookmark (Go
-    ``initialEventsEndBookmarkTicker``): every ``interval`` (10 s) without the bookmark it
-    produces a warning. Without ``exit_on_bookmark`` it never ticks."""
-
-    def __init__(
-        self, name: str, clock: WithTicker, watch_start: float, interval: float,
-        exit_on_bookmark: bool,
-    ) -> None:
-        self.name = name
-        self.clock = clock
-        self.watch_start = watch_start
-        self.interval = interval
-        self.last_event: float | None = None
-        self._ticker = clock.new_ticker(interval) if exit_on_bookmark else None
-        self._never: Chan[float] = Chan(1)
-
-    def c(self) -> Chan[float]:
-        """The channel that ticks while the initial events' end bookmark is awaited."""
-        return self._ticker.c() if self._ticker is not None else self._never
-
-    def stop(self) -> None:
-        """Stop the ticker."""
-        if self._ticker is not None:
-            self._ticker.stop()
-
-    def observe_last_event_time(self, when: float) -> None:
-        """Note when the last event arrived (monotonic seconds)."""
-        self.last_event = when
-
-    def produce_warning_if_expired(self) -> str | None:
-        """A warning text when the bookmark is overdue, else None (Go
-        ``produceWarningIfExpired``)."""
-        if self._ticker is None:
-            return None
-        if self.last_event is None:
-            waited = _go_duration(self.clock.monotonic() - self.watch_start)
-            return (f"{self.name}: awaiting required bookmark event for initial events "
-                    f"stream, no events received for {waited}")
-        elapsed = self.clock.monotonic() - self.last_event
-        if elapsed < self.interval:
-            return None
-        return (f"{self.name}: hasn't received required bookmark event marking the end of "
-                f"initial events stream, received last event {_go_duration(elapsed)} ago")
-
-    def warn_if_expired(self) -> None:
-        """Log the warning when the bookmark is overdue (Go ``warnIfExpired``)."""
-        warning = self.produce_warning_if_expired()
-        if warning:
-            _log.warning("%s", warning)
 
 
 @dataclass
@@ -276,111 +179,12 @@ class ReflectorOptions:
     """Where the reflector reports what it does (health, logs); its own by default."""
 
 
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "") in ("1", "t", "T", "TRUE", "true", "True")
-
-
 def _name_from_callsite() -> str:
     for frame in inspect.stack()[2:]:
         filename = str(Path(frame.filename).resolve()) if frame.filename else ""
         if filename and not filename.startswith(_PACKAGE_DIR):
             return f"{frame.filename}:{frame.lineno}"
     return "????"
-
-
-def describe_expected_type(expected_type: Any) -> tuple[str, type | None, tuple[str, str] | None]:
-    """``(type description, type to check, (apiVersion, kind) to check)`` for a
-    reflector's ``expected_type``: a class (checked with ``isinstance``), a dict example
-    carrying ``apiVersion`` and ``kind`` (checked against the objects'), or None."""
-    if expected_type is None:
-        return DEFAULT_EXPECTED_TYPE_NAME, None, None
-    if isinstance(expected_type, type):
-        return expected_type.__name__, expected_type, None
-    api_version, kind = meta.type_meta(expected_type)
-    if isinstance(expected_type, dict) and api_version and kind:
-        group, _, version = api_version.rpartition("/")
-        return f"{group}/{version}, Kind={kind}", dict, (api_version, kind)
-    return type(expected_type).__name__, type(expected_type), None
-
-
-class _Case(enum.Enum):
-    """What woke the watch loop (the cases of Go's ``select`` in ``handleAnyWatch``)."""
-
-    EVENT = 0  # an event, or the result channel closed (value CLOSED)
-    RESYNC_FAILED = 1  # the resync thread's store.resync() raised (value: the error)
-    IDLE = 2  # the idle timer fired
-    BOOKMARK_TICK = 3  # the initial-events-end ticker fired
-
-
-_CASE_OF_INDEX = {case.value: case for case in _Case}
-
-
-def _next_case(stop: threading.Event, result: Chan[Event],
-               chans: list[Chan[Any]], batch: int = 0) -> tuple[_Case, Any]:
-    """Wait for the next thing the watch loop must handle; raises on stop.
-
-    A busy stream has its next event within a moment: after a look at every channel, wait
-    :data:`_BUSY_STREAM_WAIT` on the result channel alone (much cheaper than registering
-    with every channel), and only then block in a full select. With ``batch``, an empty
-    result channel is first given :data:`_INITIAL_EVENTS_BATCH_WAIT` to fill up to
-    ``batch`` events."""
-    index, value = select_or_stop(stop, chans, 0)
-    if index == TIMED_OUT and batch:
-        result.wait_batch(batch, _INITIAL_EVENTS_BATCH_WAIT)
-        index, value = select_or_stop(stop, chans, 0)
-    if index == TIMED_OUT:
-        value, ok = result.recv(_BUSY_STREAM_WAIT)
-        if ok or value is CLOSED:
-            return _Case.EVENT, value
-        index, value = select_or_stop(stop, chans)
-    if index == STOPPED:
-        raise StopRequestedError()
-    return _CASE_OF_INDEX[index], value
-
-
-class _EventSink:
-    """Applies watch events to a store and records their resourceVersions (the body of
-    Go's ``handleAnyWatch`` loop for one event)."""
-
-    def __init__(self, reflector: Reflector, store: Store | None,
-                 set_resource_version: Callable[[str], None] | None) -> None:
-        self.reflector = reflector
-        self.target = reflector.store if store is None else store
-        self.set_rv = set_resource_version or reflector._set_last_sync_resource_version
-        self.updater = (self.target if store is None
-                        and isinstance(self.target, ResourceVersionUpdater) else None)
-
-    def apply(self, event: Event) -> bool | None:
-        """Apply ``event``; returns whether it was the initial-events-end bookmark, or
-        None when it was skipped. An ERROR event raises its status as an exception."""
-        r = self.reflector
-        if event.type is EventType.ERROR:
-            raise from_status(event.object)
-        if not r._accept(event.object):
-            return None
-        try:
-            rv = meta.get_resource_version(event.object)
-        except MetaAccessError:
-            handle_error(f"{r.name}: unable to understand watch event of "
-                         f"{r.type_description}: {event!r}")
-            return None
-        bookmark_end = False
-        if event.type is EventType.ADDED:
-            r._apply(self.target.add, "add", "to", event.object)
-        elif event.type is EventType.MODIFIED:
-            r._apply(self.target.update, "update", "to", event.object)
-        elif event.type is EventType.DELETED:
-            r._apply(self.target.delete, "delete", "from", event.object)
-        else:  # BOOKMARK (ERROR was handled above)
-            annotations = meta.accessor(event.object).annotations
-            bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
-        self.set_rv(rv)
-        if self.updater is not None:
-            try:
-                self.updater.update_resource_version(rv)
-            except Exception as err:
-                handle_error(f"{r.name}: update_resource_version failed: {err}")
-        return bookmark_end
 
 
 class Reflector:
@@ -399,6 +203,9 @@ class Reflector:
         self.name = options.name or _name_from_callsite()
         description, self.expected_type, self.expected_gvk = describe_expected_type(expected_type)
         self.type_description = options.type_description or description
+        self.type_check = TypeCheck(self.name, self.type_description, self.expected_type,
+                                    self.expected_gvk)
+        """Skips (and reports) objects not of the expected type."""
         self.store = store
         self.lister_watcher = lister_watcher
         self.resync_period = options.resync_period
@@ -410,7 +217,7 @@ class Reflector:
         self.watch_list_page_size = 0
         self.should_resync: Callable[[], bool] | None = None
         self.max_internal_error_retry_duration = 0.0
-        self.use_watch_list = _env_true("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") or _env_true(
+        self.use_watch_list = env_true("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") or env_true(
             "KUBE_FEATURE_WatchListClient"
         )
         self.watch_error_handler: WatchErrorHandler = default_watch_error_handler
@@ -551,7 +358,7 @@ class Reflector:
             self._paginated_result = True
         self._set_unavailable(False)
         rv = list_resource_version(result)
-        items = self._accept_list(result, list_items(result))
+        items = self.type_check.accept_list(result, list_items(result))
         self.metrics.lists.inc()
         self.metrics.list_duration.observe(time.monotonic() - started)
         self.metrics.items_in_list.observe(len(items))
@@ -703,104 +510,13 @@ class Reflector:
         set_resource_version: Callable[[str], None] | None = None,
         exit_on_initial_events_end: bool = False,
     ) -> bool:
-        """Apply watch events until the watch ends (Go ``handleAnyWatch``). Returns True
-        when it stopped at the initial-events-end bookmark; raises the error that ended the
-        watch (:class:`~client_cache.errors.StopRequestedError` on stop).
-
-        Each turn waits for one of four things (:func:`_next_case`): an event, an error
-        from the resync thread, the idle timer, the initial-events ticker. Until the
-        initial-events-end bookmark (``exit_on_initial_events_end``) it takes events in
-        batches (:data:`_INITIAL_EVENTS_BATCH_WAIT`)."""
-        sink = _EventSink(self, store, set_resource_version)
-        count = 0
-        last_event = self.clock.monotonic()
-        idle_timer = self.clock.new_timer(idle)
-        ticker = InitialEventsEndBookmarkTicker(self.name, self.clock, start, 10.0,
-                                                exit_on_initial_events_end)
-        try:
-            result = watch.result_chan()
-            chans: list[Chan[Any]] = [result, errors, idle_timer.c(), ticker.c()]
-            batch = result.cap() // 2 if exit_on_initial_events_end else 0
-            if batch < 2:
-                batch = 0  # an unbuffered or one-slot channel: nothing to batch
-            while True:
-                case, value = _next_case(stop, result, chans, batch)
-                if case is _Case.RESYNC_FAILED:
-                    raise value
-                if case is _Case.BOOKMARK_TICK:
-                    ticker.warn_if_expired()
-                    continue
-                if case is _Case.IDLE:
-                    quiet = self.clock.monotonic() - last_event
-                    if quiet >= idle:
-                        raise WatchStalledError(
-                            f"{self.name}: no watch event or bookmark for {quiet:.0f}s")
-                    idle_timer.reset(idle - quiet)
-                    continue
-                if value is CLOSED:
-                    break
-                last_event = self.clock.monotonic()
-                ticker.observe_last_event_time(last_event)
-                self.status.watch_event(last_event)
-                bookmark_end = sink.apply(value)
-                if bookmark_end is None:
-                    continue  # skipped (logged)
-                count += 1
-                if exit_on_initial_events_end and bookmark_end:
-                    self.log.debug("exiting %s Watch because received the bookmark that marks the "
-                               "end of initial events stream, total %d items received",
-                               self.name, count)
-                    return True
-        finally:
-            idle_timer.stop()
-            ticker.stop()
-            self.metrics.items_in_watch.observe(count)
-            self.metrics.watch_duration.observe(max(0.0, self.clock.monotonic() - start))
-        if self.clock.monotonic() - start < 1.0 and count == 0:
-            self.metrics.short_watches.inc()
-            raise VeryShortWatchError(self.name)
-        self.log.debug("%s: Watch close - %s total %d items received", self.name,
-                   self.type_description, count)
-        return False
-
-    def _accept(self, obj: Any, what: str = "watch event object") -> bool:
-        """Whether ``obj`` is of the expected type (a class) or apiVersion and kind (a
-        dict example); a mismatch is reported and the object skipped, as Go's typed
-        decoding rejects it. A LIST item without apiVersion and kind is typed by its list
-        (servers omit them there) and passes."""
-        if self.expected_type is not None and not isinstance(obj, self.expected_type):
-            handle_error(f"{self.name}: expected type {self.type_description}, but {what} "
-                         f"had type {type(obj).__name__}")
-            return False
-        if self.expected_gvk is not None:
-            got = meta.type_meta(obj)
-            if got != self.expected_gvk and not (what == "LIST item" and got == ("", "")):
-                handle_error(f"{self.name}: expected gvk {self.expected_gvk} "
-                             f"({self.type_description}), but {what} had gvk {got}")
-                return False
-        return True
-
-    def _accept_list(self, result: Any, items: list[Any]) -> list[Any]:
-        """The LIST's items that pass :meth:`_accept`; a list of another kind (a
-        ``ConfigMapList`` for pods) fails the LIST, as it fails Go's typed decoding."""
-        if self.expected_gvk is not None and isinstance(result, dict):
-            api_version, kind = self.expected_gvk
-            got = (result.get("apiVersion") or "", result.get("kind") or "")
-            if all(got) and got != (api_version, f"{kind}List"):
-                raise ListFailedError(
-                    f"failed to list {self.type_description}: expected a {kind}List of "
-                    f"{api_version}, the server sent a {got[1]} of {got[0]}")
-        if self.expected_type is None and self.expected_gvk is None:
-            return items
-        accepted = [item for item in items if self._accept(item, "LIST item")]
-        return accepted if len(accepted) < len(items) else items
-
-    def _apply(self, op: Callable[[Any], None], verb: str, prep: str, obj: Any) -> None:
-        try:
-            op(obj)
-        except Exception as err:
-            handle_error(f"{self.name}: unable to {verb} watch event object "
-                         f"({meta.describe(obj)}) {prep} store: {err}")
+        """Apply watch events until the watch ends (Go ``handleAnyWatch``):
+        :func:`client_cache.reflector_watch.handle_watch`, resourceVersions going to the
+        reflector's own unless ``set_resource_version`` is given."""
+        return handle_watch(
+            self, start, watch, stop, errors, idle=idle, store=store,
+            set_resource_version=set_resource_version or self._set_last_sync_resource_version,
+            exit_on_initial_events_end=exit_on_initial_events_end)
 
     # -- watch-list ------------------------------------------------------------------------------
     def _watch_list(self, stop: threading.Event) -> Watch | None:
@@ -868,8 +584,8 @@ class Reflector:
             watch.stop()  # closed before the bookmark: ask again
         self._set_unavailable(False)
         rv = resource_version[0]
-        if _env_true("KUBE_WATCHLIST_INCONSISTENCY_DETECTOR"):
-            self._check_consistency(rv, temporary.list())
+        check_watch_list_consistency_if_requested(self.name, rv, self.lister_watcher,
+                                                  temporary.list(), self.log)
         try:
             self.store.replace(temporary.list(), rv)
         except Exception as err:
@@ -888,26 +604,6 @@ class Reflector:
             self._set_unavailable(True)
             return True
         return False
-
-    def _check_consistency(self, rv: str, streamed: list[Any]) -> None:
-        """``KUBE_WATCHLIST_INCONSISTENCY_DETECTOR``: compare with an exact LIST."""
-        if rv in ("", "0"):
-            return
-        self.log.warning("data consistency check for %s is enabled, this will result in an "
-                     "additional call to the API server.", self.name)
-        listed = list_items(self.lister_watcher.list(ListOptions(
-            resource_version=rv, resource_version_match=RESOURCE_VERSION_MATCH_EXACT)))
-
-        def summary(objs: list[Any]) -> list[tuple[str, str, str]]:
-            out = []
-            for obj in objs:
-                acc = meta.accessor(obj)
-                out.append((acc.uid, acc.resource_version, meta_namespace_key_func(obj)))
-            return sorted(out)
-
-        if summary(listed) != summary(streamed):
-            raise DataInconsistencyError(
-                f"data inconsistency detected for {self.name}, panicking!")
 
 
 def new_reflector_with_options(

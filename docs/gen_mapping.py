@@ -56,6 +56,7 @@ PACKAGES = {
     "client_cache.util.parking": "a goroutine parked on a channel (the language)",
     "client_cache.transport": f"{CLIENT_GO}/rest, net/http (the transport under a request)",
     "client_cache.util.wait": f"{APIMACHINERY}/util/wait",
+    "client_cache.util.env": "os.Getenv + strconv.ParseBool (the language)",
     "client_cache.workqueue": f"{CLIENT_GO}/util/workqueue",
     "client_cache.util.flowcontrol": f"{CLIENT_GO}/util/flowcontrol",
     "client_cache.leaderelection": f"{CLIENT_GO}/tools/leaderelection, "
@@ -355,6 +356,12 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "SubscriberLaggedError": ("—", "tokio broadcast's Lagged: events were dropped"),
     "DEFAULT_SUBSCRIBER_BUFFER": ("—", "a subscriber's buffer (1024 events)"),
     "InitialEventsEndBookmarkTicker": ("initialEventsEndBookmarkTicker", ""),
+    "handle_watch": ("handleAnyWatch", ""),
+    "TypeCheck": ("—", "the expectedType/expectedGVK checks of Go's reflector, as one object"),
+    "check_watch_list_consistency_if_requested": (
+        "checkWatchListDataConsistencyIfRequested", ""),
+    "env_true": ("—", "a variable read with strconv.ParseBool"),
+    "parse_bool": ("strconv.ParseBool", "the true spellings; errors count as false"),
     "ResourceVersionUpdater": ("ResourceVersionUpdater", ""),
     "default_watch_error_handler": ("DefaultWatchErrorHandler", ""),
     "reset_reflector_metrics_provider_for_tests": ("—", "test helper"),

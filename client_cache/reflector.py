@@ -201,10 +201,9 @@ class Reflector:
     ) -> None:
         options = options or ReflectorOptions()
         self.name = options.name or _name_from_callsite()
-        description, self.expected_type, self.expected_gvk = describe_expected_type(expected_type)
+        description, checked_type, checked_gvk = describe_expected_type(expected_type)
         self.type_description = options.type_description or description
-        self.type_check = TypeCheck(self.name, self.type_description, self.expected_type,
-                                    self.expected_gvk)
+        self.type_check = TypeCheck(self.name, self.type_description, checked_type, checked_gvk)
         """Skips (and reports) objects not of the expected type."""
         self.store = store
         self.lister_watcher = lister_watcher
@@ -231,6 +230,16 @@ class Reflector:
         self._last_sync_resource_version = ""
         self._last_sync_resource_version_unavailable = False
         self._paginated_result = False
+
+    @property
+    def expected_type(self) -> type | None:
+        """The class objects are checked against (None: not checked)."""
+        return self.type_check.expected_type
+
+    @property
+    def expected_gvk(self) -> tuple[str, str] | None:
+        """The ``(apiVersion, kind)`` objects are checked against (None: not checked)."""
+        return self.type_check.expected_gvk
 
     def __repr__(self) -> str:
         return f"<Reflector {self.name} ({self.type_description})>"

@@ -52,6 +52,7 @@ from client_cache.delta_fifo import (
     new_delta_fifo_with_options,
 )
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError, MetaAccessError
+from client_cache.expected_type import describe_expected_type
 from client_cache.fifo import Queue, QueueBase
 from client_cache.health.status import InformerHealth, ReflectorStatus
 from client_cache.index import Indexer, Indexers
@@ -66,7 +67,7 @@ from client_cache.processor import (
     determine_resync_period,
     handler_name,
 )
-from client_cache.reflector import WatchErrorHandler, describe_expected_type
+from client_cache.reflector import WatchErrorHandler
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
 from client_cache.synctrack import sync_generation, wait_sync_changed
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options

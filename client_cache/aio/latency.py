@@ -64,9 +64,9 @@ def low_latency_sync(*, switch_interval: float | None = 0.0001,
     threads hand it over many times a millisecond, so the loop mostly gets it by winning a
     race. The default, 0.1 ms, was measured on this project's 2-core machine over
     10,000-pod syncs from a watch-list with an ``AsyncHandler`` and an ``events()``
-    consumer (2026-11-26): worst loop lag 4-9 ms in 38 syncs, against 5-16 ms at 0.5 ms
-    (2 of 8 syncs over 10 ms); the sync took 4-10 % longer. At 1 ms, 10-17 ms stalls came
-    in about one sync in ten.
+    consumer (2026-11-26): worst loop lag at most 9 ms in 38 syncs, against 5-16 ms at
+    0.5 ms (2 of 8 syncs over 10 ms); the sync took 4-10 % longer. At 1 ms, 10-17 ms
+    stalls came in about one sync in ten.
 
     On exit, with ``freeze`` (the default), ``gc.freeze()`` moves every object alive into
     the permanent generation, so no later collection walks the cache: without it the

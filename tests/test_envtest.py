@@ -21,7 +21,7 @@ from kubernetes.client import ApiException, CoreV1Api
 from client_cache.apis import ListOptions
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.testing import envtest
+from client_cache.testing import envtest, envtest_build
 from client_cache.testing.envtest import (
     KUBERNETES_VERSION,
     ControlPlane,
@@ -43,21 +43,21 @@ def test_missing_binaries_say_how_to_build_them(tmp_path: Path,
 def test_missing_go_toolchain_is_a_clear_error(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLIENT_CACHE_ENVTEST_DIR", str(tmp_path / "none"))
-    monkeypatch.setattr(envtest.shutil, "which", lambda name: None)
-    monkeypatch.setattr(envtest.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(envtest_build.shutil, "which", lambda name: None)
+    monkeypatch.setattr(envtest_build.os, "access", lambda path, mode: False)
     with pytest.raises(EnvtestError, match=r"`go` is not on PATH.*Go >= 1\.26"):
         envtest.build()
     assert not (tmp_path / "none" / "kube-apiserver").exists()
 
 
 def test_build_module_replaces_every_staging_module(tmp_path: Path) -> None:
-    envtest._apiserver_module(tmp_path)
+    envtest_build._apiserver_module(tmp_path)
     gomod = (tmp_path / "go.mod").read_text()
     assert f"require k8s.io/kubernetes {KUBERNETES_VERSION}\n" in gomod
     staging = KUBERNETES_VERSION.replace("v1.", "v0.", 1)
     for module in ("api", "apimachinery", "apiserver", "client-go", "kubelet", "streaming"):
         assert f"\tk8s.io/{module} => k8s.io/{module} {staging}\n" in gomod
-    assert gomod.count("=>") == len(envtest._STAGING_MODULES)
+    assert gomod.count("=>") == len(envtest_build._STAGING_MODULES)
 
 
 @pytest.fixture

@@ -21,19 +21,15 @@ from __future__ import annotations
 import copy
 import json
 import os
-import queue
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from client_cache import fields as fieldsel
 from client_cache import labels as labelsel
 from client_cache.errors import (
-    ApiStatusError,
     new_already_exists,
     new_bad_request,
     new_conflict,
@@ -41,174 +37,23 @@ from client_cache.errors import (
     new_resource_expired,
     new_too_large_resource_version,
 )
+from client_cache.testing.resources import (
+    BUILTIN_RESOURCES,
+    CRD_KEY,
+    ResourceType,
+    crd_resource_type,
+)
 from client_cache.testing.validation import validate_write
+from client_cache.testing.watchers import Change, Watcher, encode_event
 from client_cache.util.timestamps import format_time
 
-__all__ = ["BUILTIN_RESOURCES", "ApiStore", "ResourceType", "Watcher"]
-
-
-@dataclass(frozen=True)
-class ResourceType:
-    """One served resource."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-    short_names: tuple[str, ...] = ()
-
-    @property
-    def api_version(self) -> str:
-        """``group/version`` (``version`` for the core group)."""
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def singular(self) -> str:
-        """The singular name (the kind in lower case)."""
-        return self.kind.lower()
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """``(group, plural)``, the resource's key in the store."""
-        return self.group, self.plural
-
-    def discovery(self) -> dict[str, Any]:
-        """The resource's entry in an API discovery document."""
-        return {
-            "name": self.plural,
-            "singularName": self.singular,
-            "namespaced": self.namespaced,
-            "kind": self.kind,
-            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch",
-                      "update", "watch"],
-            "shortNames": list(self.short_names),
-        }
-
-
-BUILTIN_RESOURCES = (
-    ResourceType("", "v1", "pods", "Pod", True, ("po",)),
-    ResourceType("", "v1", "services", "Service", True, ("svc",)),
-    ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
-    ResourceType("", "v1", "secrets", "Secret", True),
-    ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",)),
-    ResourceType("", "v1", "nodes", "Node", False, ("no",)),
-    ResourceType("", "v1", "events", "Event", True, ("ev",)),
-    # stored apart from core/v1 Events here; one storage with two views on a real server
-    ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
-    ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",)),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",)),
-    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",)),
-    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
-    ResourceType("batch", "v1", "jobs", "Job", True),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
-    ResourceType("", "v1", "podtemplates", "PodTemplate", True),
-    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                 "CustomResourceDefinition", False, ("crd", "crds")),
-)
-
-_CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
-
-
-def _crd_resource_type(crd: dict[str, Any]) -> ResourceType:
-    """The resource a CustomResourceDefinition defines (its storage version), or 422
-    Invalid as the real server answers a definition without group, names or versions, or
-    whose name is not ``<plural>.<group>``."""
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    group, plural, kind = spec.get("group", ""), names.get("plural", ""), names.get("kind", "")
-    versions = [v for v in spec.get("versions") or [] if v.get("served", True)]
-    storage = [v["name"] for v in versions if v.get("storage") and v.get("name")]
-    name = (crd.get("metadata") or {}).get("name", "")
-    if not (group and plural and kind and storage):
-        raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
-                             f"\"{name}\" is invalid: spec needs group, names.plural, "
-                             "names.kind and one storage version")
-    if name != f"{plural}.{group}":
-        raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
-                             f"\"{name}\" is invalid: metadata.name: Invalid value: "
-                             f"\"{name}\": must be spec.names.plural+\".\"+spec.group")
-    return ResourceType(group, storage[0], plural, kind, spec.get("scope") != "Cluster",
-                        tuple(names.get("shortNames") or ()))
-
-
-@dataclass
-class _Change:
-    rv: int
-    type: str  # ADDED / MODIFIED / DELETED
-    resource: tuple[str, str]
-    key: tuple[str, str]
-    obj: dict[str, Any]
-    prev: dict[str, Any] | None
-
-
-@dataclass(eq=False)
-class Watcher:
-    """One open watch: the HTTP layer reads encoded lines (``bytes``) from ``queue``;
-    ``None`` means "end the stream cleanly" and control strings trigger faults."""
-
-    resource: ResourceType
-    namespace: str
-    label_selector: labelsel.Selector
-    field_selector: fieldsel.Selector
-    queue: queue.Queue[Any] = field(default_factory=queue.Queue)
-    ending: bool = False
-    #: Only changes after this revision are sent (the watch's resourceVersion, or the
-    #: revision of its initial state); bookmarks must be newer too, as on the real server.
-    start_rv: int = 0
-
-    def event_for(self, change_type: str, obj: dict[str, Any],
-                  prev: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
-        """The event this watcher gets for a change, or None. Like the watch cache, an
-        object that stops matching the selectors comes as DELETED with its *previous*
-        content (carrying the change's resourceVersion); one that starts matching as
-        ADDED."""
-        before = self.matches(prev)
-        if change_type == "DELETED":
-            return ("DELETED", obj) if before or self.matches(obj) else None
-        now = self.matches(obj)
-        if now:
-            return ("MODIFIED" if before else "ADDED"), obj
-        if before and prev is not None:
-            gone = dict(prev)
-            gone["metadata"] = dict(prev.get("metadata") or {},
-                                    resourceVersion=obj["metadata"]["resourceVersion"])
-            return "DELETED", gone
-        return None
-
-    def matches(self, obj: Mapping[str, Any] | None) -> bool:
-        """True when ``obj`` is in this watch's namespace and matches its selectors."""
-        if obj is None:
-            return False
-        md = obj.get("metadata") or {}
-        if self.namespace and md.get("namespace") != self.namespace:
-            return False
-        if not self.label_selector.empty() and not self.label_selector.matches(
-            md.get("labels") or {}
-        ):
-            return False
-        return self.field_selector.empty() or self.field_selector.matches(_field_set(obj))
-
-
-def _field_set(obj: Mapping[str, Any]) -> dict[str, str]:
-    md = obj.get("metadata") or {}
-    out = {"metadata.name": md.get("name", ""), "metadata.namespace": md.get("namespace", "")}
-    spec = obj.get("spec")
-    if isinstance(spec, Mapping) and isinstance(spec.get("nodeName"), str):
-        out["spec.nodeName"] = spec["nodeName"]
-    status = obj.get("status")
-    if isinstance(status, Mapping) and isinstance(status.get("phase"), str):
-        out["status.phase"] = status["phase"]
-    return out
+# ResourceType, BUILTIN_RESOURCES, Watcher and encode_event live in their own modules
+# (testing.resources, testing.watchers) and stay importable from here.
+__all__ = ["BUILTIN_RESOURCES", "ApiStore", "ResourceType", "Watcher", "encode_event"]
 
 
 def _now() -> str:
     return format_time(time.time())
-
-
-def encode_event(event_type: str, obj: Any) -> bytes:
-    """One watch stream line."""
-    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
 def _check_version(
@@ -249,7 +94,7 @@ class ApiStore:
         self.uncached_resources = frozenset(uncached_resources)
         self._rv = 1  # etcd-like: the first write is revision 2
         self._compacted = 1
-        self._history: deque[_Change] = deque()
+        self._history: deque[Change] = deque()
         self._types: dict[tuple[str, str], ResourceType] = {}
         self._objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self._watchers: dict[tuple[str, str], set[Watcher]] = {}
@@ -293,7 +138,7 @@ class ApiStore:
         self, rtype: ResourceType, event_type: str, key: tuple[str, str],
         obj: dict[str, Any], prev: dict[str, Any] | None,
     ) -> None:
-        self._history.append(_Change(self._rv, event_type, rtype.key, key, obj, prev))
+        self._history.append(Change(self._rv, event_type, rtype.key, key, obj, prev))
         while len(self._history) > self.history_limit:
             dropped = self._history.popleft()
             self._compacted = dropped.rv
@@ -351,7 +196,7 @@ class ApiStore:
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
         validate_write(rtype.group, rtype.plural, obj)
-        defined = _crd_resource_type(obj) if rtype.key == _CRD_KEY else None
+        defined = crd_resource_type(obj) if rtype.key == CRD_KEY else None
         if defined is not None:  # the real server's controllers accept and establish it
             obj["status"] = {
                 "acceptedNames": obj["spec"]["names"],
@@ -558,9 +403,9 @@ class ApiStore:
             state = json.load(fh)
         with self._lock:
             for entry in state["objects"]:  # custom resources first: their types
-                if (entry["group"], entry["plural"]) == _CRD_KEY:
+                if (entry["group"], entry["plural"]) == CRD_KEY:
                     for crd in entry["items"]:
-                        self.register(_crd_resource_type(crd))
+                        self.register(crd_resource_type(crd))
             for entry in state["objects"]:
                 key = (entry["group"], entry["plural"])
                 if key not in self._types:
@@ -612,7 +457,7 @@ class ApiStore:
             ordered = [objs[k] for k in sorted(objs)]
             return ordered, revision
 
-    def changes_since(self, rtype: ResourceType, revision: int) -> Iterator[_Change]:
+    def changes_since(self, rtype: ResourceType, revision: int) -> Iterator[Change]:
         """Recorded changes of ``rtype`` after ``revision`` (caller holds the lock)."""
         for change in self._history:
             if change.rv > revision and change.resource == rtype.key:
@@ -667,7 +512,7 @@ class ApiStore:
             watcher.start_rv = current if revision is None or initial_events else revision
             self._watchers[rtype.key].add(watcher)
 
-    def _replay_locked(self, watcher: Watcher, change: _Change) -> None:
+    def _replay_locked(self, watcher: Watcher, change: Change) -> None:
         event = watcher.event_for(change.type, change.obj, change.prev)
         if event is not None:
             watcher.queue.put(encode_event(*event))

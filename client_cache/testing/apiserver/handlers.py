@@ -25,7 +25,8 @@ from client_cache.errors import (
     new_resource_expired,
 )
 from client_cache.testing.apiserver.faults import ABORT, GARBLE
-from client_cache.testing.apistore import ResourceType, Watcher
+from client_cache.testing.resources import ResourceType
+from client_cache.testing.watchers import Watcher
 
 if TYPE_CHECKING:
     from client_cache.testing.apiserver.server import EmbeddedApiServer

@@ -1,0 +1,101 @@
+"""The resources the embedded API server serves: what one is (its group, version, names
+and scope), the built-in ones, and the resource a CustomResourceDefinition adds.
+
+Go has no one type for this; it is what the real server's discovery documents
+(``APIResource``) and a CRD's ``spec.names`` say of a resource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from client_cache.errors import ApiStatusError
+
+__all__ = ["BUILTIN_RESOURCES", "CRD_KEY", "ResourceType", "crd_resource_type"]
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served resource."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        """``group/version`` (``version`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        """The singular name (the kind in lower case)."""
+        return self.kind.lower()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(group, plural)``, the resource's key in the store."""
+        return self.group, self.plural
+
+    def discovery(self) -> dict[str, Any]:
+        """The resource's entry in an API discovery document."""
+        return {
+            "name": self.plural,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch",
+                      "update", "watch"],
+            "shortNames": list(self.short_names),
+        }
+
+
+BUILTIN_RESOURCES = (
+    ResourceType("", "v1", "pods", "Pod", True, ("po",)),
+    ResourceType("", "v1", "services", "Service", True, ("svc",)),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    ResourceType("", "v1", "secrets", "Secret", True),
+    ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",)),
+    ResourceType("", "v1", "nodes", "Node", False, ("no",)),
+    ResourceType("", "v1", "events", "Event", True, ("ev",)),
+    # stored apart from core/v1 Events here; one storage with two views on a real server
+    ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",)),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",)),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",)),
+    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
+    ResourceType("batch", "v1", "jobs", "Job", True),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType("", "v1", "podtemplates", "PodTemplate", True),
+    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                 "CustomResourceDefinition", False, ("crd", "crds")),
+)
+
+#: ``(group, plural)`` of CustomResourceDefinitions, whose writes register a resource.
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+def crd_resource_type(crd: dict[str, Any]) -> ResourceType:
+    """The resource a CustomResourceDefinition defines (its storage version), or 422
+    Invalid as the real server answers a definition without group, names or versions, or
+    whose name is not ``<plural>.<group>``."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group, plural, kind = spec.get("group", ""), names.get("plural", ""), names.get("kind", "")
+    versions = [v for v in spec.get("versions") or [] if v.get("served", True)]
+    storage = [v["name"] for v in versions if v.get("storage") and v.get("name")]
+    name = (crd.get("metadata") or {}).get("name", "")
+    if not (group and plural and kind and storage):
+        raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
+                             f"\"{name}\" is invalid: spec needs group, names.plural, "
+                             "names.kind and one storage version")
+    if name != f"{plural}.{group}":
+        raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
+                             f"\"{name}\" is invalid: metadata.name: Invalid value: "
+                             f"\"{name}\": must be spec.names.plural+\".\"+spec.group")
+    return ResourceType(group, storage[0], plural, kind, spec.get("scope") != "Cluster",
+                        tuple(names.get("shortNames") or ()))

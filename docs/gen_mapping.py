@@ -27,6 +27,8 @@ PACKAGES = {
                             "decoded objects out of the cyclic collector's sight)",
     "client_cache.apis": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
     "client_cache.errors": f"{APIMACHINERY}/api/errors, {CLIENT_GO}/tools/cache",
+    "client_cache.cache_errors": f"{CLIENT_GO}/tools/cache (its error values)",
+    "client_cache.status_errors": f"{APIMACHINERY}/api/errors",
     "client_cache.fields": f"{APIMACHINERY}/fields",
     "client_cache.labels": f"{APIMACHINERY}/labels",
     "client_cache.meta": f"{APIMACHINERY}/api/meta, {APIMACHINERY}/apis/meta/v1",

@@ -79,7 +79,6 @@ class ResourceVersionUpdater(Protocol):
         ...
 
 
-
 def _go_duration(seconds: float) -> str:
     """Go's ``time.Duration`` string for the durations these messages print."""
     if seconds == int(seconds):
@@ -141,7 +140,6 @@ class InitialEventsEndBookmarkTicker:
             _log.warning("%s", warning)
 
 
-
 class _Case(enum.Enum):
     """What woke the watch loop (the cases of Go's ``select`` in ``handleAnyWatch``)."""
 
@@ -175,7 +173,6 @@ def _next_case(stop: threading.Event, result: Chan[Event],
     if index == STOPPED:
         raise StopRequestedError()
     return _CASE_OF_INDEX[index], value
-
 
 
 class _EventSink:

@@ -131,7 +131,6 @@ for _group in [name for name in vars(TypedGroups) if not name.startswith("_")]:
 del _group
 
 
-
 def new_metadata_shared_informer_factory(
     api_client: Any, default_resync: float,
     options: SharedInformerFactoryOptions | None = None,

@@ -133,6 +133,18 @@ class ReplayServer:
             raise RuntimeError("the replay server did not start")
         return self
 
+    @property
+    def pid(self) -> int:
+        """The running server's process id."""
+        assert self._proc is not None, "the server is not running"
+        return self._proc.pid
+
+    def pin(self, cpus: set[int]) -> None:
+        """Keep every thread of the running server on ``cpus`` (``sched_setaffinity``;
+        Linux). Threads it starts later inherit that from the thread that starts them."""
+        for task in os.listdir(f"/proc/{self.pid}/task"):
+            os.sched_setaffinity(int(task), cpus)
+
     def start_events(self) -> None:
         """Let the change events go out on the first watch."""
         request = urllib.request.Request(f"{self.url}/__control/start", data=b"", method="POST")

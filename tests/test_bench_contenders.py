@@ -4,6 +4,7 @@ floor reads what the others read: run as ``make bench`` runs them, at a small sc
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -139,3 +140,16 @@ def test_a_contender_that_crashes_once_is_run_again_and_marked(
                                 "retried": 7}}
     with pytest.raises(RuntimeError, match="exited with 3"):
         bench_compare.run_contender([sys.executable, "-c", "import sys; sys.exit(3)"])
+
+
+@pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")
+def test_a_pinned_replay_server_runs_every_thread_on_the_cpus_given() -> None:
+    """bench_pinning's server layouts: ``ReplayServer.pin`` moves each of the Go
+    program's threads (not only its first) to the CPUs given."""
+    cpus = sorted(os.sched_getaffinity(0))
+    with ReplayServer(pods=10, events=4) as replay:
+        tasks = Path(f"/proc/{replay.pid}/task")
+        assert len(list(tasks.iterdir())) > 1  # a Go program runs several threads
+        replay.pin({cpus[-1]})
+        for task in tasks.iterdir():
+            assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}

@@ -24,7 +24,7 @@ test: $(STAMP)
 
 # The suite on the other supported Pythons (pyenv's 3.10 and 3.13), each in its own
 # virtualenv (.venv-3.10, .venv-3.13), without the tests marked slow (the long scenarios on
-# both servers, which `make test` runs): CI runs it after `make test`. The virtualenvs are
+# both servers, which `make test` runs): CI runs it while `make test` runs. The virtualenvs are
 # built one after the other, then the two suites run at the same time (the suite waits on
 # servers and timeouts more than it computes: one alone keeps a core about a third busy),
 # each into .venv-<version>/pytest.log, printed when both have ended; either failing fails.

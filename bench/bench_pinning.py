@@ -13,8 +13,9 @@ LIST sync, one counting handler) takes ``--events`` changes from the replay sour
 - ``one-core-swapped``: the contender on CPU 0, the server on CPU 1.
 
 The layouts alternate, ``--repeats`` times, each run in its own processes after the load
-has settled (:func:`bench.bench_compare.settle`); medians (min-max) and the highest
-1-minute load at a run's start go to ``bench/results/pinning-<date>.{json,md}``. Needs a
+has settled (:func:`bench.bench_compare.settle`); each run's result (with the 1-minute
+load at its start) goes to ``bench/results/pinning-<date>.json``, and the medians (min-max,
+marked as :mod:`bench.compare_report` marks a loaded run) to ``pinning-<date>.md``. Needs a
 machine with at least two CPUs, Linux and ``taskset``. Run it with
 ``python -m bench.bench_pinning``; it is not part of ``make bench``.
 """
@@ -26,12 +27,12 @@ import datetime
 import json
 import os
 import shutil
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.bench_compare import RESULTS, Target, V, command, run_contender
+from bench.bench_compare import LOADED, RESULTS, Target, V, command, run_contender
+from bench.compare_report import MARK, cell, med, ratio
 from bench.replay import ReplayFiles, ReplayServer
 
 LAYOUTS = ("free", "server-pinned", "one-core", "one-core-swapped")
@@ -55,10 +56,6 @@ def one_run(layout: str, files: ReplayFiles) -> dict[str, Any]:
     return results["throughput"]
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--pods", type=int, default=10_000)
@@ -69,8 +66,9 @@ def main() -> None:
     if len(os.sched_getaffinity(0)) < 2 or shutil.which("taskset") is None:
         raise SystemExit("needs two CPUs and taskset")
     files = ReplayFiles(args.pods, args.events)
-    rates: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
-    loads: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
+    # per layout, in compare_report's shape: scenario -> each run's result
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        layout: {"throughput": []} for layout in LAYOUTS}
     print(f"replay: {files.pods:,} pods, {files.events:,} changes of {files.pod_bytes:,} B",
           flush=True)
     try:
@@ -78,8 +76,7 @@ def main() -> None:
             for layout in LAYOUTS:
                 began = time.monotonic()
                 result = one_run(layout, files)
-                rates[layout].append(result["events_per_second"])
-                loads[layout].append(result["load"])
+                runs[layout]["throughput"].append(result)
                 print(f"  run {repeat + 1} {layout:<17} {time.monotonic() - began:4.0f} s "
                       f"{result['events_per_second']:9,.0f} events/s "
                       f"(load {result['load']:.1f})", flush=True)
@@ -87,24 +84,22 @@ def main() -> None:
         files.close()
     day = datetime.date.today().isoformat()
     report = {"date": day, "pods": files.pods, "events": files.events,
-              "pod_bytes": files.pod_bytes, "repeats": args.repeats,
-              "layouts": {layout: {"events_per_second": summary(rates[layout]),
-                                   "runs": rates[layout], "max_load": max(loads[layout])}
-                          for layout in LAYOUTS}}
+              "pod_bytes": files.pod_bytes, "repeats": args.repeats, "layouts": runs}
     out = Path(args.out)
     (out / f"pinning-{day}.json").write_text(json.dumps(report, indent=2) + "\n")
-    free = report["layouts"]["free"]["events_per_second"]["median"]
+    free = med(runs["free"], "throughput", "events_per_second")
     lines = [f"# Replayed watch throughput by where the threads run, {day}", "",
              f"`python -m bench.bench_pinning`: {files.pods:,} pods, then {files.events:,} "
              f"changes of {files.pod_bytes:,} B from the replay source to one counting "
              f"handler (client_cache dicts, LIST sync); the layouts alternate, "
-             f"{args.repeats} runs each; medians (min-max).", "",
-             "| Layout | events/s | / free | highest load |", "|---|---|---|---|"]
+             f"{args.repeats} runs each; medians (min-max); {MARK}: a run began above a "
+             f"1-minute load of {LOADED}.", "",
+             "| Layout | events/s | / free |", "|---|---|---|"]
     for layout in LAYOUTS:
-        row = report["layouts"][layout]
-        s = row["events_per_second"]
-        lines.append(f"| {layout} | {s['median']:,.0f} ({s['min']:,.0f}-{s['max']:,.0f}) | "
-                     f"{s['median'] / free:.2f}x | {row['max_load']:.1f} |")
+        entry = runs[layout]
+        rate = cell(entry, "throughput", "events_per_second", ",.0f", LOADED)
+        lines.append(f"| {layout} | {rate} | "
+                     f"{ratio(med(entry, 'throughput', 'events_per_second'), free)} |")
     (out / f"pinning-{day}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

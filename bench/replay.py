@@ -15,6 +15,7 @@ the cache keeps its size. The server is a stdlib-only Go program built on first 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -141,9 +142,16 @@ class ReplayServer:
 
     def pin(self, cpus: set[int]) -> None:
         """Keep every thread of the running server on ``cpus`` (``sched_setaffinity``;
-        Linux). Threads it starts later inherit that from the thread that starts them."""
-        for task in os.listdir(f"/proc/{self.pid}/task"):
-            os.sched_setaffinity(int(task), cpus)
+        Linux). A thread inherits its creator's CPUs, so the threads are looked up again
+        until no new one has appeared: one started by a thread not yet moved is moved too.
+        A thread that ends meanwhile is skipped."""
+        tasks = f"/proc/{self.pid}/task"
+        done: set[str] = set()
+        while fresh := set(os.listdir(tasks)) - done:
+            for task in fresh:
+                with contextlib.suppress(ProcessLookupError):
+                    os.sched_setaffinity(int(task), cpus)
+            done |= fresh
 
     def start_events(self) -> None:
         """Let the change events go out on the first watch."""

@@ -44,7 +44,7 @@ class KeyFuncError(ClientCacheError):
     def __init__(self, obj: Any, err: BaseException) -> None:
         self.obj = obj
         self.err = err
-        from client_cache.meta import describe  # noqa: PLC0415 - meta imports this module
+        from client_cache.meta import describe  # noqa: PLC0415 - a cycle through errors
 
         super().__init__(f"couldn't create key for object {describe(obj)}: {err}")
         self.__cause__ = err

@@ -3,8 +3,8 @@
 releases, cached outside the clone (:func:`cache_dir`). :mod:`client_cache.testing.envtest`
 runs them; its documentation says what is built and how it is started.
 
-controller-runtime's envtest downloads prebuilt binaries (``setup-envtest``); there are none
-for this machine's network, so this builds them. All names here are importable from
+controller-runtime's envtest downloads prebuilt binaries (``setup-envtest``); this builds
+them instead, from what the Go module proxy serves. All names here are importable from
 :mod:`client_cache.testing.envtest` too.
 """
 

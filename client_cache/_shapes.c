@@ -290,6 +290,90 @@ shaped_dict(PyObject *dict)
     return result;
 }
 
+PyObject *
+dict_of_pairs(PyObject *const *pairs, Py_ssize_t n)
+{
+    PyObject *dict = PyDict_New();
+    if (dict == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyDict_SetItem(dict, pairs[2 * i], pairs[2 * i + 1]) < 0) {
+            Py_DECREF(dict);
+            return NULL;
+        }
+    }
+    return dict;
+}
+
+PyObject *
+shaped_from_pairs(PyObject *const *pairs, Py_ssize_t n)
+{
+    if (n == 0 || n > MAX_KEYS) {
+        return dict_of_pairs(pairs, n);
+    }
+    Py_uhash_t hash = 0x345678UL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_hash_t one = PyObject_Hash(pairs[2 * i]); /* cached in the key */
+        if (one == -1) {
+            return NULL;
+        }
+        hash = (hash ^ (Py_uhash_t)one) * 1000003UL;
+    }
+    hash ^= (Py_uhash_t)n;
+    Py_hash_t shape_hash = hash == (Py_uhash_t)-1 ? -2 : (Py_hash_t)hash;
+    Shape *bucket = &shapes[(shape_hash & (SHAPES - 1)) & ~(Py_hash_t)1];
+    Shape *found = NULL;
+    for (int i = 0; i < 2 && found == NULL; i++) {
+        PyObject *seen = bucket[i].seen;
+        if (seen == NULL || bucket[i].hash != shape_hash || PyTuple_GET_SIZE(seen) != n
+            || bucket[i].proto == NULL || bucket[i].proto == Py_None) {
+            continue;
+        }
+        Py_ssize_t k = 0;
+        while (k < n && equal(PyTuple_GET_ITEM(seen, k), pairs[2 * k])) {
+            k++;
+        }
+        if (k == n) {
+            found = &bucket[i];
+        }
+    }
+    if (found == NULL) { /* not a shape with a prototype yet: as shaped_dict decides */
+        PyObject *dict = dict_of_pairs(pairs, n);
+        if (dict == NULL || PyDict_GET_SIZE(dict) != n) {
+            return dict; /* repeated keys: the caller sees the size */
+        }
+        PyObject *result = shaped_dict(dict);
+        Py_DECREF(dict);
+        return result;
+    }
+    if (found != bucket) { /* seen again: first in its bucket */
+        Shape first = bucket[0];
+        bucket[0] = *found;
+        *found = first;
+        found = bucket;
+    }
+    /* nothing below runs Python code: the entry stays as it is */
+    PyObject *result = PyDict_Copy(found->proto);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyDict_SetItem(result, PyTuple_GET_ITEM(found->keys, i), pairs[2 * i + 1]) < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+    }
+    if (((PyDictObject *)result)->ma_values == NULL) { /* as shaped_dict checks */
+        Py_XSETREF(found->proto, Py_NewRef(Py_None));
+        Py_SETREF(result, dict_of_pairs(pairs, n));
+    }
+    else {
+        made++;
+    }
+    return result;
+}
+
 void
 shapes_clear(void)
 {

@@ -11,6 +11,16 @@
  * two underscores, or when its keys have been seen only once so far. NULL on error. */
 PyObject *shaped_dict(PyObject *dict);
 
+/* A dict (of its own key table) of the n pairs keys[0], values[0], keys[1]... (new
+ * reference), NULL on error. */
+PyObject *dict_of_pairs(PyObject *const *pairs, Py_ssize_t n);
+
+/* A dict of the n pairs (keys[0], values[0], keys[1]...: str keys), made as
+ * shaped_dict would make it from a dict of those pairs, without making that dict when
+ * the keys' shape has its prototype already (new reference); NULL on error. When a key
+ * repeats the dict has fewer than n keys. */
+PyObject *shaped_from_pairs(PyObject *const *pairs, Py_ssize_t n);
+
 /* Forget every shape (the dicts already made keep theirs) and reset the counters. */
 void shapes_clear(void);
 

@@ -12,13 +12,17 @@
  * with the dicts of the same keys (_shapes.c); a walk returns what takes its argument's
  * place. Everything runs with the GIL held and, but for making a new shape's class (once
  * per sequence of keys), calls no Python code: equal strings are compared by kind,
- * length and bytes. */
+ * length and bytes (after the table's own hash of them, kept beside each entry).
+ * decode(flags, data) (_decode.c) parses JSON doing the same walk as it goes, with this
+ * file's string table. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "_decode.h"
 #include "_listscan.h"
 #include "_shapes.h"
+#include "_sharing.h"
 #ifndef Py_T_OBJECT_EX /* before 3.12 */
 #include <structmember.h>
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -27,28 +31,18 @@
 #define SLOT_BITS 15
 #define SLOTS (1 << SLOT_BITS)
 #define MAX_LENGTH 64
-#define MAX_DEPTH 200
 
 static PyObject *slots[SLOTS];
+static size_t hashes[SLOTS]; /* each held string's quick_hash */
 static PyObject *struct_layouts; /* dict: type -> its fields' offsets (bytes), or None */
 static Py_ssize_t hits, misses;
-
-static int
-same(PyObject *a, PyObject *b, Py_ssize_t length)
-{
-    int kind = PyUnicode_KIND(a);
-    return PyUnicode_GET_LENGTH(b) == length && PyUnicode_KIND(b) == kind
-        && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)length * (size_t)kind) == 0;
-}
 
 /* A cheap hash of a short string's bytes (not Python's: computing that costs more
  * than the rest of a lookup, and the table needs no protection against chosen keys,
  * since a collision only costs a missed share). */
-static size_t
-quick_hash(PyObject *s, Py_ssize_t length)
+size_t
+quick_hash(const unsigned char *data, size_t size)
 {
-    const unsigned char *data = PyUnicode_DATA(s);
-    size_t size = (size_t)length * (size_t)PyUnicode_KIND(s);
     uint64_t hash = 0x9E3779B97F4A7C15ULL ^ size;
     size_t i = 0;
     for (; i + 8 <= size; i += 8) {
@@ -63,6 +57,49 @@ quick_hash(PyObject *s, Py_ssize_t length)
     }
     hash ^= hash >> 29;
     return (size_t)hash;
+}
+
+/* The first of the two entries where a string of these bytes is held. */
+static size_t
+bucket_of(size_t hash)
+{
+    return (hash & (SLOTS - 1)) & ~(size_t)1;
+}
+
+/* The string held at first or first + 1 whose hash, kind, length and bytes are these
+ * (borrowed; moved first in its bucket), or NULL. The hashes are compared before the
+ * strings are read: a string seen once costs no look at the strings held. */
+static PyObject *
+held_equal(size_t first, size_t hash, const void *data, Py_ssize_t length, int kind)
+{
+    for (size_t i = first; i < first + 2; i++) {
+        PyObject *held = slots[i];
+        if (held != NULL && hashes[i] == hash && PyUnicode_GET_LENGTH(held) == length
+            && PyUnicode_KIND(held) == kind
+            && memcmp(PyUnicode_DATA(held), data, (size_t)length * (size_t)kind) == 0) {
+            hits++;
+            if (i != first) { /* seen again: first in its bucket */
+                slots[i] = slots[first];
+                hashes[i] = hashes[first];
+                slots[first] = held;
+                hashes[first] = hash;
+            }
+            return held;
+        }
+    }
+    return NULL;
+}
+
+/* Hold s first in its bucket, moving the first entry second and dropping the second. */
+static void
+hold(size_t first, size_t hash, PyObject *s)
+{
+    misses++;
+    Py_XDECREF(slots[first + 1]);
+    slots[first + 1] = slots[first];
+    hashes[first + 1] = hashes[first];
+    slots[first] = Py_NewRef(s);
+    hashes[first] = hash;
 }
 
 /* The shared string equal to s (borrowed in, borrowed out): s itself when it is new
@@ -80,35 +117,53 @@ canonical(PyObject *s)
         return s;
     }
 #endif
-    size_t hash = quick_hash(s, length);
-    size_t first = (hash & (SLOTS - 1)) & ~(size_t)1;
-    for (size_t i = first; i < first + 2; i++) {
-        PyObject *held = slots[i];
-        if (held == s) {
-            return s;
-        }
-        if (held != NULL && same(s, held, length)) {
-            hits++;
-            if (i != first) { /* seen again: first in its bucket */
-                slots[i] = slots[first];
-                slots[first] = held;
-            }
-            return held;
-        }
+    int kind = PyUnicode_KIND(s);
+    size_t hash = quick_hash(PyUnicode_DATA(s), (size_t)length * (size_t)kind);
+    size_t first = bucket_of(hash);
+    if (slots[first] == s || slots[first + 1] == s) {
+        return s;
     }
-    misses++;
-    Py_XDECREF(slots[first + 1]);
-    slots[first + 1] = slots[first];
-    Py_INCREF(s);
-    slots[first] = s;
+    PyObject *held = held_equal(first, hash, PyUnicode_DATA(s), length, kind);
+    if (held != NULL) {
+        return held;
+    }
+    hold(first, hash, s);
     return s;
 }
 
-/* What a walk does (its flags): share strings, take containers out of the collector's
- * sight, give dicts of the same keys one key table (_shapes.c). */
-#define SHARE 1
-#define UNTRACK 2
-#define COMPACT 4
+PyObject *
+shared_str(PyObject *s)
+{
+    return Py_NewRef(canonical(s));
+}
+
+PyObject *
+shared_ascii(const char *data, Py_ssize_t length)
+{
+    if (length < 2 || length > MAX_LENGTH) {
+        if (length < 2) { /* the interpreter's own "" and one-character strings */
+            return PyUnicode_FromStringAndSize(data, length);
+        }
+        PyObject *s = PyUnicode_New(length, 127);
+        if (s != NULL) {
+            memcpy(PyUnicode_DATA(s), data, (size_t)length);
+        }
+        return s;
+    }
+    size_t hash = quick_hash((const unsigned char *)data, (size_t)length);
+    size_t first = bucket_of(hash);
+    PyObject *held = held_equal(first, hash, data, length, PyUnicode_1BYTE_KIND);
+    if (held != NULL) {
+        return Py_NewRef(held);
+    }
+    PyObject *s = PyUnicode_New(length, 127);
+    if (s == NULL) {
+        return NULL;
+    }
+    memcpy(PyUnicode_DATA(s), data, (size_t)length);
+    hold(first, hash, s);
+    return s;
+}
 
 static PyObject *walked(PyObject *obj, int depth, int flags);
 static PyObject *shared_tuple(PyObject *tuple, int depth, int flags);
@@ -331,18 +386,29 @@ walked(PyObject *obj, int depth, int flags)
     return walk_struct(obj, layout, depth, flags) < 0 ? NULL : Py_NewRef(obj);
 }
 
+int
+walk_arguments(const char *usage, PyObject *const *args, Py_ssize_t nargs, int *flags)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s takes 2 arguments", usage);
+        return -1;
+    }
+    long value = PyLong_AsLong(args[0]);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *flags = (int)(value & (SHARE | UNTRACK | COMPACT));
+    return 0;
+}
+
 static PyObject *
 walk_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "walk(flags, obj) takes 2 arguments");
+    int flags;
+    if (walk_arguments("walk(flags, obj)", args, nargs, &flags) < 0) {
         return NULL;
     }
-    long flags = PyLong_AsLong(args[0]);
-    if (flags == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    return walked(args[1], 0, (int)(flags & (SHARE | UNTRACK | COMPACT)));
+    return walked(args[1], 0, flags);
 }
 
 static PyObject *
@@ -369,6 +435,7 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     }
     PyDict_Clear(struct_layouts);
     shapes_clear();
+    decode_clear();
     hits = misses = 0;
     Py_RETURN_NONE;
 }
@@ -379,6 +446,11 @@ static PyMethodDef methods[] = {
      "ones seen before (flags & SHARE), take its containers out of the cyclic "
      "collector's sight (flags & UNTRACK) and its dicts by equal ones sharing key tables "
      "(flags & COMPACT); returns what takes obj's place; see client_cache.sharing."},
+    {"decode", (PyCFunction)(void (*)(void))decode_entry, METH_FASTCALL,
+     "decode(flags, data) -> obj: the JSON document in data (bytes-like) decoded, with "
+     "what walk(flags, ...) does done while decoding; DECLINED when data is not one this "
+     "decoder takes (malformed, numbers it would round, repeated keys...): decode it "
+     "with a JSON decoder and walk it instead."},
     {"list_items", list_items, METH_O,
      "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
      "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "
@@ -413,7 +485,7 @@ PyInit__sharing(void)
     if (module == NULL || PyModule_AddIntConstant(module, "SHARE", SHARE) < 0
         || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0
         || PyModule_AddIntConstant(module, "COMPACT", COMPACT) < 0
-        || list_scan_constants(module) < 0) {
+        || list_scan_constants(module) < 0 || decode_init(module) < 0) {
         Py_XDECREF(module);
         return NULL;
     }

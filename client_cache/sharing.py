@@ -104,9 +104,12 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from client_cache import wire
+
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "ListSplitter",
-           "clear_table", "compact", "compacted_by_default", "share", "shared_by_default",
-           "split_list", "table_stats", "untrack", "untracked_by_default", "walker"]
+           "clear_table", "compact", "compacted_by_default", "decoder", "share",
+           "shared_by_default", "split_list", "table_stats", "untrack", "untracked_by_default",
+           "walker"]
 
 T = TypeVar("T")
 
@@ -166,6 +169,37 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
         | (_sharing.COMPACT if compact else 0)
     # the C function with its flags bound: no Python frame per walked object
     return cast(Callable[[T], T], functools.partial(_sharing.walk, flags))
+
+
+def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
+            compact: bool = False) -> Callable[[bytes], Any] | None:
+    """A JSON decoder giving what ``walker(strings, untrack, compact)`` gives for what
+    ``loads`` decodes, in one pass where it can: the C decoder (``_decode.c``) builds
+    each object already walked, so a string the table holds is never made twice and a
+    dict of a known shape is made straight from its prototype (one handler from the
+    replay source: see the CHANGELOG for what it measured). It takes the JSON Kubernetes
+    sends and declines what it would have to round or is not sure of (malformed JSON, an
+    integer of more than 18 digits, a float not finite or written in more than 63
+    characters, a lone surrogate escape, invalid UTF-8, a repeated key, nesting deeper
+    than the walk goes, a ``str``); those, and documents of
+    :data:`client_cache.wire.GC_PAUSE_THRESHOLD` bytes or more (which ``loads`` decodes
+    with the collector paused), go through ``loads`` and the walk, which give the same
+    result or raise ``loads``'s error. None when nothing is asked or the C part is not
+    installed."""
+    walk = walker(strings, untrack, compact)
+    if walk is None:
+        return None
+    flags = (_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0) \
+        | (_sharing.COMPACT if compact else 0)
+    decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
+
+    def decoded(data: bytes) -> Any:
+        if len(data) < limit:
+            result = decode(flags, data)
+            if result is not declined:
+                return result
+        return walk(loads(data))
+    return decoded
 
 
 def share(obj: T) -> T:

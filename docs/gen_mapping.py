@@ -338,6 +338,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "split_list": ("—", "a LIST body's envelope and each item's JSON"),
     "ListSplitter": ("—", "a LIST body's items as the body arrives, piece by piece"),
     "table_stats": ("—", "the sharing table's hits, misses and size"),
+    "decoder": ("—", "a JSON decoder doing the walk while it parses (C), as a list-watch does"),
     "clear_table": ("—", "forget the strings and key tables the sharing tables hold"),
     "COMPACT_DICTS_ENV": ("—", "CLIENT_CACHE_COMPACT_DICTS=0 leaves decoded dicts their own keys"),
     "compact": ("—", "a decoded object's dicts sharing key tables with their likes"),

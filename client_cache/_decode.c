@@ -1,0 +1,585 @@
+/* client_cache._sharing.decode: JSON to Python objects with the walk done while parsing.
+ *
+ * decode(flags, data) gives what walk(flags, json.loads(data)) gives (the flags of
+ * _sharing.h; client_cache.sharing says what each does), in one pass: a string that is
+ * already in the table is never made a second time, a dict whose keys have a shape is
+ * made straight from its prototype instead of being built and then copied, and a
+ * container is taken out of the collector's sight as soon as it is whole.
+ *
+ * It decodes the JSON objects Kubernetes sends and declines anything else: it returns
+ * DECLINED (the module's constant) for malformed JSON, a number it would have to round
+ * (an integer of more than 18 digits, a float whose text is long or whose value is not
+ * finite), a \u escape that is half of a surrogate pair, invalid UTF-8, a repeated key,
+ * nesting deeper than MAX_DEPTH, and anything but bytes-like data. The caller then uses
+ * its JSON decoder and the walk, which give the result or the error. So what this file
+ * accepts it must decode exactly as RFC 8259 says; what it is unsure of it declines.
+ * Everything runs with the GIL held. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "_decode.h"
+#include "_shapes.h"
+#include "_sharing.h"
+
+#define KEY_BITS 10
+#define KEYS (1 << KEY_BITS)
+#define MAX_KEY_LENGTH 64
+#define MAX_INT_DIGITS 18 /* below 10**18: fits a long long */
+#define MAX_FLOAT_TEXT 63
+
+/* Dict keys seen, by their bytes (one entry per bucket): the same str for the same key,
+ * its hash computed once. */
+static PyObject *keys[KEYS];
+static PyObject *declined; /* the DECLINED sentinel */
+
+typedef struct {
+    const char *p;           /* the next byte */
+    const char *end;
+    int flags;
+    PyObject **stack;        /* the parts of the open arrays and objects */
+    Py_ssize_t top, size;
+    char *text;              /* a string with escapes, unescaped (UTF-8) */
+    Py_ssize_t text_size;
+    int declined;            /* set when NULL is returned for a reason not in PyErr */
+} Parser;
+
+static PyObject *value(Parser *ps, int depth);
+
+static PyObject *
+decline(Parser *ps)
+{
+    ps->declined = 1;
+    return NULL;
+}
+
+static void
+skip_space(Parser *ps)
+{
+    while (ps->p < ps->end
+           && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) {
+        ps->p++;
+    }
+}
+
+static int
+push(Parser *ps, PyObject *obj)
+{
+    if (ps->top == ps->size) {
+        Py_ssize_t size = ps->size ? ps->size * 2 : 256;
+        PyObject **stack = PyMem_Realloc(ps->stack, (size_t)size * sizeof(PyObject *));
+        if (stack == NULL) {
+            Py_DECREF(obj);
+            PyErr_NoMemory();
+            return -1;
+        }
+        ps->stack = stack;
+        ps->size = size;
+    }
+    ps->stack[ps->top++] = obj;
+    return 0;
+}
+
+/* Drop the stack's entries from base on. */
+static void
+unwind(Parser *ps, Py_ssize_t base)
+{
+    while (ps->top > base) {
+        Py_DECREF(ps->stack[--ps->top]);
+    }
+}
+
+static int
+hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* The four hex digits at p as a code unit, or -1. */
+static long
+code_unit(const char *p)
+{
+    long unit = 0;
+    for (int i = 0; i < 4; i++) {
+        int digit = hex_digit(p[i]);
+        if (digit < 0) {
+            return -1;
+        }
+        unit = unit * 16 + digit;
+    }
+    return unit;
+}
+
+static char *
+put_utf8(char *out, long cp)
+{
+    if (cp < 0x80) {
+        *out++ = (char)cp;
+    }
+    else if (cp < 0x800) {
+        *out++ = (char)(0xC0 | (cp >> 6));
+        *out++ = (char)(0x80 | (cp & 0x3F));
+    }
+    else if (cp < 0x10000) {
+        *out++ = (char)(0xE0 | (cp >> 12));
+        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *out++ = (char)(0x80 | (cp & 0x3F));
+    }
+    else {
+        *out++ = (char)(0xF0 | (cp >> 18));
+        *out++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *out++ = (char)(0x80 | (cp & 0x3F));
+    }
+    return out;
+}
+
+/* The string from start (after its opening quote) to end (its closing quote), which has
+ * escapes: unescaped into ps->text, then decoded as UTF-8. NULL (declined or an error)
+ * when an escape is not valid or is half of a surrogate pair. */
+static PyObject *
+unescaped(Parser *ps, const char *start, const char *end)
+{
+    Py_ssize_t room = end - start; /* an escape is never shorter than what it stands for */
+    if (room > ps->text_size) {
+        char *text = PyMem_Realloc(ps->text, (size_t)room);
+        if (text == NULL) {
+            return PyErr_NoMemory();
+        }
+        ps->text = text;
+        ps->text_size = room;
+    }
+    char *out = ps->text;
+    for (const char *p = start; p < end;) {
+        if (*p != '\\') {
+            *out++ = *p++;
+            continue;
+        }
+        p++; /* the scan saw a character after every backslash */
+        char c = *p++;
+        switch (c) {
+        case '"': *out++ = '"'; break;
+        case '\\': *out++ = '\\'; break;
+        case '/': *out++ = '/'; break;
+        case 'b': *out++ = '\b'; break;
+        case 'f': *out++ = '\f'; break;
+        case 'n': *out++ = '\n'; break;
+        case 'r': *out++ = '\r'; break;
+        case 't': *out++ = '\t'; break;
+        case 'u': {
+            long cp = end - p >= 4 ? code_unit(p) : -1;
+            if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) {
+                return decline(ps);
+            }
+            p += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) { /* the high half: the low one must follow */
+                long low = end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? code_unit(p + 2) : -1;
+                if (low < 0xDC00 || low > 0xDFFF) {
+                    return decline(ps);
+                }
+                p += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            }
+            out = put_utf8(out, cp);
+            break;
+        }
+        default:
+            return decline(ps);
+        }
+    }
+    PyObject *s = PyUnicode_DecodeUTF8(ps->text, out - ps->text, "strict");
+    if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        return decline(ps);
+    }
+    return s;
+}
+
+/* A string at ps->p (its opening quote). A key is looked up among the keys seen; a
+ * value is shared when the flags say so. */
+static PyObject *
+string(Parser *ps, int is_key)
+{
+    const char *start = ++ps->p;
+    int escaped = 0, ascii = 1;
+    const char *p = start;
+    for (;;) {
+        if (p >= ps->end) {
+            return decline(ps);
+        }
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            break;
+        }
+        if (c == '\\') {
+            escaped = 1;
+            p += 2; /* the escaped character cannot end the string */
+            continue;
+        }
+        if (c < 0x20) {
+            return decline(ps); /* control characters must be escaped */
+        }
+        ascii &= c < 0x80;
+        p++;
+    }
+    if (p > ps->end) {
+        return decline(ps);
+    }
+    ps->p = p + 1;
+    Py_ssize_t length = p - start;
+    if (!escaped && ascii) {
+        if (is_key && length <= MAX_KEY_LENGTH) {
+            size_t slot = quick_hash((const unsigned char *)start, (size_t)length) & (KEYS - 1);
+            PyObject *held = keys[slot];
+            if (held != NULL && PyUnicode_GET_LENGTH(held) == length
+                && memcmp(PyUnicode_DATA(held), start, (size_t)length) == 0) {
+                return Py_NewRef(held);
+            }
+            PyObject *key = PyUnicode_New(length, 127);
+            if (key == NULL) {
+                return NULL;
+            }
+            memcpy(PyUnicode_DATA(key), start, (size_t)length);
+            if (PyObject_Hash(key) == -1) { /* computed once, kept in the str */
+                Py_DECREF(key);
+                return NULL;
+            }
+            Py_XSETREF(keys[slot], Py_NewRef(key));
+            return key;
+        }
+        if (!is_key && (ps->flags & SHARE)) {
+            return shared_ascii(start, length);
+        }
+        return PyUnicode_FromStringAndSize(start, length);
+    }
+    PyObject *s;
+    if (escaped) {
+        s = unescaped(ps, start, p);
+    }
+    else {
+        s = PyUnicode_DecodeUTF8(start, length, "strict");
+        if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            return decline(ps);
+        }
+    }
+    if (s != NULL && !is_key && (ps->flags & SHARE)) {
+        Py_SETREF(s, shared_str(s));
+    }
+    return s;
+}
+
+static int
+is_digit(const char *p, const char *end)
+{
+    return p < end && *p >= '0' && *p <= '9';
+}
+
+/* A number at ps->p, as RFC 8259 writes them. */
+static PyObject *
+number(Parser *ps)
+{
+    const char *start = ps->p, *p = ps->p, *end = ps->end;
+    int negative = p < end && *p == '-';
+    p += negative;
+    if (!is_digit(p, end)) {
+        return decline(ps);
+    }
+    if (*p == '0') {
+        p++;
+        if (is_digit(p, end)) {
+            return decline(ps); /* no leading zeros */
+        }
+    }
+    else {
+        while (is_digit(p, end)) {
+            p++;
+        }
+    }
+    int fraction = 0;
+    if (p < end && *p == '.') {
+        fraction = 1;
+        p++;
+        if (!is_digit(p, end)) {
+            return decline(ps);
+        }
+        while (is_digit(p, end)) {
+            p++;
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        fraction = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) {
+            p++;
+        }
+        if (!is_digit(p, end)) {
+            return decline(ps);
+        }
+        while (is_digit(p, end)) {
+            p++;
+        }
+    }
+    ps->p = p;
+    Py_ssize_t length = p - start;
+    if (!fraction) {
+        if (length - negative > MAX_INT_DIGITS) {
+            return decline(ps);
+        }
+        long long n = 0;
+        for (const char *d = start + negative; d < p; d++) {
+            n = n * 10 + (*d - '0');
+        }
+        return PyLong_FromLongLong(negative ? -n : n);
+    }
+    if (length > MAX_FLOAT_TEXT) {
+        return decline(ps);
+    }
+    char text[MAX_FLOAT_TEXT + 1];
+    memcpy(text, start, (size_t)length);
+    text[length] = '\0';
+    double d = PyOS_string_to_double(text, NULL, NULL);
+    if (d == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!isfinite(d)) {
+        return decline(ps);
+    }
+    return PyFloat_FromDouble(d);
+}
+
+/* Whether a container made of these parts stays in the collector's sight. */
+static int
+keeps_tracked(PyObject *const *parts, Py_ssize_t count)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (PyObject_IS_GC(parts[i]) && PyObject_GC_IsTracked(parts[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* After a container's member: 1 when a comma follows (another member), 0 when close
+ * does (the container ends), -1 otherwise (declined); what was found is consumed. */
+static int
+after_member(Parser *ps, char close)
+{
+    skip_space(ps);
+    if (ps->p < ps->end && (*ps->p == ',' || *ps->p == close)) {
+        return *ps->p++ == ',';
+    }
+    ps->declined = 1;
+    return -1;
+}
+
+/* The value at ps->p pushed on the stack, then what follows it (after_member); -1 on
+ * error or when declined. */
+static int
+member(Parser *ps, int depth, char close)
+{
+    PyObject *item = value(ps, depth + 1);
+    if (item == NULL || push(ps, item) < 0) {
+        return -1;
+    }
+    return after_member(ps, close);
+}
+
+/* Whether the container just opened at ps->p is empty (its close consumed). */
+static int
+empty(Parser *ps, char close)
+{
+    ps->p++;
+    skip_space(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+array(Parser *ps, int depth)
+{
+    Py_ssize_t base = ps->top;
+    int more = !empty(ps, ']');
+    while (more > 0) {
+        more = member(ps, depth, ']');
+    }
+    if (more < 0) {
+        unwind(ps, base);
+        return NULL;
+    }
+    Py_ssize_t count = ps->top - base;
+    PyObject *list = PyList_New(count);
+    if (list == NULL) {
+        unwind(ps, base);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) { /* the list takes the stack's references */
+        PyList_SET_ITEM(list, i, ps->stack[base + i]);
+    }
+    ps->top = base;
+    if ((ps->flags & UNTRACK) && !keeps_tracked(((PyListObject *)list)->ob_item, count)) {
+        PyObject_GC_UnTrack(list);
+    }
+    return list;
+}
+
+/* A key and its colon at ps->p, the key pushed on the stack; -1 on error or when
+ * declined. */
+static int
+key(Parser *ps)
+{
+    skip_space(ps);
+    if (ps->p >= ps->end || *ps->p != '"') {
+        ps->declined = 1;
+        return -1;
+    }
+    PyObject *name = string(ps, 1);
+    if (name == NULL || push(ps, name) < 0) {
+        return -1;
+    }
+    skip_space(ps);
+    if (ps->p >= ps->end || *ps->p != ':') {
+        ps->declined = 1;
+        return -1;
+    }
+    ps->p++;
+    return 0;
+}
+
+static PyObject *
+object(Parser *ps, int depth)
+{
+    Py_ssize_t base = ps->top;
+    int more = !empty(ps, '}');
+    while (more > 0) {
+        more = key(ps) < 0 ? -1 : member(ps, depth, '}');
+    }
+    if (more < 0) {
+        unwind(ps, base);
+        return NULL;
+    }
+    Py_ssize_t count = (ps->top - base) / 2;
+    PyObject *const *pairs = ps->stack + base;
+    PyObject *dict = (ps->flags & COMPACT) ? shaped_from_pairs(pairs, count)
+        : dict_of_pairs(pairs, count);
+    if (dict != NULL && PyDict_GET_SIZE(dict) != count) {
+        Py_CLEAR(dict); /* a key repeats: the JSON decoder says what that gives */
+        ps->declined = 1;
+    }
+    if (dict != NULL && (ps->flags & UNTRACK) && PyObject_GC_IsTracked(dict)) {
+        int keep = 0;
+        for (Py_ssize_t i = 0; i < count && !keep; i++) {
+            keep = keeps_tracked(&pairs[2 * i + 1], 1);
+        }
+        if (!keep) {
+            PyObject_GC_UnTrack(dict);
+        }
+    }
+    unwind(ps, base);
+    return dict;
+}
+
+static int
+literal(Parser *ps, const char *word, Py_ssize_t length)
+{
+    if (ps->end - ps->p >= length && memcmp(ps->p, word, (size_t)length) == 0) {
+        ps->p += length;
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+value(Parser *ps, int depth)
+{
+    if (depth > MAX_DEPTH) {
+        return decline(ps); /* the walk leaves what is deeper as it is */
+    }
+    skip_space(ps);
+    if (ps->p >= ps->end) {
+        return decline(ps);
+    }
+    switch (*ps->p) {
+    case '{':
+        return object(ps, depth);
+    case '[':
+        return array(ps, depth);
+    case '"':
+        return string(ps, 0);
+    case 't':
+        return literal(ps, "true", 4) ? Py_NewRef(Py_True) : decline(ps);
+    case 'f':
+        return literal(ps, "false", 5) ? Py_NewRef(Py_False) : decline(ps);
+    case 'n':
+        return literal(ps, "null", 4) ? Py_NewRef(Py_None) : decline(ps);
+    default:
+        return number(ps);
+    }
+}
+
+PyObject *
+decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    int flags;
+    if (walk_arguments("decode(flags, data)", args, nargs, &flags) < 0) {
+        return NULL;
+    }
+    if (!PyObject_CheckBuffer(args[1])) {
+        return Py_NewRef(declined);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    Parser ps = {
+        .p = view.buf, .end = (const char *)view.buf + view.len,
+        .flags = flags,
+    };
+    PyObject *result = value(&ps, 0);
+    if (result != NULL) {
+        skip_space(&ps);
+        if (ps.p != ps.end) { /* something after the document */
+            Py_CLEAR(result);
+            ps.declined = 1;
+        }
+    }
+    unwind(&ps, 0);
+    PyMem_Free(ps.stack);
+    PyMem_Free(ps.text);
+    PyBuffer_Release(&view);
+    if (result == NULL && ps.declined && !PyErr_Occurred()) {
+        return Py_NewRef(declined);
+    }
+    return result;
+}
+
+void
+decode_clear(void)
+{
+    for (Py_ssize_t i = 0; i < KEYS; i++) {
+        Py_CLEAR(keys[i]);
+    }
+}
+
+int
+decode_init(PyObject *module)
+{
+    declined = PyObject_CallObject((PyObject *)&PyBaseObject_Type, NULL);
+    if (declined == NULL) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "DECLINED", declined);
+}

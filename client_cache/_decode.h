@@ -1,0 +1,18 @@
+/* JSON decoded with the walk done while parsing: part of client_cache._sharing (see
+ * _decode.c and client_cache.sharing). */
+#ifndef CLIENT_CACHE_DECODE_H
+#define CLIENT_CACHE_DECODE_H
+
+#include <Python.h>
+
+/* decode(flags, data): what walk(flags, json.loads(data)) gives, or DECLINED
+ * (METH_FASTCALL). */
+PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* Forget the dict keys seen. */
+void decode_clear(void);
+
+/* Add DECLINED to the module; -1 on error. */
+int decode_init(PyObject *module);
+
+#endif

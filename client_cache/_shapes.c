@@ -353,24 +353,31 @@ shaped_from_pairs(PyObject *const *pairs, Py_ssize_t n)
         *found = first;
         found = bucket;
     }
-    /* nothing below runs Python code: the entry stays as it is */
-    PyObject *result = PyDict_Copy(found->proto);
-    if (result == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyDict_SetItem(result, PyTuple_GET_ITEM(found->keys, i), pairs[2 * i + 1]) < 0) {
-            Py_DECREF(result);
-            return NULL;
+    /* making the dict can run Python code (a collection's callbacks, which may let
+     * another thread change the table): hold strong references, and find the entry
+     * again before changing it */
+    PyObject *seen = Py_NewRef(found->seen);
+    PyObject *shape_keys = Py_NewRef(found->keys);
+    PyObject *proto = Py_NewRef(found->proto);
+    PyObject *result = PyDict_Copy(proto);
+    Py_DECREF(proto);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        if (PyDict_SetItem(result, PyTuple_GET_ITEM(shape_keys, i), pairs[2 * i + 1]) < 0) {
+            Py_CLEAR(result);
         }
     }
-    if (((PyDictObject *)result)->ma_values == NULL) { /* as shaped_dict checks */
-        Py_XSETREF(found->proto, Py_NewRef(Py_None));
+    if (result != NULL && ((PyDictObject *)result)->ma_values == NULL) { /* as shaped_dict */
+        Shape *entry = entry_of(bucket, seen);
+        if (entry != NULL) {
+            Py_XSETREF(entry->proto, Py_NewRef(Py_None));
+        }
         Py_SETREF(result, dict_of_pairs(pairs, n));
     }
-    else {
+    else if (result != NULL) {
         made++;
     }
+    Py_DECREF(seen);
+    Py_DECREF(shape_keys);
     return result;
 }
 

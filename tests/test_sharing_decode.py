@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -218,3 +219,45 @@ def test_a_list_watch_decodes_in_one_pass_unless_given_its_own_loads(
         assert len(custom.list(ListOptions(resource_version="0"))["items"]) == 3
         assert len(own) >= 3  # each item went through the loads it was given
         api.close()
+
+
+def test_threads_decoding_at_once_get_what_the_json_decoder_gives() -> None:
+    """A collection can start inside the decoder (each new dict or list may trigger
+    one) and run Python callbacks, letting another thread decode meanwhile: every thread
+    must still get the right objects, and the tables must stay whole."""
+    thresholds = gc.get_threshold()
+    interval = sys.getswitchinterval()
+    switches = 0
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        nonlocal switches  # Python code in the collector: a chance to switch threads
+        switches += 1
+
+    gc.set_threshold(1, 1, 1)
+    sys.setswitchinterval(1e-6)
+    gc.callbacks.append(callback)
+    failures: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(300):
+                doc = {f"k{(i + n) % 50}": f"v{i % 9}", "v": [{"x": n, f"y{i % 7}": "web"}]}
+                data = json.dumps(doc).encode()
+                assert typed(_sharing.decode(7, data)) == typed(doc)
+        except BaseException as error:  # handed to the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,), name=f"decode-{n}") for n in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*thresholds)
+        sys.setswitchinterval(interval)
+    assert not failures and not any(thread.is_alive() for thread in threads)
+    assert switches > 0 and sharing.table_stats()["compacted"] > 0

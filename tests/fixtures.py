@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import queue as queue_module
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -309,3 +311,47 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4)
     | st.dictionaries(st.sampled_from(["items", "a", 'k"]', "[{"]), inner, max_size=4),
     max_leaves=20)
+
+
+def threads_amid_collections(work: Callable[[int], None], count: int = 4,
+                             name: str = "worker") -> int:
+    """Run ``work(n)`` in ``count`` threads started together, with a collection after
+    every allocation of a container, a Python callback in each (a chance for another
+    thread to run in the middle of C code that allocates) and the shortest switch
+    interval; raise the first failure of a thread. Returns the callbacks run."""
+    thresholds = gc.get_threshold()
+    interval = sys.getswitchinterval()
+    switches = 0
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        nonlocal switches
+        switches += 1
+
+    failures: list[BaseException] = []
+    start = threading.Barrier(count)
+
+    def run(n: int) -> None:
+        try:
+            start.wait()
+            work(n)
+        except BaseException as error:  # handed to the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=run, args=(n,), name=f"{name}-{n}")
+               for n in range(count)]
+    gc.set_threshold(1, 1, 1)
+    sys.setswitchinterval(1e-6)
+    gc.callbacks.append(callback)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*thresholds)
+        sys.setswitchinterval(interval)
+    if failures:
+        raise failures[0]
+    assert not any(thread.is_alive() for thread in threads)
+    return switches

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +26,7 @@ from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.structs import struct_type, to_struct
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import containers, json_values, missing
+from tests.fixtures import containers, json_values, missing, threads_amid_collections
 
 if not sharing.AVAILABLE:
     missing("client_cache._sharing was not built (no C compiler)")
@@ -496,33 +495,13 @@ def test_threads_compacting_at_once_get_equal_dicts() -> None:
     """Making a shape's prototype runs Python code (the class), so the collector (and
     with it another thread) can run in the middle: every thread must still get equal
     dicts, and the table must stay whole."""
-    thresholds = gc.get_threshold()
-    interval = sys.getswitchinterval()
-    gc.set_threshold(1, 1, 1)
-    sys.setswitchinterval(1e-6)
-    failures: list[BaseException] = []
-    start = threading.Barrier(4)
-
     def work(n: int) -> None:
-        try:
-            start.wait()
-            for i in range(300):
-                obj = {f"k{(i + n) % 50}": i, "v": [{"x": n, f"y{i % 7}": i}]}
-                expected = json.loads(json.dumps(obj))
-                assert sharing.compact(obj) == expected
-        except BaseException as error:  # handed to the main thread
-            failures.append(error)
+        for i in range(300):
+            obj = {f"k{(i + n) % 50}": i, "v": [{"x": n, f"y{i % 7}": i}]}
+            expected = json.loads(json.dumps(obj))
+            assert sharing.compact(obj) == expected
 
-    threads = [threading.Thread(target=work, args=(n,), name=f"compact-{n}") for n in range(4)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        gc.set_threshold(*thresholds)
-        sys.setswitchinterval(interval)
-    assert not failures
+    threads_amid_collections(work, name="compact")
     assert sharing.table_stats()["compacted"] > 0
 
 

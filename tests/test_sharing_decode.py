@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +20,7 @@ from client_cache.apis import ListOptions
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import missing
+from tests.fixtures import missing, threads_amid_collections
 
 if not sharing.AVAILABLE:
     missing("client_cache._sharing was not built (no C compiler)")
@@ -225,39 +224,10 @@ def test_threads_decoding_at_once_get_what_the_json_decoder_gives() -> None:
     """A collection can start inside the decoder (each new dict or list may trigger
     one) and run Python callbacks, letting another thread decode meanwhile: every thread
     must still get the right objects, and the tables must stay whole."""
-    thresholds = gc.get_threshold()
-    interval = sys.getswitchinterval()
-    switches = 0
-
-    def callback(phase: str, info: dict[str, int]) -> None:
-        nonlocal switches  # Python code in the collector: a chance to switch threads
-        switches += 1
-
-    gc.set_threshold(1, 1, 1)
-    sys.setswitchinterval(1e-6)
-    gc.callbacks.append(callback)
-    failures: list[BaseException] = []
-    start = threading.Barrier(4)
-
     def work(n: int) -> None:
-        try:
-            start.wait()
-            for i in range(300):
-                doc = {f"k{(i + n) % 50}": f"v{i % 9}", "v": [{"x": n, f"y{i % 7}": "web"}]}
-                data = json.dumps(doc).encode()
-                assert typed(_sharing.decode(7, data)) == typed(doc)
-        except BaseException as error:  # handed to the main thread
-            failures.append(error)
+        for i in range(300):
+            doc = {f"k{(i + n) % 50}": f"v{i % 9}", "v": [{"x": n, f"y{i % 7}": "web"}]}
+            assert typed(_sharing.decode(7, json.dumps(doc).encode())) == typed(doc)
 
-    threads = [threading.Thread(target=work, args=(n,), name=f"decode-{n}") for n in range(4)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-    finally:
-        gc.callbacks.remove(callback)
-        gc.set_threshold(*thresholds)
-        sys.setswitchinterval(interval)
-    assert not failures and not any(thread.is_alive() for thread in threads)
-    assert switches > 0 and sharing.table_stats()["compacted"] > 0
+    assert threads_amid_collections(work, name="decode") > 0
+    assert sharing.table_stats()["compacted"] > 0

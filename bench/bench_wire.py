@@ -3,7 +3,9 @@
 1. Decode cost of one pod-sized watch event line (about 4 KB of JSON with labels,
    annotations, owner references, managedFields and status) for each JSON decoder that is
    installed (stdlib ``json``, ``orjson``, ``msgspec``), and for building a ``V1Pod``
-   model from the decoded dict with the ``kubernetes`` package's own deserializer.
+   model from the decoded dict with the ``kubernetes`` package's own deserializer; and
+   the list-watch's default decoding (strings shared, untracked, dicts compacted) both
+   ways: the JSON decoder followed by the walk, and the one-pass C decoder.
 2. The embedded API server's streaming rate: the server runs in its own process and
    creates N configmaps while one StreamWatcher over loopback HTTP counts the events.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient, V1Pod
 
+from client_cache import sharing, wire
 from client_cache.apis import ListOptions
 from client_cache.listwatch import model_decoder, new_list_watch_from_client
 from client_cache.schema import GroupVersionResource
@@ -117,6 +120,11 @@ def decoders(n: int, repeats: int) -> None:
         cases.append(("msgspec.json.decode", lambda: decoder.decode(line)))
     except ImportError:
         print("  msgspec: not installed")
+    walk = sharing.walker(True, True, True)
+    one_pass = sharing.decoder(wire.loads, True, True, True)
+    if walk is not None and one_pass is not None:  # the list-watch's default, both ways
+        cases.append(("wire.loads + walk", lambda: walk(wire.loads(line))))
+        cases.append(("sharing.decoder (one pass)", lambda: one_pass(line)))
     for name, fn in cases:
         med, lo, hi = per_call_us(fn, n, repeats)
         print(f"  {name:<28} {med:8.1f} us  (min {lo:.1f}, max {hi:.1f})")

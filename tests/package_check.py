@@ -76,6 +76,9 @@ def main() -> None:
                                            "client_cache/_shapes.h",
                                            "client_cache/_listscan.c",
                                            "client_cache/_listscan.h",
+                                           "client_cache/_decode.c",
+                                           "client_cache/_decode.h",
+                                           "client_cache/_sharing.h",
                                            "client_cache/_workqueue.c"])
         with zipfile.ZipFile(wheel) as archive:
             wheel_names = archive.namelist()

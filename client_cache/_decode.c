@@ -232,9 +232,6 @@ string(Parser *ps, int is_key)
         ascii &= c < 0x80;
         p++;
     }
-    if (p > ps->end) {
-        return decline(ps);
-    }
     ps->p = p + 1;
     Py_ssize_t length = p - start;
     if (!escaped && ascii) {
@@ -408,34 +405,6 @@ empty(Parser *ps, char close)
     return 0;
 }
 
-static PyObject *
-array(Parser *ps, int depth)
-{
-    Py_ssize_t base = ps->top;
-    int more = !empty(ps, ']');
-    while (more > 0) {
-        more = member(ps, depth, ']');
-    }
-    if (more < 0) {
-        unwind(ps, base);
-        return NULL;
-    }
-    Py_ssize_t count = ps->top - base;
-    PyObject *list = PyList_New(count);
-    if (list == NULL) {
-        unwind(ps, base);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) { /* the list takes the stack's references */
-        PyList_SET_ITEM(list, i, ps->stack[base + i]);
-    }
-    ps->top = base;
-    if ((ps->flags & UNTRACK) && !keeps_tracked(((PyListObject *)list)->ob_item, count)) {
-        PyObject_GC_UnTrack(list);
-    }
-    return list;
-}
-
 /* A key and its colon at ps->p, the key pushed on the stack; -1 on error or when
  * declined. */
 static int
@@ -459,16 +428,51 @@ key(Parser *ps)
     return 0;
 }
 
+/* The members of the container just opened at ps->p, up to its close, pushed on the
+ * stack (each value after its key when keyed); -1 on error or when declined, with the
+ * stack as it was. */
+static int
+members(Parser *ps, int depth, char close, int keyed)
+{
+    Py_ssize_t base = ps->top;
+    int more = !empty(ps, close);
+    while (more > 0) {
+        more = keyed && key(ps) < 0 ? -1 : member(ps, depth, close);
+    }
+    if (more < 0) {
+        unwind(ps, base);
+    }
+    return more;
+}
+
+static PyObject *
+array(Parser *ps, int depth)
+{
+    Py_ssize_t base = ps->top;
+    if (members(ps, depth, ']', 0) < 0) {
+        return NULL;
+    }
+    Py_ssize_t count = ps->top - base;
+    PyObject *list = PyList_New(count);
+    if (list == NULL) {
+        unwind(ps, base);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) { /* the list takes the stack's references */
+        PyList_SET_ITEM(list, i, ps->stack[base + i]);
+    }
+    ps->top = base;
+    if ((ps->flags & UNTRACK) && !keeps_tracked(((PyListObject *)list)->ob_item, count)) {
+        PyObject_GC_UnTrack(list);
+    }
+    return list;
+}
+
 static PyObject *
 object(Parser *ps, int depth)
 {
     Py_ssize_t base = ps->top;
-    int more = !empty(ps, '}');
-    while (more > 0) {
-        more = key(ps) < 0 ? -1 : member(ps, depth, '}');
-    }
-    if (more < 0) {
-        unwind(ps, base);
+    if (members(ps, depth, '}', 1) < 0) {
         return NULL;
     }
     Py_ssize_t count = (ps->top - base) / 2;

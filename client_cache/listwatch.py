@@ -333,10 +333,10 @@ class ClientListerWatcher:
             else compact_dicts and sharing.AVAILABLE)
         self._walk = sharing.walker(self.share_strings, self.untrack, self.compact_dicts)
         self._plain_loads = loads
-        self._loads = walked(loads, self._walk) if self._walk else loads
-        if self._walk and loads is wire.loads:  # the default decoder: the one-pass C one
-            self._loads = sharing.decoder(
-                loads, self.share_strings, self.untrack, self.compact_dicts) or self._loads
+        # the default decoder with a walk: the one-pass C one; else loads, then the walk
+        one_pass = sharing.decoder(loads, self.share_strings, self.untrack,
+                                   self.compact_dicts) if loads is wire.loads else None
+        self._loads = one_pass or (walked(loads, self._walk) if self._walk else loads)
         self._codec: Any = None
         self._decode_event: Callable[[bytes], tuple[str, Any]] | None = None
         self._decode: Callable[[Any], Any] | None = None

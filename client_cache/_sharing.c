@@ -9,8 +9,9 @@
  * alone (the JSON decoders share those already). With UNTRACK it takes each container
  * that holds nothing the cyclic collector tracks out of the collector's sight, innermost
  * first. With COMPACT it puts in place of each dict an equal one sharing its key table
- * with the dicts of the same keys (_shapes.c); a walk returns what takes its argument's
- * place. Everything runs with the GIL held and, but for making a new shape's class (once
+ * with the dicts of the same keys (_shapes.c). With SHARE it also puts in place of each
+ * frozen msgspec struct and tuple below the top that holds only immutable values the
+ * equal one seen before (_values.c). A walk returns what takes its argument's place. Everything runs with the GIL held and, but for making a new shape's class (once
  * per sequence of keys), calls no Python code: equal strings are compared by kind,
  * length and bytes (after the table's own hash of them, kept beside each entry).
  * decode(flags, data) (_decode.c) parses JSON doing the same walk as it goes, with this
@@ -23,6 +24,7 @@
 #include "_listscan.h"
 #include "_shapes.h"
 #include "_sharing.h"
+#include "_values.h"
 #ifndef Py_T_OBJECT_EX /* before 3.12 */
 #include <structmember.h>
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -30,11 +32,12 @@
 
 #define SLOT_BITS 15
 #define SLOTS (1 << SLOT_BITS)
-#define MAX_LENGTH 64
+#define MAX_LENGTH SHARED_LENGTH
 
 static PyObject *slots[SLOTS];
 static size_t hashes[SLOTS]; /* each held string's quick_hash */
-static PyObject *struct_layouts; /* dict: type -> its fields' offsets (bytes), or None */
+/* dict: type -> its layout (bytes: frozen or not, then its fields' offsets), or None */
+static PyObject *struct_layouts;
 static Py_ssize_t hits, misses;
 
 /* A cheap hash of a short string's bytes (not Python's: computing that costs more
@@ -78,12 +81,7 @@ held_equal(size_t first, size_t hash, const void *data, Py_ssize_t length, int k
             && PyUnicode_KIND(held) == kind
             && memcmp(PyUnicode_DATA(held), data, (size_t)length * (size_t)kind) == 0) {
             hits++;
-            if (i != first) { /* seen again: first in its bucket */
-                slots[i] = slots[first];
-                hashes[i] = hashes[first];
-                slots[first] = held;
-                hashes[first] = hash;
-            }
+            bucket_promote(slots, hashes, first, i);
             return held;
         }
     }
@@ -95,17 +93,13 @@ static void
 hold(size_t first, size_t hash, PyObject *s)
 {
     misses++;
-    Py_XDECREF(slots[first + 1]);
-    slots[first + 1] = slots[first];
-    hashes[first + 1] = hashes[first];
-    slots[first] = Py_NewRef(s);
-    hashes[first] = hash;
+    Py_XDECREF(bucket_hold(slots, hashes, first, hash, s));
 }
 
 /* The shared string equal to s (borrowed in, borrowed out): s itself when it is new
- * or its length is outside 2..MAX_LENGTH. */
+ * (then *fresh is set) or its length is outside 2..MAX_LENGTH. */
 static PyObject *
-canonical(PyObject *s)
+canonical_of(PyObject *s, int *fresh)
 {
     Py_ssize_t length = PyUnicode_GET_LENGTH(s);
     if (length < 2 || length > MAX_LENGTH) {
@@ -128,7 +122,15 @@ canonical(PyObject *s)
         return held;
     }
     hold(first, hash, s);
+    *fresh = 1;
     return s;
+}
+
+static PyObject *
+canonical(PyObject *s)
+{
+    int fresh = 0;
+    return canonical_of(s, &fresh);
 }
 
 PyObject *
@@ -165,8 +167,15 @@ shared_ascii(const char *data, Py_ssize_t length)
     return s;
 }
 
-static PyObject *walked(PyObject *obj, int depth, int flags);
-static PyObject *shared_tuple(PyObject *tuple, int depth, int flags);
+/* What a walk tells of what it gave (*value): IMMUTABLE for None, an exact bool, int,
+ * float or str, a frozen struct or a tuple holding only such; FRESH when that holds a
+ * string the table saw for the first time, so that no value held can equal it (it is
+ * not looked up, which keeps what is unique to one object out of the value table). */
+#define IMMUTABLE 1
+#define FRESH 2
+
+static PyObject *walked(PyObject *obj, int depth, int flags, int *value);
+static PyObject *shared_tuple(PyObject *tuple, int depth, int flags, int *value);
 
 /* A walked container leaves the cyclic collector's sight (UNTRACK) only when nothing it
  * holds is in it: the rule CPython applies to dicts and tuples on its own, extended to
@@ -183,9 +192,31 @@ settle(PyObject *container, int flags, int keep)
 }
 
 /* Where obj's fields are when it is a msgspec struct: a bytes object holding one
- * Py_ssize_t offset per field (borrowed), else NULL (also on error: check
- * PyErr_Occurred). msgspec keeps a struct's fields in slots, each with a member
- * descriptor on the class; a class whose fields are not all such slots is not walked. */
+ * Py_ssize_t that is 1 for a frozen class (0 else), then one offset per field (borrowed),
+ * else NULL (also on error: check PyErr_Occurred). msgspec keeps a struct's fields in
+ * slots, each with a member descriptor on the class; a class whose fields are not all
+ * such slots is not walked. */
+/* 1 when the struct class's configuration says frozen, 0 when not or it has none, -1 on
+ * error. */
+static int
+is_frozen(PyObject *type)
+{
+    PyObject *config = PyObject_GetAttrString(type, "__struct_config__");
+    if (config == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *frozen = PyObject_GetAttrString(config, "frozen");
+    Py_DECREF(config);
+    if (frozen == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int result = PyObject_IsTrue(frozen);
+    Py_DECREF(frozen);
+    return result;
+}
+
 static PyObject *
 layout_of(PyObject *obj)
 {
@@ -202,13 +233,16 @@ layout_of(PyObject *obj)
     else if (PyTuple_Check(fields)) {
         Py_ssize_t count = PyTuple_GET_SIZE(fields);
         PyObject *offsets = PyBytes_FromStringAndSize(
-            NULL, count * (Py_ssize_t)sizeof(Py_ssize_t));
-        if (offsets == NULL) {
+            NULL, (count + 1) * (Py_ssize_t)sizeof(Py_ssize_t));
+        int frozen = offsets == NULL ? -1 : is_frozen(type);
+        if (frozen < 0) {
+            Py_XDECREF(offsets);
             Py_DECREF(fields);
             Py_DECREF(layout);
             return NULL;
         }
         Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(offsets);
+        *at++ = frozen;
         Py_ssize_t i = 0;
         for (; i < count; i++) {
             /* on the class, a slot's attribute is its member descriptor itself */
@@ -240,28 +274,38 @@ layout_of(PyObject *obj)
     return layout == Py_None ? NULL : layout;
 }
 
-/* A struct's fields, read and replaced in their slots when walking gave another object
- * (a NULL slot is an unset field). The struct itself is never untracked here: msgspec's
- * gc=False structs are not tracked to begin with. */
-static int
-walk_struct(PyObject *obj, PyObject *layout, int depth, int flags)
+/* A struct walked: its fields read and replaced in their slots when walking gave another
+ * object (a NULL slot is an unset field); then, when SHARE and the struct is frozen and
+ * holds only immutable values (*value set), the equal one of the value table in its
+ * place, except at the top (new reference). The struct itself is never untracked here:
+ * msgspec's gc=False structs are not tracked to begin with. NULL on error. */
+static PyObject *
+walked_struct(PyObject *obj, PyObject *layout, int depth, int flags, int *value)
 {
     const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(layout);
-    Py_ssize_t count = PyBytes_GET_SIZE(layout) / (Py_ssize_t)sizeof(Py_ssize_t);
+    Py_ssize_t count = PyBytes_GET_SIZE(layout) / (Py_ssize_t)sizeof(Py_ssize_t) - 1;
+    int immutable = (int)*at++, fresh = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject **slot = (PyObject **)((char *)obj + at[i]);
-        PyObject *value = *slot;
-        if (value == NULL || value == Py_None) {
+        PyObject *field = *slot;
+        if (field == NULL || field == Py_None) {
             continue;
         }
-        PyObject *replacement = walked(value, depth + 1, flags);
+        int field_value = 0;
+        PyObject *replacement = walked(field, depth + 1, flags, &field_value);
         if (replacement == NULL) {
-            return -1;
+            return NULL;
         }
+        immutable &= field_value;
+        fresh |= field_value;
         *slot = replacement;
-        Py_DECREF(value);
+        Py_DECREF(field);
     }
-    return 0;
+    *value = immutable ? (fresh & FRESH) | IMMUTABLE : 0;
+    if (*value == IMMUTABLE && (flags & SHARE) && depth > 0) {
+        return shared_value(obj, at, count);
+    }
+    return Py_NewRef(obj);
 }
 
 /* A dict walked: its values replaced in place, then (COMPACT) an equal dict sharing its
@@ -272,8 +316,9 @@ walked_dict(PyObject *dict, int depth, int flags)
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     int keep = 0;
+    int ignored;
     while (PyDict_Next(dict, &pos, &key, &value)) {
-        PyObject *replacement = walked(value, depth + 1, flags);
+        PyObject *replacement = walked(value, depth + 1, flags, &ignored);
         if (replacement == NULL) {
             return NULL;
         }
@@ -295,10 +340,10 @@ walked_dict(PyObject *dict, int depth, int flags)
 static int
 walk_list(PyObject *list, int depth, int flags)
 {
-    int keep = 0;
+    int keep = 0, ignored;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
         PyObject *item = PyList_GET_ITEM(list, i);
-        PyObject *replacement = walked(item, depth + 1, flags);
+        PyObject *replacement = walked(item, depth + 1, flags, &ignored);
         if (replacement == NULL) {
             return -1;
         }
@@ -316,21 +361,26 @@ walk_list(PyObject *list, int depth, int flags)
 }
 
 /* A tuple walked: a new tuple when walking one of its items gave another object, else
- * the same tuple (new reference). NULL on error. */
+ * the same tuple; then, when SHARE and it holds only immutable values (*value set), the
+ * equal one of the value table in its place, except at the top (new reference). NULL on
+ * error. */
 static PyObject *
-shared_tuple(PyObject *tuple, int depth, int flags)
+shared_tuple(PyObject *tuple, int depth, int flags, int *value)
 {
     Py_ssize_t size = PyTuple_GET_SIZE(tuple);
     PyObject *out = NULL;
-    int keep = 0;
+    int keep = 0, immutable = IMMUTABLE, fresh = 0;
     for (Py_ssize_t i = 0; i < size; i++) {
         PyObject *item = PyTuple_GET_ITEM(tuple, i);
-        PyObject *replacement = walked(item, depth + 1, flags);
+        int item_value = 0;
+        PyObject *replacement = walked(item, depth + 1, flags, &item_value);
         if (replacement == NULL) {
             Py_XDECREF(out);
             return NULL;
         }
         keep |= KEEPS(flags, replacement);
+        immutable &= item_value;
+        fresh |= item_value;
         if (replacement != item && out == NULL) {
             out = PyTuple_New(size);
             if (out == NULL) {
@@ -354,20 +404,30 @@ shared_tuple(PyObject *tuple, int depth, int flags)
         out = Py_NewRef(tuple);
     }
     settle(out, flags, keep);
+    *value = immutable ? (fresh & FRESH) | IMMUTABLE : 0;
+    if (*value == IMMUTABLE && size > 0 && (flags & SHARE) && depth > 0) {
+        Py_SETREF(out, shared_value(out, NULL, size));
+    }
     return out;
 }
 
 /* obj walked (see the top of this file): what takes its place, which is obj itself
- * unless it is a str shared, a dict compacted or a tuple holding one of those (new
- * reference). NULL on error. */
+ * unless it is a str shared, a dict compacted, an immutable value shared or a tuple
+ * holding one of those (new reference); *value tells whether that is an immutable
+ * value (None, an exact bool, int, float or str, a frozen struct or a tuple of such).
+ * NULL on error. */
 static PyObject *
-walked(PyObject *obj, int depth, int flags)
+walked(PyObject *obj, int depth, int flags, int *value)
 {
     if (PyUnicode_CheckExact(obj)) {
-        return Py_NewRef((flags & SHARE) ? canonical(obj) : obj);
+        int fresh = 0;
+        PyObject *s = (flags & SHARE) ? canonical_of(obj, &fresh) : obj;
+        *value = fresh ? IMMUTABLE | FRESH : IMMUTABLE;
+        return Py_NewRef(s);
     }
-    if (depth > MAX_DEPTH || obj == Py_None || PyLong_CheckExact(obj)
-        || PyBool_Check(obj) || PyFloat_CheckExact(obj) || PyUnicode_Check(obj)) {
+    *value = obj == Py_None || PyLong_CheckExact(obj) || PyBool_Check(obj)
+        || PyFloat_CheckExact(obj) ? IMMUTABLE : 0;
+    if (*value || depth > MAX_DEPTH || PyUnicode_Check(obj)) {
         return Py_NewRef(obj);
     }
     if (PyDict_CheckExact(obj)) {
@@ -377,13 +437,13 @@ walked(PyObject *obj, int depth, int flags)
         return walk_list(obj, depth, flags) < 0 ? NULL : Py_NewRef(obj);
     }
     if (PyTuple_CheckExact(obj)) {
-        return shared_tuple(obj, depth, flags);
+        return shared_tuple(obj, depth, flags, value);
     }
     PyObject *layout = layout_of(obj);
     if (layout == NULL) {
         return PyErr_Occurred() ? NULL : Py_NewRef(obj);
     }
-    return walk_struct(obj, layout, depth, flags) < 0 ? NULL : Py_NewRef(obj);
+    return walked_struct(obj, layout, depth, flags, value);
 }
 
 int
@@ -408,7 +468,8 @@ walk_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (walk_arguments("walk(flags, obj)", args, nargs, &flags) < 0) {
         return NULL;
     }
-    return walked(args[1], 0, flags);
+    int value;
+    return walked(args[1], 0, flags, &value);
 }
 
 static PyObject *
@@ -420,11 +481,15 @@ stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     }
     Py_ssize_t made, shapes, shape_slots, interned, budget;
     shapes_stats(&made, &shapes, &shape_slots, &interned, &budget);
-    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n,s:n,s:n}", "hits", hits,
-                         "misses", misses, "held", held, "slots", SLOTS,
+    Py_ssize_t values, value_slots, value_hits, value_misses;
+    values_stats(&values, &value_slots, &value_hits, &value_misses);
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}",
+                         "hits", hits, "misses", misses, "held", held, "slots", SLOTS,
                          "max_length", MAX_LENGTH, "compacted", made, "shapes", shapes,
                          "shape_slots", shape_slots, "interned_keys", interned,
-                         "intern_budget", budget);
+                         "intern_budget", budget, "values", values,
+                         "value_slots", value_slots, "value_hits", value_hits,
+                         "value_misses", value_misses);
 }
 
 static PyObject *
@@ -434,6 +499,7 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
         Py_CLEAR(slots[i]);
     }
     PyDict_Clear(struct_layouts);
+    values_clear();
     shapes_clear();
     decode_clear();
     hits = misses = 0;

@@ -13,6 +13,9 @@
 /* The walk's depth limit: what is nested deeper is left as it is. */
 #define MAX_DEPTH 200
 
+/* The longest str the string table holds. */
+#define SHARED_LENGTH 64
+
 /* The table's hash of a string's bytes. */
 size_t quick_hash(const unsigned char *data, size_t size);
 
@@ -23,6 +26,37 @@ PyObject *shared_str(PyObject *s);
 /* A str of these ASCII bytes: the held one when there is one, else a new one, held
  * from now on when its length is in 2..MAX_LENGTH (new reference); NULL on error. */
 PyObject *shared_ascii(const char *data, Py_ssize_t length);
+
+/* The two-entry buckets of the string and value tables: objects[first] and
+ * objects[first + 1], each with its hash beside it, the most recently seen first. */
+
+/* Entry i of the bucket at first was seen again: move it first. */
+static inline void
+bucket_promote(PyObject **objects, size_t *hashes, size_t first, size_t i)
+{
+    if (i != first) {
+        PyObject *seen = objects[i];
+        size_t hash = hashes[i];
+        objects[i] = objects[first];
+        hashes[i] = hashes[first];
+        objects[first] = seen;
+        hashes[first] = hash;
+    }
+}
+
+/* Hold obj first in the bucket at first (a new reference), moving the first entry
+ * second; returns the dropped second entry (a reference to release, or NULL) for the
+ * caller to release once it is done with the table. */
+static inline PyObject *
+bucket_hold(PyObject **objects, size_t *hashes, size_t first, size_t hash, PyObject *obj)
+{
+    PyObject *dropped = objects[first + 1];
+    objects[first + 1] = objects[first];
+    hashes[first + 1] = hashes[first];
+    objects[first] = Py_NewRef(obj);
+    hashes[first] = hash;
+    return dropped;
+}
 
 /* The flags of a call usage(flags, obj) in *flags (only SHARE, UNTRACK and COMPACT
  * kept); -1 with TypeError or OverflowError set when the arguments are not that. */

@@ -96,6 +96,28 @@ still be changed by a transform or a test as any dict, and the dicts sharing its
 are not changed with it (CPython gives a dict its own table when a change needs one), but
 cached objects are read only by contract.
 
+Equal immutable values, one object (struct mode): with strings shared, the walk also
+puts in place of each frozen ``msgspec`` struct (:func:`client_cache.structs.struct_type`
+makes frozen classes by default) and each tuple that holds only immutable values (None,
+bools, ints, floats, strs, and such structs and tuples) an equal one it has seen before,
+innermost first, so cached objects hold one copy of the parts they have alike: the
+tolerations, owner references, ports and security context of the pods of one template, a
+pending pod's status. A struct or tuple holding a dict (labels, resource limits) or a
+mutable struct is never shared, nor is the object at the top of the walk (a cached object
+stays its own). Equal means the same type, and each field or item the same object or,
+for strs, ints and floats, the same value of the same type (floats by their bits: ``-0.0``
+is not ``0.0``). The values seen are kept in a fixed table of 8,192 entries, two per
+bucket, the most recent first, as the strings; a part that holds a string seen for the
+first time is not looked up (nothing held can equal it), so what is unique to one object
+never enters the table. Shared parts are frozen, so they cannot be changed through one
+object; a struct class made with ``frozen=False`` is walked as before and never shared.
+Measured on the embedded server's sample pods (Python 3.11, one thread): the objects
+alone (tracemalloc) 4,183 to 3,064 bytes per pod; a 50,000-pod informer synced by a LIST,
+RSS per pod, 5,029 to 3,818; on the real apiserver's pods, of 3,589 bytes per pod
+(``sys.getsizeof``, strings shared) what still repeats from pod to pod went from 996 to
+216 (the resource limits, which are dicts). The decode and walk of a pod cost the same
+within the noise (best of 8: 16.1 us frozen, 16.5 us not).
+
 In one pass (:func:`decoder`): where the list-watch decodes with the default JSON
 decoder, the C part decodes each watch event and LIST item itself and does the walk as it
 goes (``client_cache/_decode.c``): a string the table holds is taken from it without a
@@ -216,10 +238,11 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
 
 
 def share(obj: T) -> T:
-    """``obj`` with its short string values replaced, in place, by equal ones seen
-    before (see the module documentation); ``obj`` itself is returned, or an equal new
-    tuple when ``obj`` is a tuple whose strings were replaced. Untouched when the C walker
-    is not installed."""
+    """``obj`` with its short string values, and below the top its frozen structs and
+    tuples of immutable values, replaced, in place, by equal ones seen before (see the
+    module documentation); ``obj`` itself is returned, or an equal new tuple when ``obj``
+    is a tuple whose parts were replaced. Untouched when the C walker is not
+    installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return obj
     result: T = _sharing.walk(_sharing.SHARE, obj)
@@ -345,18 +368,21 @@ def table_stats() -> dict[str, int]:
     ``compacted`` (dicts made sharing a key table), ``shapes`` (sequences of keys with a
     prototype), ``shape_slots``, ``interned_keys`` (keys the walk interned that were not
     interned before; never reset) and ``intern_budget`` (the most it may intern, -1 for no
-    limit) of the key tables'. All 0 when the C walker is not installed."""
+    limit) of the key tables'; ``values`` (entries in use), ``value_slots``, ``value_hits``
+    (structs and tuples replaced) and ``value_misses`` (remembered) of the immutable
+    values'. All 0 when the C walker is not installed."""
     if _sharing is None:  # pragma: no cover - depends on the installation
         return {"hits": 0, "misses": 0, "held": 0, "slots": 0, "max_length": 0,
                 "compacted": 0, "shapes": 0, "shape_slots": 0, "interned_keys": 0,
-                "intern_budget": 0}
+                "intern_budget": 0, "values": 0, "value_slots": 0, "value_hits": 0,
+                "value_misses": 0}
     counters: dict[str, int] = _sharing.stats()
     return counters
 
 
 def clear_table() -> None:
-    """Forget every string and prototype the tables hold and reset their counters (dicts
-    already compacted keep their key tables)."""
+    """Forget every string, value and prototype the tables hold and reset their counters
+    (objects already walked keep what they were given)."""
     if _sharing is not None:
         _sharing.clear()
 

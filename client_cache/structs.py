@@ -19,6 +19,12 @@ What a struct type is, generated from the model class's ``openapi_types`` and
   free-form fields (``object``: int-or-string, raw extensions) stay what JSON gives;
 * the paths in ``skip`` (default ``metadata.managedFields``) are not fields at all, so
   the decoder passes over them without building anything;
+* the classes are frozen by default (``frozen=False`` makes mutable ones): setting a
+  field raises AttributeError, ``msgspec.structs.replace(obj, field=value)`` makes a
+  changed copy (a transform returns one), and the list-watch gives the cached objects
+  one shared copy of the parts they have alike (:mod:`client_cache.sharing`: equal
+  immutable values). Objects from a cache are read-only by contract (Go's too);
+  frozen classes enforce it for fields, not for the dicts inside (labels, annotations);
 * instances are not tracked by the cyclic garbage collector (``gc=False``) and the
   tuples holding them drop out of its sight as the list-watch decodes them
   (:func:`client_cache.sharing.untrack`; else after the collector's first pass): a
@@ -57,7 +63,7 @@ _PRIMITIVES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": b
 _LIST = re.compile(r"^(?:List\[|list\[)(.+)\]$")
 _DICT = re.compile(r"^(?:Dict\[str, |dict\(str, )(.+)[\])]$")
 _lock = threading.Lock()
-_built: dict[tuple[type, tuple[str, ...]], type] = {}
+_built: dict[tuple[type, tuple[str, ...], bool], type] = {}
 
 
 def _msgspec() -> Any:
@@ -73,24 +79,30 @@ def is_struct_type(object_type: Any) -> bool:
     return isinstance(object_type, type) and hasattr(object_type, "__struct_fields__")
 
 
-def struct_type(model: type, *, skip: Iterable[str] = DEFAULT_SKIP) -> type:
+def struct_type(model: type, *, skip: Iterable[str] = DEFAULT_SKIP,
+                frozen: bool = True) -> type:
     """The struct class for the ``kubernetes`` model class ``model`` (see the module
     documentation), built on first request and cached. ``skip`` lists wire paths
-    (``metadata.managedFields``, ``status.conditions``) to leave out. Raises TypeError for
-    a class without the models' ``openapi_types`` metadata."""
+    (``metadata.managedFields``, ``status.conditions``) to leave out. ``frozen`` (the
+    default) makes the classes immutable (``msgspec``'s ``frozen=True``: setting a field
+    raises AttributeError; ``msgspec.structs.replace`` makes a changed copy), which lets
+    the list-watch share equal parts between cached objects; ``frozen=False`` gives
+    mutable classes, never shared. Raises TypeError for a class without the models'
+    ``openapi_types`` metadata."""
     if not hasattr(model, "openapi_types") or not hasattr(model, "attribute_map"):
         raise TypeError(f"{model!r} is not a kubernetes model class (no openapi_types)")
     skipped = tuple(sorted(set(skip)))
     with _lock:
-        key = (model, skipped)
+        key = (model, skipped, frozen)
         if key not in _built:
-            _built[key] = _Builder(skipped).build(model, "", ())
+            _built[key] = _Builder(skipped, frozen).build(model, "", ())
         return _built[key]
 
 
 class _Builder:
-    def __init__(self, skip: tuple[str, ...]) -> None:
+    def __init__(self, skip: tuple[str, ...], frozen: bool) -> None:
         self.skip = set(skip)
+        self.frozen = frozen
         self.msgspec = _msgspec()
         from kubernetes.client import models  # noqa: PLC0415 - kubernetes is imported late
         self.models = models
@@ -112,7 +124,7 @@ class _Builder:
             rename[attr] = wire_name
         return self.msgspec.defstruct(
             model.__name__, fields, rename=rename, kw_only=True, omit_defaults=True,
-            gc=False, module=__name__)
+            gc=False, frozen=self.frozen, module=__name__)
 
     def field_type(self, spec: str, path: str, building: tuple[type, ...]) -> Any:
         if spec in _PRIMITIVES:

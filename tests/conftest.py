@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import freezegun
 import pytest
 
+from client_cache import sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
 from tests.fixtures import missing
@@ -48,6 +49,15 @@ def no_thread_leak(request: pytest.FixtureRequest) -> Iterator[None]:
         thread.join(max(0.0, deadline - time.monotonic()))
     still = sorted(t.name for t in _alive_threads() - before)
     assert not still, f"threads still alive 1 s after the test: {still}"
+
+
+@pytest.fixture
+def empty_sharing_tables() -> Iterator[None]:
+    """The sharing tables emptied before and after the test (client_cache.sharing), so
+    what it shares does not depend on the tests before it."""
+    sharing.clear_table()
+    yield
+    sharing.clear_table()
 
 
 @pytest.fixture

@@ -79,6 +79,8 @@ def main() -> None:
                                            "client_cache/_decode.c",
                                            "client_cache/_decode.h",
                                            "client_cache/_sharing.h",
+                                           "client_cache/_values.c",
+                                           "client_cache/_values.h",
                                            "client_cache/_workqueue.c"])
         with zipfile.ZipFile(wheel) as archive:
             wheel_names = archive.namelist()

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -32,6 +31,7 @@ if not sharing.AVAILABLE:
     missing("client_cache._sharing was not built (no C compiler)")
 
 PODS = GroupVersionResource("", "v1", "pods")
+pytestmark = pytest.mark.usefixtures("empty_sharing_tables")
 
 
 def pod(i: int) -> dict[str, Any]:
@@ -47,13 +47,6 @@ def pod(i: int) -> dict[str, Any]:
 
 def decoded(count: int) -> list[Any]:
     return [wire.loads(json.dumps(pod(i))) for i in range(count)]
-
-
-@pytest.fixture(autouse=True)
-def empty_table() -> Iterator[None]:
-    sharing.clear_table()
-    yield
-    sharing.clear_table()
 
 
 def test_equal_short_values_become_one_object_and_nothing_else_changes() -> None:

@@ -35,17 +35,18 @@ part(PyObject *obj, const Py_ssize_t *offsets, Py_ssize_t i)
     return *(PyObject **)((char *)obj + offsets[i]);
 }
 
-/* A part's hash: its value's for ints, floats and strs longer than the string table's
- * (SHARED_LENGTH), else its address: parts of other kinds are singletons or held here,
- * and a str the string table could hold is its held one (were it not, the value only
- * goes unshared). */
+/* A part's hash: its value's for ints, floats and strs of a length the string table
+ * does not hold (outside 2..SHARED_LENGTH: a decoder may make a new "a" each time), else
+ * its address: parts of other kinds are singletons or held here, and a str the string
+ * table could hold is its held one (were it not, the value only goes unshared). */
 static size_t
 part_hash(PyObject *p)
 {
     if (p == NULL) {
         return 0x27D4EB2FU;
     }
-    if ((PyUnicode_CheckExact(p) && PyUnicode_GET_LENGTH(p) > SHARED_LENGTH)
+    if ((PyUnicode_CheckExact(p)
+         && (PyUnicode_GET_LENGTH(p) < 2 || PyUnicode_GET_LENGTH(p) > SHARED_LENGTH))
         || PyLong_CheckExact(p) || PyFloat_CheckExact(p)) {
         return (size_t)PyObject_Hash(p); /* in C for these types; never -1 */
     }
@@ -61,7 +62,7 @@ same_part(PyObject *a, PyObject *b)
     if (a == NULL || b == NULL || Py_TYPE(a) != Py_TYPE(b)) {
         return 0;
     }
-    if (PyUnicode_CheckExact(a)) { /* two long ones (short ones hash by address) */
+    if (PyUnicode_CheckExact(a)) { /* of a length hashed by value (others: by address) */
         Py_ssize_t length = PyUnicode_GET_LENGTH(a);
         int kind = PyUnicode_KIND(a);
         return length == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b)

@@ -500,12 +500,14 @@ class ClientListerWatcher:
         return self._walk(item) if self._walk else item
 
     def _decode_whole(self, body: bytes) -> Any:
-        """A body decoded whole, and walked as a whole if at all."""
+        """A body decoded whole, and walked if at all: dicts as a whole, structs item by
+        item, so that each cached object is the top of its walk (never replaced by an
+        equal one: :mod:`client_cache.sharing`)."""
         if self._codec is None:
             return self._loads(body)
         result = self._codec.decode_list(body)
         if self._walk:
-            result["items"] = self._walk(result["items"])
+            result["items"] = [self._walk(item) for item in result["items"]]
         return result
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:

@@ -193,3 +193,21 @@ def test_a_list_watch_shares_the_parts_of_listed_and_watched_structs(
     finally:
         watch.stop()
         api.close()
+
+
+def test_a_listed_object_is_never_replaced_by_an_equal_one_held_before(
+        embedded_server: EmbeddedApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    api = embedded_server.api_client()
+    for name in ("a", "b"):  # nothing in these pods is a dict: all of each is immutable
+        CoreV1Api(api).create_namespaced_pod("ns", {
+            "metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    lw = ClientListerWatcher(api, PODS, "ns", object_type=struct_type(V1Pod))
+    try:
+        for split in (True, False):  # item by item as the body comes, then whole
+            monkeypatch.setattr(sharing, "AVAILABLE", split)  # read when a LIST is read
+            listings = [lw.list(ListOptions())["items"] for _ in range(3)]
+            assert listings[1] == listings[2] and len(listings[2]) == 2
+            assert all(a is not b for a, b in zip(listings[1], listings[2], strict=True))
+            assert listings[1][0].spec is listings[2][0].spec  # below the top: shared
+    finally:
+        api.close()

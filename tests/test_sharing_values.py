@@ -137,7 +137,7 @@ def test_long_strings_are_compared_by_value_and_lists_are_never_shared() -> None
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=80),
-    lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=12)
+    lambda inner: st.builds(tuple, st.lists(inner, max_size=3)), max_leaves=12)
 
 
 @settings(max_examples=300, deadline=None)

@@ -11,9 +11,11 @@
  * first. With COMPACT it puts in place of each dict an equal one sharing its key table
  * with the dicts of the same keys (_shapes.c). With SHARE it also puts in place of each
  * frozen msgspec struct and tuple below the top that holds only immutable values the
- * equal one seen before (_values.c). A walk returns what takes its argument's place. Everything runs with the GIL held and, but for making a new shape's class (once
- * per sequence of keys), calls no Python code: equal strings are compared by kind,
- * length and bytes (after the table's own hash of them, kept beside each entry).
+ * equal one seen before (_values.c). A walk returns what takes its argument's place.
+ * Everything runs with the GIL held and, but for making a new shape's class (once per
+ * sequence of keys) and reading a struct class's configuration (once per class), calls
+ * no Python code: equal strings are compared by kind, length and bytes (after the
+ * table's own hash of them, kept beside each entry).
  * decode(flags, data) (_decode.c) parses JSON doing the same walk as it goes, with this
  * file's string table. */
 #define PY_SSIZE_T_CLEAN
@@ -191,11 +193,6 @@ settle(PyObject *container, int flags, int keep)
     }
 }
 
-/* Where obj's fields are when it is a msgspec struct: a bytes object holding one
- * Py_ssize_t that is 1 for a frozen class (0 else), then one offset per field (borrowed),
- * else NULL (also on error: check PyErr_Occurred). msgspec keeps a struct's fields in
- * slots, each with a member descriptor on the class; a class whose fields are not all
- * such slots is not walked. */
 /* 1 when the struct class's configuration says frozen, 0 when not or it has none, -1 on
  * error. */
 static int
@@ -217,6 +214,11 @@ is_frozen(PyObject *type)
     return result;
 }
 
+/* Where obj's fields are when it is a msgspec struct: a bytes object holding one
+ * Py_ssize_t that is 1 for a frozen class (0 else), then one offset per field (borrowed),
+ * else NULL (also on error: check PyErr_Occurred). msgspec keeps a struct's fields in
+ * slots, each with a member descriptor on the class; a class whose fields are not all
+ * such slots is not walked. */
 static PyObject *
 layout_of(PyObject *obj)
 {

@@ -111,6 +111,10 @@ bucket, the most recent first, as the strings; a part that holds a string seen f
 first time is not looked up (nothing held can equal it), so what is unique to one object
 never enters the table. Shared parts are frozen, so they cannot be changed through one
 object; a struct class made with ``frozen=False`` is walked as before and never shared.
+A shared part is the one first seen, in or out of the collector's sight as the walk that
+first saw it left it, so a list-watch made with ``untrack=False`` may be given parts
+another one untracked: they can hold no cycle, and the collector would untrack such a
+tuple itself in its first pass over it.
 Measured on the embedded server's sample pods (Python 3.11, one thread): the objects
 alone (tracemalloc) 4,183 to 3,064 bytes per pod; a 50,000-pod informer synced by a LIST,
 RSS per pod, 5,029 to 3,821; on the real apiserver's pods, of 3,589 bytes per pod

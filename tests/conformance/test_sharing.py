@@ -25,12 +25,18 @@ if not sharing.AVAILABLE:
 
 
 def create_pods(api: Any, ns: str, count: int) -> None:
+    """Pods alike but for their names. The container's resource limits (a dict) keep it
+    and the tuple holding it from being shared as immutable values between the pods
+    (client_cache.sharing): a shared part is the one first seen, tracked by the
+    collector or not as that walk left it, so only a pod's own parts say what its own
+    list-watch did."""
     core = CoreV1Api(api)
     for i in range(count):
         core.create_namespaced_pod(ns, {
             "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
             "spec": {"nodeName": "node-1", "containers": [
-                {"name": "c", "image": "registry.example.com/web:1.25.3"}]}})
+                {"name": "c", "image": "registry.example.com/web:1.25.3",
+                 "resources": {"limits": {"cpu": "1"}}}]}})
 
 
 def strings(obj: Any) -> tuple[Any, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import CoreV1Api
 
-from bench import bench_compare
+from bench import bench_compare, bench_pinning
 from bench.bench_compare import build_go
 from bench.replay import ReplayServer
 from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
@@ -153,3 +154,26 @@ def test_a_pinned_replay_server_runs_every_thread_on_the_cpus_given() -> None:
         replay.pin({cpus[-1]})
         for task in tasks.iterdir():
             assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}
+
+
+@pytest.mark.skipif(find_go() is None or len(os.sched_getaffinity(0)) < 2
+                    or shutil.which("taskset") is None,
+                    reason="bench_pinning needs the Go toolchain, two CPUs and taskset")
+def test_bench_pinning_runs_each_layout_and_reports_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m bench.bench_pinning`` at a small scale: each layout's contender takes
+    every change, and the reports (JSON and table) have one entry per layout, in order."""
+    monkeypatch.setattr(bench_compare, "settle", lambda: 0.0)
+    monkeypatch.setattr(sys, "argv", ["bench_pinning", "--pods", "50", "--events", "200",
+                                      "--repeats", "1", "--out", str(tmp_path)])
+    bench_pinning.main()
+    report = json.loads(next(tmp_path.glob("pinning-*.json")).read_text())
+    assert (report["pods"], report["events"], report["repeats"]) == (50, 200, 1)
+    assert list(report["layouts"]) == list(bench_pinning.LAYOUTS)
+    for layout, runs in report["layouts"].items():
+        (result,) = runs["throughput"]
+        assert result["events"] == 200 and result["events_per_second"] > 0, layout
+    table = next(tmp_path.glob("pinning-*.md")).read_text()
+    assert [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| ")
+            and not line.startswith("| Layout") and not line.startswith("|---")] == [
+        f"| {layout}" for layout in bench_pinning.LAYOUTS]

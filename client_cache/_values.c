@@ -62,15 +62,8 @@ same_part(PyObject *a, PyObject *b)
     if (a == NULL || b == NULL || Py_TYPE(a) != Py_TYPE(b)) {
         return 0;
     }
-    if (PyUnicode_CheckExact(a)) { /* of a length hashed by value (others: by address) */
-        Py_ssize_t length = PyUnicode_GET_LENGTH(a);
-        int kind = PyUnicode_KIND(a);
-        return length == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b)
-            && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b),
-                      (size_t)length * (size_t)kind) == 0;
-    }
-    if (PyLong_CheckExact(a)) {
-        return PyObject_RichCompareBool(a, b, Py_EQ) == 1; /* C: exact ints */
+    if (PyUnicode_CheckExact(a) || PyLong_CheckExact(a)) { /* C for exact strs and ints */
+        return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
     }
     if (PyFloat_CheckExact(a)) {
         double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);

@@ -162,14 +162,20 @@ def test_the_value_table_is_bounded_and_clearing_it_keeps_shared_parts() -> None
     assert kept[-1] == (slots * 2 - 1, "same")
 
 
-def test_threads_sharing_at_once_get_equal_objects() -> None:
+def test_threads_sharing_at_once_get_equal_objects_and_one_copy_of_each_part() -> None:
     expected = structs(40)
+    tolerations: list[Any] = []
 
     def work(n: int) -> None:
-        for p, want in zip(structs(40), expected, strict=True):
+        pods = structs(40)
+        for p, want in zip(pods, expected, strict=True):
             assert sharing.share(p) == want
+        # a lookup and the holding of what it missed happen together under the GIL, so
+        # every thread's pods (but a first one, whose strings were new) get one copy
+        tolerations.extend(p.spec.tolerations for p in pods[1:])
 
     assert threads_amid_collections(work, name="share-values") > 0
+    assert len(tolerations) == 4 * 39 and all(t is tolerations[0] for t in tolerations)
 
 
 def test_a_list_watch_shares_the_parts_of_listed_and_watched_structs(

@@ -22,7 +22,9 @@ Servers and scenarios:
 - the replay source (``bench/replay``, Go, at socket speed), ``--replay-pods`` pods and
   ``--replay-events`` changes: S2 and S3 again, without the embedded server's own limits;
 - the real kube-apiserver + etcd (``make envtest``), when its binaries exist:
-  S1 with ``--real-pods`` pods, client-go with JSON and with protobuf;
+  S1 with ``--real-pods`` pods, client-go with JSON and with protobuf; and the server's
+  own delivery of the LIST and the watch-list, in JSON and in protobuf, read with nothing
+  decoded (``bench.contenders.delivery``): the time no client can beat on that path;
 - no server: S4 indexer and lister, S5 workqueue.
 
 Writes ``bench/results/latest.json``, ``latest.md`` (``bench/compare_report.py``: tables,
@@ -67,6 +69,7 @@ LABELS = {
     "watch-raw": "kubernetes Watch loop (deserialize=False)",
     "client-go": "client-go",
     "floor": "floor: urllib3 + orjson, no cache",
+    "wire": "server delivery: bytes read, nothing decoded",
 }
 SYNC_LABELS = {"list": "LIST", "watch-list": "watch-list", "paged": "paged LIST"}
 MODEL_CONTENDERS = {"cc-model", "k8s-informer", "watch-model"}  # S2: --model-events
@@ -87,7 +90,7 @@ class Variant:
     @property
     def label(self) -> str:
         encoding = (", protobuf" if self.protobuf else ", JSON") \
-            if self.contender == "client-go" else ""
+            if self.contender in ("client-go", "wire") else ""
         return f"{LABELS[self.contender]}{encoding}, {SYNC_LABELS[self.sync]}"
 
 
@@ -107,6 +110,8 @@ REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-s
         V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
         V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor"),
         V("floor", "watch-list")]
+DELIVERY = [V("wire"), V("wire", "watch-list"), V("wire", protobuf=True),
+            V("wire", "watch-list", protobuf=True)]  # the real server's own sending
 TRANSFORMS = [V("cc-dict"), V("client-go")]  # S6: the contenders that have transforms
 S4_CONTENDERS = ["cc-dict", "k8s-informer", "client-go"]  # those with a store to query
 S5_CONTENDERS = ["cc-dict", "client-go"]  # those with a workqueue
@@ -145,7 +150,7 @@ def command(variant: Variant, go_binary: Path | None, target: Target | None, nam
         return [str(go_binary), *where, "--sync", variant.sync,
                 *(["--protobuf"] if variant.protobuf else []), *flags]
     return [sys.executable, "-m", "bench.contenders", variant.contender, *where,
-            "--sync", variant.sync, *flags]
+            "--sync", variant.sync, *(["--protobuf"] if variant.protobuf else []), *flags]
 
 
 def settle(limit: float = SETTLE_SECONDS) -> float:
@@ -403,7 +408,8 @@ def real_pod(i: int) -> dict[str, Any]:
 
 def real(args: argparse.Namespace, chosen: Callable[[list[Variant]], list[Variant]],
          go_binary: Path | None, runs: Runs, report: dict[str, Any], binaries: Any) -> None:
-    """S1 against the real kube-apiserver + etcd."""
+    """S1 against the real kube-apiserver + etcd, and the server's own delivery of each
+    sync path's initial data in JSON and protobuf (the ``wire`` variants)."""
     with ControlPlane(binaries) as plane:
         core = CoreV1Api(plane.api_client())
         core.create_namespace({"metadata": {"name": "s1"}})
@@ -417,9 +423,11 @@ def real(args: argparse.Namespace, chosen: Callable[[list[Variant]], list[Varian
         report["sizes"]["real"] = list_bytes(core, "s1", args.real_pods)
         target = Target(plane.url, plane.token, str(plane.ca_file))
         for repeat in range(args.repeats):
-            for v in chosen(REAL):
+            for v, flags in [*((v, ()) for v in chosen(REAL)),
+                             *((v, ("--mode", "delivery")) for v in chosen(DELIVERY))]:
                 began = time.monotonic()
-                results = run_contender(command(v, go_binary, target, "s1", args.real_pods))
+                results = run_contender(command(v, go_binary, target, "s1", args.real_pods,
+                                                *flags))
                 runs.add("real", v, results)
                 progress("real", v, repeat, began, results)
 

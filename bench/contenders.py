@@ -5,6 +5,8 @@ its own); ``bench/go/main.go`` does the same work with client-go. Results are JS
         [--events M] [--latency-events K] [--handlers H] [--transform]
     python -m bench.contenders NAME --mode s4 [--objects 100000]
     python -m bench.contenders cc-dict --mode s5 [--keys 100000]
+    python -m bench.contenders wire --mode delivery --server URL --namespace NS \
+        [--sync list|watch-list] [--protobuf]
 
 Inform mode (S1, S2, S3, S6): inform the pods of a namespace and report the initial sync;
 with ``--events``, print ``READY throughput`` and report the rate at which the next M
@@ -22,7 +24,8 @@ dict, with models or with ``deserialize=False``), which LIST only; ``floor`` (ur
 the JSON decoder, no cache), LIST or watch-list.
 S4 (indexer and lister) runs for ``cc-dict`` (indexes) and ``k8s-informer`` (its
 ``ObjectCache`` has no index, so lookups scan); S5 (workqueue) for ``cc-dict`` only, the
-Python alternatives having no workqueue.
+Python alternatives having no workqueue. Delivery mode (:func:`delivery`, contender
+``wire``) times the server's own sending of a sync path's initial data, nothing decoded.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import watch as kwatch
 from kubernetes.client import ApiClient, Configuration, CoreV1Api
 
@@ -234,6 +238,63 @@ def watch_loop(deserialize: bool) -> Callable[..., Any]:
     return start
 
 
+WIRE = "wire"  # delivery mode's contender: the bytes alone
+JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+WATCH_LIST_QUERY = ("watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                    "&resourceVersionMatch=NotOlderThan")
+
+
+def raw_http(api: ApiClient, ns: str, accept: str) -> tuple[Any, dict[str, str], str]:
+    """A urllib3 pool with no client library above it, the request headers (the
+    ``api``'s bearer token, ``Accept: accept``) and the URL of the namespace's pods."""
+    config = api.configuration
+    http = urllib3.PoolManager(ca_certs=config.ssl_ca_cert or None,
+                               cert_reqs="CERT_REQUIRED" if config.ssl_ca_cert else None)
+    headers = {"Authorization": config.get_api_key_with_prefix("authorization"),
+               "Accept": accept}
+    return http, headers, f"{config.host}/api/v1/namespaces/{ns}/pods"
+
+
+def delivery(api: ApiClient, ns: str, sync: str = "list",
+             protobuf: bool = False) -> dict[str, Any]:
+    """The server's own delivery of a sync path's initial data: seconds from sending the
+    request until its last byte arrived, read 1 MiB at a time and nothing decoded (so
+    no client on that path, in that encoding, can sync faster). ``list``: a LIST from
+    resourceVersion 0, until the body ends; ``watch-list``: a watch with
+    ``sendInitialEvents``, until the bookmark that ends the initial events (found by its
+    annotation's key in the bytes, which both encodings carry as is). With ``protobuf``
+    the server is asked for protobuf only, and a server that answers anything else is
+    an error (SystemExit), so a JSON answer is never reported as protobuf."""
+    from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
+    accept = PROTOBUF if protobuf else JSON
+    http, headers, base = raw_http(api, ns, accept)
+    url = f"{base}?{WATCH_LIST_QUERY}" if sync == "watch-list" else f"{base}?resourceVersion=0"
+    marker = INITIAL_EVENTS_ANNOTATION_KEY.encode()
+    started = time.perf_counter()
+    resp = http.request("GET", url, headers=headers, preload_content=False,
+                        timeout=urllib3.Timeout(connect=10, read=60))
+    content_type = resp.headers.get("Content-Type", "")
+    if resp.status != 200 or not content_type.startswith(accept):
+        raise SystemExit(f"delivery {sync}: asked for {accept}, got {resp.status} "
+                         f"{content_type!r}")
+    received, tail, ended = 0, b"", sync != "watch-list"
+    while chunk := resp.read1(1 << 20):
+        received += len(chunk)
+        if not ended:
+            seen = tail + chunk  # the marker may straddle two reads
+            if marker in seen:
+                ended = True
+                break
+            tail = seen[-len(marker):]
+    seconds = time.perf_counter() - started
+    resp.close()
+    if not ended:
+        raise SystemExit("delivery watch-list: the stream ended before the bookmark")
+    return {"scenario": "delivery", "seconds": seconds, "bytes": received,
+            "content_type": content_type}
+
+
 def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
           stop: threading.Event, transform: bool = False,
           sync: str = "list") -> Callable[[], int]:
@@ -244,16 +305,9 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
     ``watch-list``: one watch with ``sendInitialEvents``, synced at the bookmark that ends
     the initial events, read on for the changes. Lines are handed on as soon as they
     arrive (``read1``), so the latency column is the floor's too."""
-    import urllib3
-
     from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
     from client_cache.wire import loads
-    config = api.configuration
-    http = urllib3.PoolManager(ca_certs=config.ssl_ca_cert or None,
-                               cert_reqs="CERT_REQUIRED" if config.ssl_ca_cert else None)
-    headers = {"Authorization": config.get_api_key_with_prefix("authorization"),
-               "Accept": "application/json"}
-    base = f"{config.host}/api/v1/namespaces/{ns}/pods"
+    http, headers, base = raw_http(api, ns, JSON)
     seen = [0]
 
     def bump(obj: Any) -> None:
@@ -262,8 +316,7 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
 
     def run() -> None:
         if sync == "watch-list":
-            query = ("watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
-                     "&resourceVersionMatch=NotOlderThan")
+            query = WATCH_LIST_QUERY
         else:
             listed = loads(http.request("GET", base + "?resourceVersion=0",
                                         headers=headers).data)
@@ -482,8 +535,11 @@ def inform(args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("name", choices=sorted(CONTENDERS))
-    parser.add_argument("--mode", choices=("inform", "s4", "s5"), default="inform")
+    parser.add_argument("name", choices=sorted([*CONTENDERS, WIRE]))
+    parser.add_argument("--mode", choices=("inform", "delivery", "s4", "s5"),
+                        default="inform")
+    parser.add_argument("--protobuf", action="store_true",
+                        help="delivery: ask the server for protobuf")
     parser.add_argument("--server")
     parser.add_argument("--namespace")
     parser.add_argument("--expect", type=int, default=0)
@@ -506,7 +562,15 @@ def main() -> int:
         os._exit(1)
 
     threading.excepthook = die
-    if args.mode == "s4":
+    if (args.name == WIRE) != (args.mode == "delivery"):
+        parser.error(f"delivery mode is {WIRE!r}'s, and {WIRE!r} has no other")
+    if args.mode == "delivery":
+        if not (args.server and args.namespace) or args.sync == "paged":
+            parser.error("delivery mode needs --server, --namespace and a list or "
+                         "watch-list --sync")
+        print(json.dumps(delivery(api_client(args.server, args.token, args.ca_file),
+                                  args.namespace, args.sync, args.protobuf)), flush=True)
+    elif args.mode == "s4":
         print(json.dumps(s4(args.name, args.objects, args.seconds)), flush=True)
     elif args.mode == "s5":
         if args.name != "cc-dict":

@@ -36,6 +36,7 @@ ratios, issue 20's targets) and ``latest.png`` (needs matplotlib, the ``bench`` 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import subprocess
@@ -241,6 +242,17 @@ class Runs:
             entry.setdefault(rename.get(scenario, scenario), []).append(result)
 
 
+def compile_bytecode() -> None:
+    """Compile client_cache's and the benchmark's modules to bytecode first, as installing
+    a wheel does (pip compiles at install). An editable checkout has no bytecode, and
+    where ``PYTHONDONTWRITEBYTECODE`` is set (this machine's default) imports do not
+    cache it either, so every contender process compiled the library inside its timed
+    sync: ``import client_cache.informers`` took 0.24 s instead of 0.06 s."""
+    for package in ("client_cache", "bench"):
+        if not compileall.compile_dir(str(ROOT.parent / package), quiet=1):
+            raise RuntimeError(f"{package}: a module failed to compile")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -267,6 +279,7 @@ def main() -> int:
                         help="directory for latest.json, latest.md and latest.png")
     parser.add_argument("--no-chart", action="store_true", help="no PNG")
     args = parser.parse_args()
+    compile_bytecode()
     go_binary = build_go()
 
     def chosen(variants: list[Variant]) -> list[Variant]:

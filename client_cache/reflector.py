@@ -34,18 +34,17 @@ connection never freezes the cache; metrics are recorded through
 never kills the reflector thread; ``run`` returns within a second of ``stop`` in every state
 (a LIST in progress finishes its current page first).
 
-This module holds the rounds (list, watch, watch-list, resync, what follows an error); the
-loop over one watch's events is :mod:`client_cache.reflector_watch`, the check of each
-object's type :mod:`client_cache.expected_type`, the watch-list consistency check
+This module holds the rounds (list, watch, resync, what follows an error); the watch-list
+round is :mod:`client_cache.reflector_watch_list`, the loop over one watch's events
+:mod:`client_cache.reflector_watch`, the check of each object's type
+:mod:`client_cache.expected_type`, the watch-list consistency check
 :mod:`client_cache.reflector_consistency`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -55,7 +54,6 @@ from typing import Any
 
 from client_cache import gc_policy, wire
 from client_cache.apis import (
-    RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
     ListOptions,
     list_items,
     list_resource_version,
@@ -84,10 +82,7 @@ from client_cache.pager import (
     DEFAULT_PAGE_SIZE,
     ListPager,
 )
-from client_cache.reflector_consistency import (
-    DataInconsistencyError,
-    check_watch_list_consistency_if_requested,
-)
+from client_cache.reflector_consistency import DataInconsistencyError
 from client_cache.reflector_metrics import ReflectorMetrics
 from client_cache.reflector_watch import (
     InitialEventsEndBookmarkTicker,
@@ -95,17 +90,16 @@ from client_cache.reflector_watch import (
     VeryShortWatchError,
     WatchStalledError,
     handle_watch,
+    random_watch_timeout,
 )
+from client_cache.reflector_watch_list import watch_list
 from client_cache.retry_with_deadline import new_retry_with_deadline
 from client_cache.store import (
     Store,
-    deletion_handling_meta_namespace_key_func,
     meta_namespace_key_func,
     new_indexer,
-    new_store,
 )
 from client_cache.util.chan import (
-    STOPPED,
     Chan,
     DoneChan,
     select_or_stop,
@@ -113,7 +107,11 @@ from client_cache.util.chan import (
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.env import env_true
 from client_cache.util.runtime import handle_error
-from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
+from client_cache.util.wait import (
+    backoff_until,
+    new_exponential_backoff_manager,
+    wait_for_backoff,
+)
 from client_cache.watch import Watch
 
 __all__ = [
@@ -250,12 +248,15 @@ class Reflector:
         with self._lock:
             return self._last_sync_resource_version
 
-    def _set_last_sync_resource_version(self, rv: str) -> None:
+    def set_last_sync_resource_version(self, rv: str) -> None:
+        """Record that the store is at ``rv`` (Go ``setLastSyncResourceVersion``)."""
         with self._lock:
             self._last_sync_resource_version = rv
         self.metrics.resource_version(rv)
 
-    def _set_unavailable(self, unavailable: bool) -> None:
+    def set_is_last_sync_resource_version_unavailable(self, unavailable: bool) -> None:
+        """Record whether the server said the last synced resourceVersion is too old or
+        too new to list or watch from (Go ``setIsLastSyncResourceVersionUnavailable``)."""
         with self._lock:
             self._last_sync_resource_version_unavailable = unavailable
 
@@ -265,7 +266,9 @@ class Reflector:
                 return ""
             return self._last_sync_resource_version or "0"
 
-    def _rewatch_resource_version(self) -> str:
+    def rewatch_resource_version(self) -> str:
+        """The resourceVersion to watch from again: the last synced one, or "" (a
+        consistent read) when it is unavailable (Go ``rewatchResourceVersion``)."""
         with self._lock:
             if self._last_sync_resource_version_unavailable:
                 return ""
@@ -310,7 +313,7 @@ class Reflector:
         watch: Watch | None = None
         if self.use_watch_list:
             try:
-                watch = self._watch_list(stop)
+                watch = watch_list(self, stop)
             except DataInconsistencyError:
                 raise
             except Exception as err:
@@ -356,7 +359,7 @@ class Reflector:
                 if not (is_expired(err) or is_gone(err) or is_too_large_resource_version(err)):
                     raise
                 self.status.expired(options.resource_version, "LIST")
-                self._set_unavailable(True)
+                self.set_is_last_sync_resource_version_unavailable(True)
                 result, paginated = pager.list(
                     ListOptions(resource_version=self._relist_resource_version()), stop)
         except StopRequestedError:
@@ -365,7 +368,7 @@ class Reflector:
             raise ListFailedError(f"failed to list {self.type_description}: {err}") from err
         if options.resource_version == "0" and paginated:
             self._paginated_result = True
-        self._set_unavailable(False)
+        self.set_is_last_sync_resource_version_unavailable(False)
         rv = list_resource_version(result)
         items = self.type_check.accept_list(result, list_items(result))
         self.metrics.lists.inc()
@@ -375,14 +378,11 @@ class Reflector:
             self.store.replace(items, rv)
         except Exception as err:
             raise ClientCacheError(f"unable to sync list result: {err}") from err
-        self._set_last_sync_resource_version(rv)
+        self.set_last_sync_resource_version(rv)
         self.status.list_succeeded(len(items), rv)
         return True
 
     # -- watch -----------------------------------------------------------------------------------
-    def _watch_timeout(self) -> int:
-        return int(self.min_watch_timeout * (random.random() + 1.0))
-
     def _watch_with_resync(self, watch: Watch | None, stop: threading.Event) -> None:
         resync_errors: Chan[BaseException] = Chan(1)
         cancel = DoneChan()
@@ -416,15 +416,6 @@ class Reflector:
                     errors.try_send(err)
                     return
 
-    def _wait_backoff(self, stop: threading.Event) -> bool:
-        """Wait for the next backoff; False when stopped meanwhile."""
-        timer = self.backoff_manager.backoff()
-        index, _ = select_or_stop(stop, [timer.c()])
-        if index == STOPPED:
-            timer.stop()
-            return False
-        return True
-
     def _watch(
         self, watch: Watch | None, stop: threading.Event, resync_errors: Chan[BaseException]
     ) -> None:
@@ -438,7 +429,7 @@ class Reflector:
                     watch.stop()
                 return
             start = self.clock.monotonic()
-            timeout = self._watch_timeout()
+            timeout = random_watch_timeout(self.min_watch_timeout)
             if watch is None:
                 watch = self._start_watch(timeout, stop)
                 if watch is None:
@@ -473,7 +464,7 @@ class Reflector:
             if is_connection_refused(err) or is_too_many_requests(err):
                 self.log.debug("%s: watch of %s returned %s - backing off", self.name,
                            self.type_description, err)
-                self._wait_backoff(stop)
+                wait_for_backoff(self.backoff_manager, stop)
                 return None
             raise
 
@@ -498,7 +489,7 @@ class Reflector:
         if is_too_many_requests(error):
             self.log.info("%s: watch of %s returned 429 - backing off", self.name,
                       self.type_description)
-            return self._wait_backoff(stop)
+            return wait_for_backoff(self.backoff_manager, stop)
         if is_internal_error(error) and retry.should_retry():
             self.log.info("%s: retrying watch of %s internal error: %s", self.name,
                       self.type_description, error)
@@ -524,96 +515,8 @@ class Reflector:
         reflector's own unless ``set_resource_version`` is given."""
         return handle_watch(
             self, start, watch, stop, errors, idle=idle, store=store,
-            set_resource_version=set_resource_version or self._set_last_sync_resource_version,
+            set_resource_version=set_resource_version or self.set_last_sync_resource_version,
             exit_on_initial_events_end=exit_on_initial_events_end)
-
-    # -- watch-list ------------------------------------------------------------------------------
-    def _watch_list(self, stop: threading.Event) -> Watch | None:
-        """Stream the initial state; returns the still-open watch, or None when stopped.
-
-        The cyclic garbage collector is paused from each attempt's request until the
-        streamed state is in the queue, as over a LIST (:func:`client_cache.wire.gc_paused`:
-        the stream allocates the whole cache, and every full collection meanwhile would walk
-        all it has built so far), but never over a backoff between attempts."""
-        with contextlib.ExitStack() as pause:
-            return self._watch_list_paused(stop, pause)
-
-    def _watch_list_paused(self, stop: threading.Event,
-                           pause: contextlib.ExitStack) -> Watch | None:
-        never: Chan[BaseException] = Chan(1)
-        resource_version = [""]
-
-        def set_resource_version(rv: str) -> None:
-            resource_version[0] = rv
-
-        def retry(err: BaseException) -> bool:
-            pause.close()  # not over a backoff
-            return self._retry_watch_list(err, stop)
-
-        while True:
-            pause.close()
-            if stop.is_set():
-                return None
-            resource_version[0] = ""
-            temporary = new_store(deletion_handling_meta_namespace_key_func)
-            options = ListOptions(
-                resource_version=self._rewatch_resource_version(),
-                allow_watch_bookmarks=True,
-                send_initial_events=True,
-                resource_version_match=RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
-                timeout_seconds=self._watch_timeout(),
-            )
-            start = self.clock.monotonic()
-            self.status.list_started(options.resource_version)
-            pause.enter_context(wire.gc_paused(promote=True))
-            try:
-                watch = to_lister_watcher_with_context(self.lister_watcher).watch_with_context(
-                    stop, options)
-            except StopRequestedError:
-                return None
-            except Exception as err:
-                if retry(err):
-                    continue
-                raise
-            try:
-                done = self._handle_watch(
-                    start, watch, stop, never, idle=self.idle_timeout or
-                    (options.timeout_seconds or 300) + 60.0, store=temporary,
-                    set_resource_version=set_resource_version,
-                    exit_on_initial_events_end=True)
-            except Exception as err:
-                watch.stop()
-                if isinstance(err, StopRequestedError):
-                    return None
-                if retry(err):
-                    continue
-                raise
-            if done:
-                break
-            watch.stop()  # closed before the bookmark: ask again
-        self._set_unavailable(False)
-        rv = resource_version[0]
-        check_watch_list_consistency_if_requested(self.name, rv, self.lister_watcher,
-                                                  temporary.list(), self.log)
-        try:
-            self.store.replace(temporary.list(), rv)
-        except Exception as err:
-            watch.stop()
-            raise ClientCacheError(f"unable to sync watch-list result: {err}") from err
-        self._set_last_sync_resource_version(rv)
-        self.status.list_succeeded(len(temporary.list_keys()), rv)
-        return watch
-
-    def _retry_watch_list(self, err: BaseException, stop: threading.Event) -> bool:
-        if is_connection_refused(err) or is_too_many_requests(err):
-            self.log.info("%s: watch-list of %s returned %s - backing off", self.name,
-                      self.type_description, err)
-            return self._wait_backoff(stop)
-        if is_expired(err) or is_gone(err) or is_too_large_resource_version(err):
-            self._set_unavailable(True)
-            return True
-        return False
-
 
 def new_reflector_with_options(
     lister_watcher: ListerWatcher, expected_type: Any, store: Store, options: ReflectorOptions

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import random
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -33,6 +34,7 @@ __all__ = [
     "VeryShortWatchError",
     "WatchStalledError",
     "handle_watch",
+    "random_watch_timeout",
 ]
 
 # the reflector's records, whichever of its modules writes them
@@ -86,6 +88,13 @@ def _go_duration(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1000:g}ms"
     return f"{seconds:g}s"
+
+
+def random_watch_timeout(min_watch_timeout: float) -> int:
+    """A watch's server-side timeout, in whole seconds, drawn from
+    ``[min_watch_timeout, 2 * min_watch_timeout)`` so that a fleet of reflectors does not
+    re-watch in step."""
+    return int(min_watch_timeout * (random.random() + 1.0))
 
 
 class InitialEventsEndBookmarkTicker:

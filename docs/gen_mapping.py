@@ -303,6 +303,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Controller": ("—", "kube-rs Controller"),
     "ControllerConfig": ("—", "kube-rs controller::Config plus controller-runtime options"),
     "ControllerMetricsProvider": ("—", "controller-runtime reconcile metrics"),
+    "ControllerMetrics": ("—", "one controller's reconcile metrics"),
     "NoopControllerMetricsProvider": ("—", "the default: no metrics"),
     "get_controller_metrics_provider": ("—", ""),
     "set_controller_metrics_provider": ("—", ""),
@@ -363,6 +364,9 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "DEFAULT_SUBSCRIBER_BUFFER": ("—", "a subscriber's buffer (1024 events)"),
     "InitialEventsEndBookmarkTicker": ("initialEventsEndBookmarkTicker", ""),
     "handle_watch": ("handleAnyWatch", ""),
+    "random_watch_timeout": ("—", "the timeoutSeconds Go's ListAndWatch draws inline"),
+    "watch_list": ("Reflector.watchList", ""),
+    "wait_for_backoff": ("—", "Go selects on BackoffManager.Backoff().C() inline"),
     "TypeCheck": ("—", "the expectedType/expectedGVK checks of Go's reflector, as one object"),
     "check_watch_list_consistency_if_requested": (
         "checkWatchListDataConsistencyIfRequested", ""),

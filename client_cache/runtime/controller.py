@@ -68,7 +68,6 @@ What it does, as kube-rs:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -89,11 +88,11 @@ from client_cache.errors import describe_error
 from client_cache.health.status import InformerHealth
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
-from client_cache.leaderelection import LeaderElectionConfig
 from client_cache.listwatch import resource_kind
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventRecorder, EventSource
+from client_cache.runtime.config import ControllerConfig
 from client_cache.runtime.leading import LeadershipGate
-from client_cache.runtime.metrics import get_controller_metrics_provider
+from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.objectref import ObjectRef, object_ref
 from client_cache.runtime.reconcile import (
     Action,
@@ -125,36 +124,6 @@ Reconciler = Callable[[Any, Context[D]], "Action | Awaitable[Action]"]
 """``reconcile(obj, ctx) -> Action``, a plain or an ``async def`` function."""
 ErrorPolicy = Callable[[Any, BaseException, Context[D]], "Action | Awaitable[Action]"]
 """``error_policy(obj, error, ctx) -> Action``, a plain or an ``async def`` function."""
-
-
-@dataclass
-class ControllerConfig:
-    """Settings of a :class:`Controller` (kube-rs ``controller::Config`` plus the port's):
-    ``debounce`` seconds (default 0); ``concurrency`` reconciles at once (default 1, see the
-    module documentation); ``shutdown_timeout`` seconds given to running reconciles at
-    shutdown; ``client_qps``/``client_burst`` write throttling (0: off); ``name`` of the
-    controller in thread names, logs and metrics (default: the primary resource);
-    ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
-    reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
-    this replica leads (see :mod:`client_cache.runtime.leading`); ``loop``: where an
-    ``async def`` reconcile or error policy runs (default: a loop the controller starts
-    on a thread of its own and ends with the run)."""
-
-    debounce: float = 0.0
-    concurrency: int = 1
-    shutdown_timeout: float = 30.0
-    client_qps: float = 20.0
-    client_burst: int = 30
-    name: str = ""
-    events: bool = True
-    leader_election: LeaderElectionConfig | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-
-    def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
-        if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0:
-            raise ValueError("debounce, shutdown_timeout and client_qps must not be negative")
 
 
 @dataclass
@@ -416,7 +385,7 @@ class Controller(Generic[D]):
             broadcaster.start_recording_to_sink(CoreV1EventSink(self._factory.api_client))
             recorder = broadcaster.new_recorder(EventSource(component=self.name))
         self._scheduler = Scheduler(self.name, config.debounce, clock=self._clock)
-        metrics = _Metrics(self.name, config.concurrency)
+        metrics = ControllerMetrics(self.name, config.concurrency)
         caller = None
         if is_async_callable(reconcile) or is_async_callable(error_policy):
             caller = LoopCaller(config.loop, name=f"controller-{self.name}-loop")
@@ -515,7 +484,7 @@ class Controller(Generic[D]):
 
     def _work(self, reconcile: Callable[[Any, Context[D]], Action],
               error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-              data: D, recorder: EventRecorder | None, metrics: _Metrics) -> None:
+              data: D, recorder: EventRecorder | None, metrics: ControllerMetrics) -> None:
         scheduler = self._scheduler
         assert scheduler is not None
         while True:
@@ -538,7 +507,7 @@ class Controller(Generic[D]):
     def _reconcile_one(self, scheduler: Scheduler, request: ReconcileRequest,
                        reconcile: Callable[[Any, Context[D]], Action],
                        error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-                       ctx: Context[D], metrics: _Metrics) -> None:
+                       ctx: Context[D], metrics: ControllerMetrics) -> None:
         ref = request.obj_ref
         obj, exists = self._informer.get_indexer().get_by_key(ref.key())
         if not exists:
@@ -618,20 +587,3 @@ def _waker(source: queue.Queue[Any]) -> Callable[[], None]:
         with contextlib.suppress(queue.Full):
             source.put_nowait(_WAKE)
     return wake
-
-
-class _Metrics:
-    def __init__(self, name: str, concurrency: int) -> None:
-        provider = get_controller_metrics_provider()
-        self.total = {result: provider.new_reconcile_total_metric(name, result)
-                      for result in ("success", "error", "requeue_after")}
-        self.errors = provider.new_reconcile_errors_metric(name)
-        self.time = provider.new_reconcile_time_metric(name)
-        self.active = provider.new_active_workers_metric(name)
-        provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
-
-    def observe(self, started: float, result: str) -> None:
-        self.time.observe(time.monotonic() - started)
-        self.total[result].inc()
-        if result == "error":
-            self.errors.inc()

@@ -11,6 +11,7 @@ scheduler's queue (named after the controller). The operability work exports bot
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 from client_cache.util.provider import ProviderSlot
@@ -24,6 +25,7 @@ from client_cache.workqueue.metrics import (
 
 __all__ = [
     "RECONCILE_RESULTS",
+    "ControllerMetrics",
     "ControllerMetricsProvider",
     "NoopControllerMetricsProvider",
     "get_controller_metrics_provider",
@@ -106,3 +108,26 @@ def get_controller_metrics_provider() -> ControllerMetricsProvider:
 def reset_controller_metrics_provider_for_tests() -> None:
     """Restore the no-op provider."""
     _slot.reset()
+
+
+class ControllerMetrics:
+    """One controller's metrics, made by the current provider when its run starts: the
+    counters by result, the error counter, the reconcile-time histogram and the gauge of
+    active workers (the concurrency gauge is set here, once)."""
+
+    def __init__(self, name: str, concurrency: int) -> None:
+        provider = get_controller_metrics_provider()
+        self.total = {result: provider.new_reconcile_total_metric(name, result)
+                      for result in ("success", "error", "requeue_after")}
+        self.errors = provider.new_reconcile_errors_metric(name)
+        self.time = provider.new_reconcile_time_metric(name)
+        self.active = provider.new_active_workers_metric(name)
+        provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
+
+    def observe(self, started: float, result: str) -> None:
+        """Record one reconcile begun at ``started`` (monotonic) that ended with
+        ``result``."""
+        self.time.observe(time.monotonic() - started)
+        self.total[result].inc()
+        if result == "error":
+            self.errors.inc()

@@ -59,6 +59,7 @@ __all__ = [
     "poll_infinite",
     "poll_until",
     "until",
+    "wait_for_backoff",
 ]
 
 FOREVER_TEST_TIMEOUT = 30.0
@@ -194,6 +195,16 @@ class JitteredBackoffManager:
         delay = jitter(self._duration, self._jitter) if self._jitter > 0 else self._duration
         self._timer = _arm(self._clock, self._timer, delay)
         return self._timer
+
+
+def wait_for_backoff(manager: BackoffManager, stop: threading.Event) -> bool:
+    """Wait for ``manager``'s next backoff; False when ``stop`` was set meanwhile."""
+    timer = manager.backoff()
+    index, _ = select_or_stop(stop, [timer.c()])
+    if index == STOPPED:
+        timer.stop()
+        return False
+    return True
 
 
 def new_exponential_backoff_manager(

@@ -1,0 +1,41 @@
+"""The settings of a :class:`~client_cache.runtime.controller.Controller` (kube-rs
+``controller::Config`` plus the port's own)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from client_cache.leaderelection import LeaderElectionConfig
+
+__all__ = ["ControllerConfig"]
+
+
+@dataclass
+class ControllerConfig:
+    """Settings of a :class:`Controller` (kube-rs ``controller::Config`` plus the port's):
+    ``debounce`` seconds (default 0); ``concurrency`` reconciles at once (default 1, see the
+    module documentation); ``shutdown_timeout`` seconds given to running reconciles at
+    shutdown; ``client_qps``/``client_burst`` write throttling (0: off); ``name`` of the
+    controller in thread names, logs and metrics (default: the primary resource);
+    ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
+    reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
+    this replica leads (see :mod:`client_cache.runtime.leading`); ``loop``: where an
+    ``async def`` reconcile or error policy runs (default: a loop the controller starts
+    on a thread of its own and ends with the run)."""
+
+    debounce: float = 0.0
+    concurrency: int = 1
+    shutdown_timeout: float = 30.0
+    client_qps: float = 20.0
+    client_burst: int = 30
+    name: str = ""
+    events: bool = True
+    leader_election: LeaderElectionConfig | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
+        if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0:
+            raise ValueError("debounce, shutdown_timeout and client_qps must not be negative")

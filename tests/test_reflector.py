@@ -455,14 +455,14 @@ def test_watch_list_page_size_and_no_paging_for_exact_reads() -> None:
     })
     store = new_store(meta_namespace_key_func)
     r = reflector(lw(list_func, closing_watch(stop)), store)
-    r._set_last_sync_resource_version("10")
+    r.set_last_sync_resource_version("10")
     r.watch_list_page_size = 4
     r.list_and_watch(stop)
     assert len(store.list()) == 10
     stop = threading.Event()
     list_func, seen = list_recorder({("10", "", 0): pod_list("10", *pods(10, "10"))})
     r = reflector(lw(list_func, closing_watch(stop)), new_store(meta_namespace_key_func))
-    r._set_last_sync_resource_version("10")
+    r.set_last_sync_resource_version("10")
     r.list_and_watch(stop)
     assert seen == [("10", "", 0)]
 

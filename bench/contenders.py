@@ -274,21 +274,24 @@ def delivery(api: ApiClient, ns: str, sync: str = "list",
     started = time.perf_counter()
     resp = http.request("GET", url, headers=headers, preload_content=False,
                         timeout=urllib3.Timeout(connect=10, read=60))
-    content_type = resp.headers.get("Content-Type", "")
-    if resp.status != 200 or not content_type.startswith(accept):
-        raise SystemExit(f"delivery {sync}: asked for {accept}, got {resp.status} "
-                         f"{content_type!r}")
-    received, tail, ended = 0, b"", sync != "watch-list"
-    while chunk := resp.read1(1 << 20):
-        received += len(chunk)
-        if not ended:
-            seen = tail + chunk  # the marker may straddle two reads
-            if marker in seen:
-                ended = True
-                break
-            tail = seen[-len(marker):]
-    seconds = time.perf_counter() - started
-    resp.close()
+    try:
+        content_type = resp.headers.get("Content-Type", "")
+        if resp.status != 200 or not content_type.startswith(accept):
+            raise SystemExit(f"delivery {sync}: asked for {accept}, got {resp.status} "
+                             f"{content_type!r}")
+        received, tail, ended = 0, b"", sync != "watch-list"
+        while chunk := resp.read1(1 << 20):
+            received += len(chunk)
+            if not ended:
+                seen = tail + chunk  # the marker may straddle two reads
+                if marker in seen:
+                    ended = True
+                    break
+                tail = seen[-len(marker):]
+        seconds = time.perf_counter() - started
+    finally:
+        resp.close()
+        http.clear()  # the pool's connections end with the measurement
     if not ended:
         raise SystemExit("delivery watch-list: the stream ended before the bookmark")
     return {"scenario": "delivery", "seconds": seconds, "bytes": received,
@@ -563,7 +566,8 @@ def main() -> int:
 
     threading.excepthook = die
     if (args.name == WIRE) != (args.mode == "delivery"):
-        parser.error(f"delivery mode is {WIRE!r}'s, and {WIRE!r} has no other")
+        parser.error(f"delivery mode runs the {WIRE} contender only, and {WIRE} runs in "
+                     "delivery mode only")
     if args.mode == "delivery":
         if not (args.server and args.namespace) or args.sync == "paged":
             parser.error("delivery mode needs --server, --namespace and a list or "

@@ -63,6 +63,18 @@ def test_only_client_cache_takes_other_paths(server: EmbeddedApiServer) -> None:
     assert "syncs with a LIST only" in failed.value.stderr
 
 
+@pytest.mark.parametrize("sync", ["list", "watch-list"])
+def test_the_wire_contender_times_delivery_and_nothing_else(
+        server: EmbeddedApiServer, sync: str) -> None:
+    result = contender("wire", "--mode", "delivery", "--server", server.url,
+                       "--namespace", "s1", "--sync", sync)
+    assert result["delivery"]["bytes"] > PODS * len('{"metadata":{"name":"p0"}}')
+    assert result["delivery"]["content_type"].startswith("application/json")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        contender("wire", "--server", server.url, "--namespace", "s1", "--expect", "1")
+    assert "wire runs in delivery mode only" in failed.value.stderr
+
+
 @pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")
 @pytest.mark.parametrize("sync", ["list", "watch-list"])
 def test_the_floor_syncs_then_reads_every_change(sync: str) -> None:

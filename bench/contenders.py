@@ -280,14 +280,14 @@ def delivery(api: ApiClient, ns: str, sync: str = "list",
             raise SystemExit(f"delivery {sync}: asked for {accept}, got {resp.status} "
                              f"{content_type!r}")
         received, tail, ended = 0, b"", sync != "watch-list"
+        keep = len(marker) - 1  # the stream's last bytes, for a marker across two reads
         while chunk := resp.read1(1 << 20):
             received += len(chunk)
             if not ended:
-                seen = tail + chunk  # the marker may straddle two reads
-                if marker in seen:
+                if marker in chunk or marker in tail + chunk[:keep]:
                     ended = True
                     break
-                tail = seen[-len(marker):]
+                tail = (tail + chunk[-keep:])[-keep:]  # never a copy of the whole read
         seconds = time.perf_counter() - started
     finally:
         resp.close()

@@ -8,9 +8,10 @@ from setuptools import Extension, setup
 setup(ext_modules=[
     Extension("client_cache._sharing",
               ["client_cache/_sharing.c", "client_cache/_shapes.c", "client_cache/_listscan.c",
-               "client_cache/_decode.c", "client_cache/_values.c"],
+               "client_cache/_decode.c", "client_cache/_values.c",
+               "client_cache/_protobuf.c"],
               depends=["client_cache/_shapes.h", "client_cache/_listscan.h",
                        "client_cache/_decode.h", "client_cache/_sharing.h",
-                       "client_cache/_values.h"], optional=True),
+                       "client_cache/_values.h", "client_cache/_protobuf.h"], optional=True),
     Extension("client_cache._workqueue", ["client_cache/_workqueue.c"], optional=True),
 ])

@@ -153,7 +153,7 @@ def client_cache_informer(models: bool, structs: bool = False,
                           compact: bool = True) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
-              sync: str = "list") -> Callable[[], int]:
+              sync: str = "list", protobuf: bool = False) -> Callable[[], int]:
         from client_cache import sharing
         from client_cache.controller import ResourceEventHandlerFuncs
         if not compact:  # read when the factory makes the list-watch
@@ -165,7 +165,7 @@ def client_cache_informer(models: bool, structs: bool = False,
         factory = new_shared_informer_factory_with_options(
             api, 0, SharedInformerFactoryOptions(
                 namespace=ns, transform=drop_managed_fields if transform else None,
-                use_watch_list=sync == "watch-list",
+                use_watch_list=sync == "watch-list", protobuf=protobuf,
                 tweak_list_options=paged_list if sync == "paged" else None))
         if structs:
             from kubernetes.client import V1Pod
@@ -364,6 +364,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
 }
 #: The contenders that can take each sync path; the rest LIST only.
 SYNC_CAPABLE = {"cc-dict", "cc-model", "cc-struct", "floor"}
+PROTOBUF_CAPABLE = {"cc-dict", "cc-model", "cc-struct"}  # and wire, in delivery mode
 
 
 def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:
@@ -500,8 +501,9 @@ def inform(args: argparse.Namespace) -> None:
     stop = threading.Event()
     api = api_client(args.server, args.token, args.ca_file)
     started = time.perf_counter()
+    encoding = {"protobuf": True} if args.protobuf else {}
     size = CONTENDERS[args.name](api, args.namespace, args.handlers, counter, stop,
-                                 transform=args.transform, sync=args.sync)
+                                 transform=args.transform, sync=args.sync, **encoding)
     counter.wait_for(args.expect * args.handlers)
     seconds = time.perf_counter() - started
     peak = rss_kb("VmHWM")
@@ -542,7 +544,7 @@ def main() -> int:
     parser.add_argument("--mode", choices=("inform", "delivery", "s4", "s5"),
                         default="inform")
     parser.add_argument("--protobuf", action="store_true",
-                        help="delivery: ask the server for protobuf")
+                        help="ask the server for protobuf (client_cache informers, delivery)")
     parser.add_argument("--server")
     parser.add_argument("--namespace")
     parser.add_argument("--expect", type=int, default=0)
@@ -568,6 +570,8 @@ def main() -> int:
     if (args.name == WIRE) != (args.mode == "delivery"):
         parser.error(f"delivery mode runs the {WIRE} contender only, and {WIRE} runs in "
                      "delivery mode only")
+    if args.protobuf and args.mode == "inform" and args.name not in PROTOBUF_CAPABLE:
+        parser.error(f"--protobuf: {args.name} reads JSON only")
     if args.mode == "delivery":
         if not (args.server and args.namespace) or args.sync == "paged":
             parser.error("delivery mode needs --server, --namespace and a list or "

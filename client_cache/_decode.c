@@ -38,8 +38,7 @@ typedef struct {
     const char *p;           /* the next byte */
     const char *end;
     int flags;
-    PyObject **stack;        /* the parts of the open arrays and objects */
-    Py_ssize_t top, size;
+    RefStack parts;          /* the parts of the open arrays and objects */
     char *text;              /* a string with escapes, unescaped (UTF-8) */
     Py_ssize_t text_size;
     int declined;            /* set when NULL is returned for a reason not in PyErr */
@@ -66,28 +65,14 @@ skip_space(Parser *ps)
 static int
 push(Parser *ps, PyObject *obj)
 {
-    if (ps->top == ps->size) {
-        Py_ssize_t size = ps->size ? ps->size * 2 : 256;
-        PyObject **stack = PyMem_Realloc(ps->stack, (size_t)size * sizeof(PyObject *));
-        if (stack == NULL) {
-            Py_DECREF(obj);
-            PyErr_NoMemory();
-            return -1;
-        }
-        ps->stack = stack;
-        ps->size = size;
-    }
-    ps->stack[ps->top++] = obj;
-    return 0;
+    return ref_push(&ps->parts, obj);
 }
 
 /* Drop the stack's entries from base on. */
 static void
 unwind(Parser *ps, Py_ssize_t base)
 {
-    while (ps->top > base) {
-        Py_DECREF(ps->stack[--ps->top]);
-    }
+    ref_unwind(&ps->parts, base);
 }
 
 static int
@@ -355,18 +340,6 @@ number(Parser *ps)
     return PyFloat_FromDouble(d);
 }
 
-/* Whether a container made of these parts stays in the collector's sight. */
-static int
-keeps_tracked(PyObject *const *parts, Py_ssize_t count)
-{
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (PyObject_IS_GC(parts[i]) && PyObject_GC_IsTracked(parts[i])) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* After a container's member: 1 when a comma follows (another member), 0 when close
  * does (the container ends), -1 otherwise (declined); what was found is consumed. */
 static int
@@ -434,7 +407,7 @@ key(Parser *ps)
 static int
 members(Parser *ps, int depth, char close, int keyed)
 {
-    Py_ssize_t base = ps->top;
+    Py_ssize_t base = ps->parts.top;
     int more = !empty(ps, close);
     while (more > 0) {
         more = keyed && key(ps) < 0 ? -1 : member(ps, depth, close);
@@ -448,20 +421,20 @@ members(Parser *ps, int depth, char close, int keyed)
 static PyObject *
 array(Parser *ps, int depth)
 {
-    Py_ssize_t base = ps->top;
+    Py_ssize_t base = ps->parts.top;
     if (members(ps, depth, ']', 0) < 0) {
         return NULL;
     }
-    Py_ssize_t count = ps->top - base;
+    Py_ssize_t count = ps->parts.top - base;
     PyObject *list = PyList_New(count);
     if (list == NULL) {
         unwind(ps, base);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < count; i++) { /* the list takes the stack's references */
-        PyList_SET_ITEM(list, i, ps->stack[base + i]);
+        PyList_SET_ITEM(list, i, ps->parts.items[base + i]);
     }
-    ps->top = base;
+    ps->parts.top = base;
     if ((ps->flags & UNTRACK) && !keeps_tracked(((PyListObject *)list)->ob_item, count)) {
         PyObject_GC_UnTrack(list);
     }
@@ -471,12 +444,12 @@ array(Parser *ps, int depth)
 static PyObject *
 object(Parser *ps, int depth)
 {
-    Py_ssize_t base = ps->top;
+    Py_ssize_t base = ps->parts.top;
     if (members(ps, depth, '}', 1) < 0) {
         return NULL;
     }
-    Py_ssize_t count = (ps->top - base) / 2;
-    PyObject *const *pairs = ps->stack + base;
+    Py_ssize_t count = (ps->parts.top - base) / 2;
+    PyObject *const *pairs = ps->parts.items + base;
     PyObject *dict = (ps->flags & COMPACT) ? shaped_from_pairs(pairs, count)
         : dict_of_pairs(pairs, count);
     if (dict != NULL && PyDict_GET_SIZE(dict) != count) {
@@ -535,6 +508,33 @@ value(Parser *ps, int depth)
 }
 
 PyObject *
+decode_json(int flags, const char *data, Py_ssize_t length)
+{
+    Parser ps = {.p = data, .end = data + length, .flags = flags};
+    PyObject *result = value(&ps, 0);
+    if (result != NULL) {
+        skip_space(&ps);
+        if (ps.p != ps.end) { /* something after the document */
+            Py_CLEAR(result);
+            ps.declined = 1;
+        }
+    }
+    unwind(&ps, 0);
+    PyMem_Free(ps.parts.items);
+    PyMem_Free(ps.text);
+    if (result == NULL && ps.declined && !PyErr_Occurred()) {
+        return Py_NewRef(declined);
+    }
+    return result;
+}
+
+int
+is_declined(PyObject *obj)
+{
+    return obj == declined;
+}
+
+PyObject *
 decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     int flags;
@@ -548,25 +548,8 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    Parser ps = {
-        .p = view.buf, .end = (const char *)view.buf + view.len,
-        .flags = flags,
-    };
-    PyObject *result = value(&ps, 0);
-    if (result != NULL) {
-        skip_space(&ps);
-        if (ps.p != ps.end) { /* something after the document */
-            Py_CLEAR(result);
-            ps.declined = 1;
-        }
-    }
-    unwind(&ps, 0);
-    PyMem_Free(ps.stack);
-    PyMem_Free(ps.text);
+    PyObject *result = decode_json(flags, view.buf, view.len);
     PyBuffer_Release(&view);
-    if (result == NULL && ps.declined && !PyErr_Occurred()) {
-        return Py_NewRef(declined);
-    }
     return result;
 }
 

@@ -9,6 +9,13 @@
  * (METH_FASTCALL). */
 PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
+/* The JSON document data[0:length] decoded with the walk's flags applied: what
+ * decode(flags, data) gives (new reference; DECLINED, see is_declined; NULL on error). */
+PyObject *decode_json(int flags, const char *data, Py_ssize_t length);
+
+/* Whether obj is DECLINED. */
+int is_declined(PyObject *obj);
+
 /* Forget the dict keys seen. */
 void decode_clear(void);
 

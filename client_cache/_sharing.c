@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "_decode.h"
+#include "_protobuf.h"
 #include "_listscan.h"
 #include "_shapes.h"
 #include "_sharing.h"
@@ -532,6 +533,24 @@ static PyMethodDef methods[] = {
      "that are whole in data from pos, each as bytes; scanning resumes at the returned "
      "pos and state (AFTER_OPEN, AFTER_COMMA, AFTER_ITEM, CLOSED). ValueError when the "
      "array is not well formed."},
+    {"protobuf_schema", (PyCFunction)(void (*)(void))protobuf_schema, METH_FASTCALL,
+     "protobuf_schema(types, messages, duration, loads) -> capsule: the protobuf schema "
+     "compiled for protobuf_decode; see client_cache.protobuf."},
+    {"protobuf_decode", (PyCFunction)(void (*)(void))protobuf_decode, METH_FASTCALL,
+     "protobuf_decode(schema, flags, message, data, start, end) -> dict: the message "
+     "data[start:end] as its JSON's dict, with what walk(flags, ...) does done while "
+     "decoding; ValueError when it is not well formed."},
+    {"protobuf_object", (PyCFunction)(void (*)(void))protobuf_object, METH_FASTCALL,
+     "protobuf_object(schema, flags, kinds, data) -> dict: a protobuf body (magic and "
+     "envelope) decoded, its message found in kinds by (apiVersion, kind)."},
+    {"protobuf_event", (PyCFunction)(void (*)(void))protobuf_event, METH_FASTCALL,
+     "protobuf_event(schema, flags, kinds, frame) -> (type, object): one frame of a "
+     "protobuf watch stream decoded."},
+    {"protobuf_list_scan", (PyCFunction)(void (*)(void))protobuf_list_scan, METH_FASTCALL,
+     "protobuf_list_scan(schema, flags, item, items_number, data, pos, end) -> (pos, "
+     "items, head): the whole fields of a list message in data[pos:end]: its items "
+     "decoded as message item, the other fields' bytes in head; pos is where a field not "
+     "yet whole begins."},
     {"stats", stats, METH_NOARGS, "stats() -> dict: the table's counters and size."},
     {"clear", clear, METH_NOARGS, "clear() -> None: empty the table and the counters."},
     {NULL, NULL, 0, NULL},
@@ -553,7 +572,8 @@ PyInit__sharing(void)
     if (module == NULL || PyModule_AddIntConstant(module, "SHARE", SHARE) < 0
         || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0
         || PyModule_AddIntConstant(module, "COMPACT", COMPACT) < 0
-        || list_scan_constants(module) < 0 || decode_init(module) < 0) {
+        || list_scan_constants(module) < 0 || decode_init(module) < 0
+        || protobuf_init(module) < 0) {
         Py_XDECREF(module);
         return NULL;
     }

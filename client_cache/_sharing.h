@@ -58,6 +58,52 @@ bucket_hold(PyObject **objects, size_t *hashes, size_t first, size_t hash, PyObj
     return dropped;
 }
 
+/* A stack of owned references (the decoders' parts of the containers being built). */
+typedef struct {
+    PyObject **items;
+    Py_ssize_t top, size;
+} RefStack;
+
+/* Push obj (a reference, taken; released on failure); -1 with MemoryError set. */
+static inline int
+ref_push(RefStack *stack, PyObject *obj)
+{
+    if (stack->top == stack->size) {
+        Py_ssize_t size = stack->size ? stack->size * 2 : 256;
+        PyObject **items = PyMem_Realloc(stack->items, (size_t)size * sizeof(PyObject *));
+        if (items == NULL) {
+            Py_DECREF(obj);
+            PyErr_NoMemory();
+            return -1;
+        }
+        stack->items = items;
+        stack->size = size;
+    }
+    stack->items[stack->top++] = obj;
+    return 0;
+}
+
+/* Release the stack's entries from base on. */
+static inline void
+ref_unwind(RefStack *stack, Py_ssize_t base)
+{
+    while (stack->top > base) {
+        Py_DECREF(stack->items[--stack->top]);
+    }
+}
+
+/* Whether a container made of these parts stays in the collector's sight. */
+static inline int
+keeps_tracked(PyObject *const *parts, Py_ssize_t count)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (PyObject_IS_GC(parts[i]) && PyObject_GC_IsTracked(parts[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The flags of a call usage(flags, obj) in *flags (only SHARE, UNTRACK and COMPACT
  * kept); -1 with TypeError or OverflowError set when the arguments are not that. */
 int walk_arguments(const char *usage, PyObject *const *args, Py_ssize_t nargs, int *flags);

@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import quote, urlencode
 
-from client_cache import sharing, wire
+from client_cache import protobuf, sharing, wire
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
 from client_cache.fields import everything as everything_fields
+from client_cache.list_body import LIST_READ_SIZE, ListBodyReader
 from client_cache.schema import GroupVersionResource
-from client_cache.structs import StructCodec, is_struct_type
+from client_cache.structs import StructCodec, is_struct_type, to_struct
 from client_cache.transport import (
     KEEPALIVE_IDLE,
     KEEPALIVE_INTERVAL,
@@ -40,7 +41,7 @@ from client_cache.transport import (
     socket_of,
 )
 from client_cache.util.chan import NEVER_STOP
-from client_cache.watch import StreamWatcher, Watch
+from client_cache.watch import StreamWatcher, Watch, bookmark_object
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -50,6 +51,7 @@ __all__ = [
     "LIST_READ_SIZE",
     "METADATA_LIST_ACCEPT",
     "METADATA_WATCH_ACCEPT",
+    "PROTOBUF_ACCEPT",
     "WATCH_HEADER_TIMEOUT",
     "ClientListerWatcher",
     "ListFunc",
@@ -76,15 +78,16 @@ __all__ = [
 DEFAULT_REQUEST_TIMEOUT = 60.0
 WATCH_HEADER_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
 
-#: How many bytes of a LIST body are read at a time, the items completed by each piece
-#: being decoded before the next is read (:meth:`ClientListerWatcher.list`).
-LIST_READ_SIZE = 256 * 1024
 
-#: The Accept headers of Go's metadata client (JSON only: the port decodes no protobuf).
+#: The Accept headers of Go's metadata client, JSON only (its protobuf answers are not read).
 METADATA_LIST_ACCEPT = ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
                         "application/json")
 METADATA_WATCH_ACCEPT = ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
                          "application/json")
+
+#: The Accept header of a lister-watcher asked for protobuf (Go's typed clients' default,
+#: ``rest.Config.ContentType``): protobuf for the built-in kinds, JSON for the others.
+PROTOBUF_ACCEPT = f"{protobuf.CONTENT_TYPE},application/json"
 
 
 _log = logging.getLogger(__name__)
@@ -294,7 +297,12 @@ class ClientListerWatcher:
     port additions. With the default ``loads`` and any of the three asked, objects cached
     as dicts are decoded and walked in one pass by the C decoder
     (:func:`client_cache.sharing.decoder`, which hands what it declines to ``loads``);
-    a ``loads`` of the caller's own is always the one used.
+    a ``loads`` of the caller's own is always the one used. With ``protobuf`` the server
+    is asked for protobuf for the built-in kinds (``Accept:`` :data:`PROTOBUF_ACCEPT`, as
+    Go's typed clients ask; a custom resource's server answers JSON): each answer is
+    decoded as its ``Content-Type`` says, protobuf into the same dicts its JSON gives
+    (:mod:`client_cache.protobuf`), then into models or structs as asked; it has no
+    effect with ``metadata_only`` (JSON, as Go's metadata client).
     """
 
     def __init__(
@@ -312,6 +320,7 @@ class ClientListerWatcher:
         share_strings: bool | None = None,
         untrack: bool | None = None,
         compact_dicts: bool | None = None,
+        protobuf: bool = False,
     ) -> None:
         if request_timeout is not None and request_timeout <= 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout}")
@@ -346,6 +355,11 @@ class ClientListerWatcher:
                 if self._walk else self._codec.decode_event
         elif object_type:
             self._decode = model_decoder(api_client, object_type)
+        self.protobuf = protobuf and not metadata_only
+        self._flags = sharing.walk_flags(self.share_strings, self.untrack, self.compact_dicts)
+        self._list_body = ListBodyReader(
+            self._loads, loads, self._codec, self._walk, self._flags, dicts=not object_type,
+            to_struct=(lambda item: to_struct(item, object_type)) if self._codec else None)
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once
@@ -358,6 +372,8 @@ class ClientListerWatcher:
         headers = request_headers(self.api_client)
         if self.metadata_only:
             headers["Accept"] = METADATA_WATCH_ACCEPT if watch else METADATA_LIST_ACCEPT
+        elif self.protobuf:  # custom resources have no protobuf form: JSON for them
+            headers["Accept"] = PROTOBUF_ACCEPT
         return headers
 
     def _url(self, options: ListOptions) -> str:
@@ -382,8 +398,12 @@ class ClientListerWatcher:
             body = response.read()
             response.release_conn()
         status: dict[str, Any] = {}
+        parsed: Any
         try:
-            parsed = self._loads(body) if body else None
+            if response.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
+                parsed = protobuf.decode(body)
+            else:
+                parsed = self._loads(body) if body else None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and parsed.get("kind") == "Status":
@@ -465,50 +485,10 @@ class ClientListerWatcher:
         return result
 
     def _read_list(self, response: Any) -> Any:
-        """A LIST response's body, decoded, and walked when sharing strings, untracking or
-        compacting. Where the C part is installed the body is read :data:`LIST_READ_SIZE`
-        bytes at a time and each item is decoded as soon as it has arrived
-        (:class:`~client_cache.sharing.ListSplitter`), so decoding overlaps the server's
-        sending instead of following it, and the body is never held whole; each item's
-        decoder copies are freed before the next is decoded
-        (:func:`client_cache.sharing.split_list` says why that matters). A body that is
-        not a list is decoded whole."""
+        """A LIST response's body, decoded (:class:`~client_cache.list_body.ListBodyReader`)
+        after its status is checked."""
         self._raise_for_status(response, None, "list")
-        if not sharing.AVAILABLE:  # pragma: no cover - depends on the installation
-            return self._decode_whole(response.read())
-        splitter = sharing.ListSplitter()
-        # an item decoded and walked (not walked: no walk asked), in one pass for dicts
-        decode = self._loads if self._codec is None else self._walked_item
-        items: list[Any] = []
-        with wire.gc_paused():  # as over a whole body (the reflector holds it too)
-            while piece := response.read(LIST_READ_SIZE):
-                for raw in splitter.feed(piece):
-                    items.append(decode(raw))
-            envelope, split = splitter.finish()
-            if not split:
-                return self._decode_whole(envelope)
-            result = self._codec.decode_list(envelope) if self._codec is not None \
-                else self._plain_loads(envelope)
-        if result["items"] != []:
-            raise ValueError("the LIST body has a second items array")
-        result["items"] = items
-        return result
-
-    def _walked_item(self, raw: bytes) -> Any:
-        """One LIST item's JSON decoded by the struct codec, then walked if asked."""
-        item = self._codec.decode_item(raw)
-        return self._walk(item) if self._walk else item
-
-    def _decode_whole(self, body: bytes) -> Any:
-        """A body decoded whole, and walked if at all: dicts as a whole, structs item by
-        item, so that each cached object is the top of its walk (never replaced by an
-        equal one: :mod:`client_cache.sharing`)."""
-        if self._codec is None:
-            return self._loads(body)
-        result = self._codec.decode_list(body)
-        if self._walk:
-            result["items"] = [self._walk(item) for item in result["items"]]
-        return result
+        return self._list_body.read(response)
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
         """:meth:`watch`; ``stop`` interrupts the wait for the response headers (after
@@ -522,10 +502,28 @@ class ClientListerWatcher:
         sock = socket_of(response)
         if sock is not None:
             sock.settimeout(self.idle_timeout)
+        if response.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
+            return StreamWatcher(response, name=self.gvr.label(),
+                                 decode_event=self._protobuf_event,
+                                 frames=protobuf.FrameReader())
         return StreamWatcher(
             response, self._decode, name=self.gvr.label(), loads=self._loads,
             decode_event=self._decode_event,
         )
+
+    def _protobuf_event(self, frame: bytes) -> tuple[str, Any]:
+        """One protobuf watch frame as its type and object (a dict, model or struct as
+        the lister-watcher's objects are; a ``Status`` dict for ``ERROR``)."""
+        event_type, obj = protobuf.decode_watch_event(
+            frame, self._flags if not self.object_type else 0)
+        if event_type == "ERROR":
+            return event_type, obj
+        if event_type == "BOOKMARK" and self.object_type:
+            obj = bookmark_object(obj)
+        if self._codec is not None:
+            obj = to_struct(obj, self.object_type)
+            return event_type, self._walk(obj) if self._walk else obj
+        return event_type, self._decode(obj) if self._decode is not None else obj
 
 
 def new_filtered_list_watch_from_client(
@@ -538,11 +536,12 @@ def new_filtered_list_watch_from_client(
     idle_timeout: float | None = None,
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     metadata_only: bool = False,
+    protobuf: bool = False,
 ) -> ClientListerWatcher:
     """A ListerWatcher for ``gvr`` in ``namespace`` (``""``: all namespaces, or a
     cluster-scoped resource); ``options_modifier`` edits the options of every request (Go
-    ``NewFilteredListWatchFromClient``). See :class:`ClientListerWatcher` for the timeouts
-    and ``metadata_only``."""
+    ``NewFilteredListWatchFromClient``). See :class:`ClientListerWatcher` for the timeouts,
+    ``metadata_only`` and ``protobuf``."""
     return ClientListerWatcher(
         api_client,
         gvr,
@@ -552,6 +551,7 @@ def new_filtered_list_watch_from_client(
         idle_timeout=idle_timeout,
         request_timeout=request_timeout,
         metadata_only=metadata_only,
+        protobuf=protobuf,
     )
 
 

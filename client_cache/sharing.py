@@ -194,8 +194,10 @@ def compacted_by_default() -> bool:
     return _enabled(COMPACT_DICTS_ENV)
 
 
-def _flags(strings: bool, untrack: bool, compact: bool) -> int:
-    """The C walk's flags for what is asked."""
+def walk_flags(strings: bool, untrack: bool, compact: bool) -> int:
+    """The C walk's flags for what is asked (0 where the C part is not installed)."""
+    if _sharing is None:  # pragma: no cover - depends on the installation
+        return 0
     return ((_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0)
             | (_sharing.COMPACT if compact else 0))
 
@@ -209,7 +211,7 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
     installed."""
     if _sharing is None or not (strings or untrack or compact):
         return None
-    flags = _flags(strings, untrack, compact)
+    flags = walk_flags(strings, untrack, compact)
     # the C function with its flags bound: no Python frame per walked object
     return cast(Callable[[T], T], functools.partial(_sharing.walk, flags))
 
@@ -232,7 +234,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     walk = walker(strings, untrack, compact)
     if walk is None:
         return None
-    flags = _flags(strings, untrack, compact)
+    flags = walk_flags(strings, untrack, compact)
     decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
 
     def decoded(data: bytes) -> Any:

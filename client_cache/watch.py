@@ -48,6 +48,7 @@ from client_cache.util.chan import (
 __all__ = [
     "DEFAULT_CHAN_SIZE",
     "Broadcaster",
+    "bookmark_object",
     "Event",
     "EventType",
     "FakeWatcher",
@@ -412,6 +413,17 @@ def decode_error_status(message: str) -> dict[str, Any]:
 _STOP_JOIN_SECONDS = 1.0
 
 
+def bookmark_object(obj: Any) -> Any:
+    """A BOOKMARK event's object (a wire dict) reduced to what a bookmark carries: kind,
+    apiVersion and metadata (its resourceVersion, the initial-events-end annotation). The
+    real server writes the rest as Go's zero values (a pod's ``spec.containers: null``),
+    which a typed model refuses; Go decodes it into a struct that takes nil. Anything
+    but a dict is returned as it is."""
+    if not isinstance(obj, dict):
+        return obj
+    return {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
+
+
 class _DecodeError(Exception):
     pass
 
@@ -425,7 +437,11 @@ class StreamWatcher(WatchIteration):
     ``response`` is a urllib3 response opened with ``preload_content=False`` whose body is
     a Kubernetes watch stream. ``decode_object`` converts each event's object (ERROR objects
     stay ``Status`` dicts); ``loads`` is the JSON decoder; ``decode_event``, when given,
-    replaces both (a whole line to type and object). The client-side idle timeout is
+    replaces both (a whole line to type and object). ``frames``, when given, cuts the
+    stream into events instead of newlines (its ``feed(bytes)`` returns the whole frames,
+    its ``pending()`` the bytes held toward the next: a protobuf stream's
+    :class:`~client_cache.protobuf.FrameReader`), each handed to ``decode_event``. The
+    client-side idle timeout is
     the read timeout the request was made with: when it passes with nothing received, the
     watch ends. ``name`` names the reader thread (``watch-<name>``).
     """
@@ -439,8 +455,10 @@ class StreamWatcher(WatchIteration):
         loads: Callable[[bytes], Any] = wire.loads,
         chan_size: int = DEFAULT_CHAN_SIZE,
         decode_event: EventDecoder | None = None,
+        frames: Any = None,
     ) -> None:
         self._response = response
+        self._frames = frames
         self._decode_object = decode_object
         self._loads = loads
         self._decode_event = decode_event
@@ -494,6 +512,9 @@ class StreamWatcher(WatchIteration):
             return False
 
     def _events(self) -> Iterator[Event]:
+        if self._frames is not None:
+            yield from self._framed_events()
+            return
         buffer = b""
         for chunk in self._response.stream(65536, decode_content=True):
             buffer = buffer + chunk if buffer else chunk
@@ -515,6 +536,17 @@ class StreamWatcher(WatchIteration):
             except _DecodeError:
                 _log.info("Unexpected EOF during watch stream event decoding")
 
+    def _framed_events(self) -> Iterator[Event]:
+        for chunk in self._response.stream(65536, decode_content=True):
+            try:
+                frames = self._frames.feed(chunk)
+            except ValueError as err:
+                raise _DecodeError(f"unable to decode the watch stream: {err}") from err
+            for frame in frames:
+                yield self._parse(frame)
+        if self._frames.pending():
+            _log.info("Unexpected EOF during watch stream event decoding")
+
     def _parse(self, line: bytes) -> Event:
         if self._decode_event is not None:
             try:
@@ -531,7 +563,8 @@ class StreamWatcher(WatchIteration):
             raise _DecodeError(f"unable to decode an event from the watch stream: {err}") from err
         if event_type is not EventType.ERROR and self._decode_object is not None:
             try:
-                obj = self._decode_object(obj)
+                obj = self._decode_object(bookmark_object(obj) if event_type is
+                                          EventType.BOOKMARK else obj)
             except Exception as err:
                 raise _DecodeError(
                     f"unable to decode an event from the watch stream: {err}"

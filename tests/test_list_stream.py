@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache import listwatch, sharing, wire
+from client_cache import list_body as list_body_module
+from client_cache import sharing, wire
 from client_cache.apis import ListOptions
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
@@ -169,7 +170,7 @@ class ChunkedServer:
 
 @pytest.fixture
 def small_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(listwatch, "LIST_READ_SIZE", 512)
+    monkeypatch.setattr(list_body_module, "LIST_READ_SIZE", 512)
     yield
 
 
@@ -202,7 +203,7 @@ def test_items_are_decoded_while_the_rest_of_the_body_is_still_on_its_way(
 @pytest.mark.parametrize("kind", ["dicts", "structs", "models", "plain"])
 def test_a_list_read_in_pieces_is_what_its_body_decodes_to(
         monkeypatch: pytest.MonkeyPatch, read_size: int, kind: str) -> None:
-    monkeypatch.setattr(listwatch, "LIST_READ_SIZE", read_size)
+    monkeypatch.setattr(list_body_module, "LIST_READ_SIZE", read_size)
     body = list_body(12)
     rng = random.Random(read_size)
     cuts = sorted(rng.sample(range(1, len(body)), 8))

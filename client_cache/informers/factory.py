@@ -80,7 +80,12 @@ class SharedInformerFactoryOptions:
     addition, kube-rs's store swap): every informer applies a relist in one step (see
     :class:`~client_cache.shared_informer.SharedIndexInformerOptions`); ``use_watch_list``
     (a port addition): every informer's initial-sync path, watch-list (True) or LIST
-    (False), None following the feature-gate environment variables as client-go does."""
+    (False), None following the feature-gate environment variables as client-go does;
+    ``protobuf``: ask the server for protobuf, as client-go's typed clients do
+    (``rest.Config.ContentType``), for the built-in kinds (decoded into the same objects
+    as their JSON: :mod:`client_cache.protobuf`; custom resources stay JSON). False by
+    default: the ``kubernetes`` package's clients speak JSON, and so does this one unless
+    told otherwise."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
@@ -90,6 +95,7 @@ class SharedInformerFactoryOptions:
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT
     atomic_relist: bool = False
     use_watch_list: bool | None = None
+    protobuf: bool = False
 
 
 class UnknownResourceError(ClientCacheError, LookupError):
@@ -120,6 +126,7 @@ class SharedInformerFactory(TypedGroups):
         self.request_timeout = options.request_timeout
         self.atomic_relist = options.atomic_relist
         self.use_watch_list = options.use_watch_list
+        self.protobuf = options.protobuf
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer[Any]] = {}
         self._object_types: dict[GroupVersionResource, Any] = {}
@@ -136,7 +143,7 @@ class SharedInformerFactory(TypedGroups):
             lw: ListerWatcher = new_filtered_list_watch_from_client(
                 api_client, gvr, self.namespace, self.tweak_list_options,
                 object_type=object_type, request_timeout=self.request_timeout,
-                metadata_only=self.metadata_only)
+                metadata_only=self.metadata_only, protobuf=self.protobuf)
             return new_shared_index_informer_with_options(
                 lw, expected_type, SharedIndexInformerOptions(
                     resync_period=resync,

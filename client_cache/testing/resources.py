@@ -68,6 +68,7 @@ BUILTIN_RESOURCES = (
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",)),
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",)),
+    ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     ResourceType("batch", "v1", "jobs", "Job", True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("", "v1", "podtemplates", "PodTemplate", True),

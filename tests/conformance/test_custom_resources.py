@@ -119,3 +119,19 @@ def test_custom_resources_list_watch_and_inform(api: Any, ns: str) -> None:
     finally:
         stop.set()
         factory.shutdown(5)
+
+
+def test_a_protobuf_lister_watcher_reads_a_custom_resource_in_json(
+        api: Any, ns: str, crd: None) -> None:
+    """Asked for protobuf (which custom resources do not have), the server answers JSON
+    and the lister-watcher reads it: the list, then the watch's events."""
+    objects = CustomObjectsApi(api)
+    objects.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, gadget("g-1", 1))
+    lw = lister_watcher(api, ns, GADGETS, protobuf=True)
+    listed = lw.list(ListOptions())
+    assert [name_of(o) for o in listed["items"]] == ["g-1"]
+    assert listed["items"][0]["spec"] == {"size": 1}
+    watch = lw.watch(ListOptions(resource_version=listed["metadata"]["resourceVersion"]))
+    objects.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, gadget("g-2", 2))
+    events, _ = collect(watch, lambda got: bool(changes(got)))
+    assert changes(events) == [("ADDED", "g-2")]

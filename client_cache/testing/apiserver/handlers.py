@@ -18,12 +18,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from client_cache import fields as fieldsel
 from client_cache import labels as labelsel
+from client_cache import protobuf
 from client_cache.errors import (
     ApiStatusError,
     ClientCacheError,
     new_bad_request,
     new_resource_expired,
 )
+from client_cache.testing.apiserver import encoding
 from client_cache.testing.apiserver.faults import ABORT, GARBLE
 from client_cache.testing.resources import ResourceType
 from client_cache.testing.watchers import Watcher
@@ -119,14 +121,28 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _send_obj(self, code: int, obj: Any) -> None:
-        self._send_json(code, json.dumps(obj, separators=(",", ":")).encode())
+    def _send_obj(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        if self._protobuf and isinstance(obj, dict) and obj.get("kind") in (
+                self._protobuf, f"{self._protobuf}List", "Status"):
+            body = encoding.body_bytes(obj)
+            self.send_response(code)
+            self.send_header("Content-Type", protobuf.CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self._send_json(code, json.dumps(obj, separators=(",", ":")).encode(), headers)
 
     def _send_error(self, err: ApiStatusError) -> None:
         headers = {}
         retry = err.details.get("retryAfterSeconds")
         if retry:
             headers["Retry-After"] = str(retry)
+        if self._protobuf:
+            self._send_obj(err.code or 500, err.status(), headers)
+            return
         self._send_json(err.code or 500, _status_bytes(err), headers)
 
     def _body(self) -> Any:
@@ -161,6 +177,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         owner = self.owner
         owner.count_request("requests")
+        self._protobuf = ""  # the kind answered in protobuf; "": JSON
         # Read the body first, whatever the answer: one left unread on a kept-alive
         # connection would be taken for the next request (a 400 for the client's next call).
         length = int(self.headers.get("Content-Length") or 0)
@@ -246,6 +263,11 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiStatusError(404, "NotFound", "the server could not find the requested "
                                  "resource")
         rtype = found
+        if not _wants(self.headers.get("Accept"), "PartialObjectMetadata") and \
+                not _wants(self.headers.get("Accept"), "PartialObjectMetadataList") and \
+                encoding.answers_protobuf(self.headers.get("Accept"), rtype.api_version,
+                                          rtype.kind):
+            self._protobuf = rtype.kind
         if sub not in ("", "status", "scale"):
             raise ApiStatusError(404, "NotFound", f"unknown subresource {sub}")
         if rtype.namespaced is False:
@@ -399,7 +421,8 @@ class Handler(BaseHTTPRequestHandler):
         metadata_only = _wants(self.headers.get("Accept"), "PartialObjectMetadata")
         store.open_watch(watcher, revision, send_initial, send_initial and bookmarks)
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", protobuf.WATCH_CONTENT_TYPE if self._protobuf
+                         else "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.wfile.flush()
@@ -429,13 +452,14 @@ class Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     return
                 if item is GARBLE:
-                    self._chunk(b"{this is not a watch event\n")
+                    self._chunk(encoding.GARBLED_FRAME if self._protobuf
+                                else b"{this is not a watch event\n")
                     continue
                 if item is _NOTHING:
                     if bookmarks and now >= next_bookmark:
                         mark = store.bookmark(watcher)
                         if mark is not None:
-                            self._chunk(_metadata_line(mark) if metadata_only else mark)
+                            self._chunk(self._watch_bytes([mark], metadata_only))
                         next_bookmark = now + owner.bookmark_interval
                     continue
                 batch = [item]
@@ -448,13 +472,19 @@ class Handler(BaseHTTPRequestHandler):
                         watcher.queue.put(more)  # handle control items in order next time
                         break
                     batch.append(more)
-                if metadata_only:
-                    batch = [_metadata_line(line) for line in batch]
-                self._chunk(b"".join(batch))
+                self._chunk(self._watch_bytes(batch, metadata_only))
         except OSError:
             self.close_connection = True
         finally:
             store.close_watch(watcher)
+
+    def _watch_bytes(self, lines: list[bytes], metadata_only: bool) -> bytes:
+        """Watch events the store holds as JSON lines, as this watch sends them."""
+        if metadata_only:
+            return b"".join(_metadata_line(line) for line in lines)
+        if self._protobuf:
+            return encoding.watch_bytes(lines)
+        return b"".join(lines)
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -1,0 +1,31 @@
+/* Kubernetes protobuf messages decoded to JSON's dicts: part of client_cache._sharing
+ * (see _protobuf.c and client_cache.protobuf). */
+#ifndef CLIENT_CACHE_PROTOBUF_H
+#define CLIENT_CACHE_PROTOBUF_H
+
+#include <Python.h>
+
+/* protobuf_schema(types, messages, duration, loads) -> capsule (METH_FASTCALL). */
+PyObject *protobuf_schema(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* protobuf_decode(schema, flags, message, data, start, end[, kind, api_version]) -> dict
+ * (METH_FASTCALL). */
+PyObject *protobuf_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* protobuf_object(schema, flags, kinds, data) -> dict: a whole body, its envelope's
+ * (apiVersion, kind) found in kinds (their message's index) (METH_FASTCALL). */
+PyObject *protobuf_object(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* protobuf_event(schema, flags, kinds, frame) -> (type, object): one watch frame
+ * (METH_FASTCALL). */
+PyObject *protobuf_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* protobuf_list_scan(schema, flags, item, items_number, data, pos, end) -> (pos, items,
+ * head): a list message's whole fields in data[pos:end], items decoded, the others'
+ * bytes in head; pos where a field not yet whole begins (METH_FASTCALL). */
+PyObject *protobuf_list_scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* Add PROTOBUF_KINDS (the kind codes' names, in order) to the module; -1 on error. */
+int protobuf_init(PyObject *module);
+
+#endif

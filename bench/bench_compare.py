@@ -90,8 +90,8 @@ class Variant:
 
     @property
     def label(self) -> str:
-        encoding = (", protobuf" if self.protobuf else ", JSON") \
-            if self.contender in ("client-go", "wire") else ""
+        encoding = ", protobuf" if self.protobuf else (
+            ", JSON" if self.contender in ("client-go", "wire") else "")
         return f"{LABELS[self.contender]}{encoding}, {SYNC_LABELS[self.sync]}"
 
 
@@ -107,7 +107,9 @@ REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict-own-keys"), V("cc
           V("client-go"), V("client-go", "watch-list"), V("floor"), V("floor", "watch-list")]
 REPLAY_FANOUT = [V("cc-dict"), V("client-go")]
 REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-struct"),
-        V("cc-struct", "watch-list"), V("k8s-informer"),
+        V("cc-struct", "watch-list"), V("cc-dict", protobuf=True),
+        V("cc-dict", "watch-list", protobuf=True), V("cc-struct", protobuf=True),
+        V("k8s-informer"),
         V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
         V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor"),
         V("floor", "watch-list")]

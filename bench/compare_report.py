@@ -259,6 +259,11 @@ def targets(report: dict[str, Any]) -> list[str]:
     if floor_paths is not None:  # what the server itself charges for the streamed list
         lines.append(f"  - beside it, the floor's own watch-list / LIST on the same server: "
                      f"{floor_paths:.2f}x")
+    cc_protobuf = med(real.get("cc-dict/list/protobuf"), "sync", "seconds")
+    paths = over(med(real.get("cc-dict/watch-list/protobuf"), "sync", "seconds"), cc_protobuf)
+    if paths is not None:  # the same informer asking for protobuf (not the target's rows)
+        lines.append(f"  - beside it, client_cache dicts asking for protobuf, watch-list / "
+                     f"LIST: {paths:.2f}x")
     json_list = med(real.get("wire/list"), "delivery", "seconds")
     sent = over(med(real.get("wire/watch-list"), "delivery", "seconds"), json_list)
     if sent is not None:
@@ -267,6 +272,10 @@ def targets(report: dict[str, Any]) -> list[str]:
     go_protobuf = med(real.get("client-go/list/protobuf"), "sync", "seconds")
     check("S1 real apiserver, client_cache structs (LIST) / client-go protobuf (LIST)",
           over(med(real.get("cc-struct/list"), "sync", "seconds"), go_protobuf), 1.0, False)
+    structs = over(med(real.get("cc-struct/list/protobuf"), "sync", "seconds"), go_protobuf)
+    if structs is not None:
+        lines.append(f"  - beside it, client_cache structs asking for protobuf (LIST) / "
+                     f"client-go protobuf (LIST): {structs:.2f}x")
     sent = over(json_list, go_protobuf)
     if sent is not None:
         lines.append(f"  - beside it, the server's delivery of the JSON LIST alone, nothing "

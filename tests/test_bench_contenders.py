@@ -56,6 +56,20 @@ def test_contenders_take_the_sync_path_asked_for(
     assert server.list_requests - before == lists
 
 
+@pytest.mark.parametrize("sync", ["list", "watch-list"])
+def test_client_cache_contenders_ask_for_protobuf(server: EmbeddedApiServer,
+                                                   sync: str) -> None:
+    before = server.list_requests
+    result = contender("cc-dict", "--server", server.url, "--namespace", "s1",
+                       "--expect", str(PODS), "--sync", sync, "--protobuf")
+    assert result["sync"]["objects"] == PODS
+    assert server.list_requests - before == (1 if sync == "list" else 0)
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        contender("k8s-informer", "--server", server.url, "--namespace", "s1",
+                  "--expect", str(PODS), "--protobuf")
+    assert "k8s-informer reads JSON only" in failed.value.stderr
+
+
 def test_only_client_cache_takes_other_paths(server: EmbeddedApiServer) -> None:
     with pytest.raises(subprocess.CalledProcessError) as failed:
         contender("k8s-informer", "--server", server.url, "--namespace", "s1",

@@ -36,6 +36,9 @@ def test_the_delivery_table_and_the_bounds_beside_the_targets() -> None:
         "wire/watch-list": {"label": "wire JSON WL",
                             "delivery": [sent(4.18, 108_000_000, load=3.0)]},
         "wire/list/protobuf": {"label": "wire pb LIST", "delivery": [sent(1.52, 78_000_000)]},
+        "cc-dict/list/protobuf": {"label": "cc pb LIST", "sync": [sync(2.0)]},
+        "cc-dict/watch-list/protobuf": {"label": "cc pb WL", "sync": [sync(3.0)]},
+        "cc-struct/list/protobuf": {"label": "cc struct pb", "sync": [sync(2.4)]},
     }))
     assert "| wire JSON LIST | 1.90 (1.80-2.00) | 106 | 1.00x |" in text
     assert "| wire JSON WL | 4.18 (4.18-4.18)† | 108 | 2.20x |" in text
@@ -43,11 +46,15 @@ def test_the_delivery_table_and_the_bounds_beside_the_targets() -> None:
     lines = text.splitlines()
     at = lines.index("- S1 real apiserver, client_cache dicts watch-list / LIST: 1.82x "
                      "(target <= 1.00x): missed by 1.82x")
-    assert lines[at + 1] == ("  - beside it, the server's own delivery of the JSON watch-list "
+    assert lines[at + 1] == ("  - beside it, client_cache dicts asking for protobuf, "
+                             "watch-list / LIST: 1.50x")
+    assert lines[at + 2] == ("  - beside it, the server's own delivery of the JSON watch-list "
                              "/ its JSON LIST, nothing decoded: 2.20x")
     at = lines.index("- S1 real apiserver, client_cache structs (LIST) / client-go protobuf "
                      "(LIST): 1.62x (target <= 1.00x): missed by 1.62x")
-    assert lines[at + 1] == ("  - beside it, the server's delivery of the JSON LIST alone, "
+    assert lines[at + 1] == ("  - beside it, client_cache structs asking for protobuf (LIST) "
+                             "/ client-go protobuf (LIST): 1.50x")
+    assert lines[at + 2] == ("  - beside it, the server's delivery of the JSON LIST alone, "
                              "nothing decoded / client-go's protobuf sync: 1.19x")
 
 

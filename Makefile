@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test test-pythons lint package-check bench bench-micro soak demo example clean
+.PHONY: venv envtest test test-pythons lint package-check bench bench-micro soak demo example clean protoschema
 
 venv: $(STAMP)
 
@@ -99,3 +99,8 @@ bench-micro: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# Regenerate the protobuf schema of the built-in kinds from k8s.io/api (tools/protoschema,
+# the version in its go.mod); tests/test_protobuf_schema.py checks the shipped one.
+protoschema:
+	cd tools/protoschema && GOFLAGS=-mod=mod CGO_ENABLED=0 go run . > ../../client_cache/protobuf_schema.json

@@ -213,7 +213,7 @@ small_message(Decoder *d, Py_ssize_t start, Py_ssize_t end, int count, uint64_t 
         if (next_field(d->buf, &pos, end, &f) < 0) {
             return -1;
         }
-        if (f.number >= 1 && (int)f.number <= count) {
+        if (f.number >= 1 && f.number <= (uint32_t)count) {
             values[f.number - 1] = f.value;
             spans[2 * (f.number - 1)] = f.start;
             spans[2 * (f.number - 1) + 1] = f.end;
@@ -572,7 +572,7 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
         if (next_field(d->buf, &pos, end, &f) < 0) {
             goto done;
         }
-        int i = (int)f.number <= m->max_number ? m->by_number[f.number] - 1 : -1;
+        int i = f.number <= (uint32_t)m->max_number ? m->by_number[f.number] - 1 : -1;
         if (i >= 0 && read_field(d, &m->fields[i], &slots[i], &spans[2 * i], &f, depth) < 0) {
             goto done;
         }

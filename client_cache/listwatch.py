@@ -8,7 +8,7 @@ package loaded them) and its urllib3 connection pool. Any group/version/resource
 built-in or custom, namespaced or cluster-scoped.
 
 LIST decodes the JSON body once and returns the list as a wire dict; WATCH streams with
-:class:`~client_cache.watch.StreamWatcher`. Objects stay wire dicts unless an
+:class:`~client_cache.stream_watcher.StreamWatcher`. Objects stay wire dicts unless an
 ``object_type`` (e.g. ``V1Pod``) is given, in which case each object is built with the
 installed ``kubernetes`` package's own deserializer. Failed requests raise
 :class:`~client_cache.errors.ApiStatusError` built from the server's ``Status``; network
@@ -31,6 +31,7 @@ from client_cache.fields import Selector as FieldSelector
 from client_cache.fields import everything as everything_fields
 from client_cache.list_body import LIST_READ_SIZE, ListBodyReader
 from client_cache.schema import GroupVersionResource
+from client_cache.stream_watcher import StreamWatcher, bookmark_object
 from client_cache.structs import StructCodec, is_struct_type, to_struct
 from client_cache.transport import (
     KEEPALIVE_IDLE,
@@ -41,7 +42,7 @@ from client_cache.transport import (
     socket_of,
 )
 from client_cache.util.chan import NEVER_STOP
-from client_cache.watch import StreamWatcher, Watch, bookmark_object
+from client_cache.watch import Watch
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -467,7 +468,8 @@ class ClientListerWatcher:
         return self.list_with_context(NEVER_STOP, options)
 
     def watch(self, options: ListOptions) -> Watch:
-        """Start a WATCH; the :class:`~client_cache.watch.StreamWatcher` delivers events."""
+        """Start a WATCH; a :class:`~client_cache.stream_watcher.StreamWatcher` delivers its
+        events."""
         return self.watch_with_context(NEVER_STOP, options)
 
     def list_with_context(self, stop: threading.Event, options: ListOptions) -> Any:

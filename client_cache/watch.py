@@ -6,8 +6,9 @@ yields ``(CLOSED, False)``, a ``select`` reports the value
 :data:`~client_cache.util.chan.CLOSED`). :meth:`Watch.stop` ends the watch; it is safe to call
 more than once and from any thread.
 
-* :class:`StreamWatcher` reads a Kubernetes watch stream (one JSON event per line) from a
-  streaming HTTP response in a named daemon thread. ``stop()`` shuts the socket down, so the
+* :class:`~client_cache.stream_watcher.StreamWatcher` (its own module) reads a Kubernetes
+  watch stream (one JSON event per line, or protobuf frames) from a streaming HTTP
+  response in a named daemon thread. ``stop()`` shuts the socket down, so the
   reader ends at once even while blocked in a read with no data arriving. How a stream ends:
 
   - the server closes it cleanly (timeoutSeconds, apiserver shutdown): the channel closes;
@@ -28,27 +29,22 @@ from __future__ import annotations
 
 import enum
 import logging
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from client_cache import wire
 from client_cache.meta import describe
 from client_cache.util.chan import (
     Chan,
     ChanClosedError,
     DoneChan,
-    SendReady,
     UnbufferedChan,
-    select,
 )
 
 __all__ = [
     "DEFAULT_CHAN_SIZE",
     "Broadcaster",
-    "bookmark_object",
     "Event",
     "EventType",
     "FakeWatcher",
@@ -56,10 +52,8 @@ __all__ = [
     "MockWatcher",
     "ProxyWatcher",
     "RaceFreeFakeWatcher",
-    "StreamWatcher",
     "Watch",
     "WatchIteration",
-    "decode_error_status",
     "new_empty_watch",
     "new_fake",
     "new_fake_with_chan_size",
@@ -383,231 +377,3 @@ class Broadcaster:
             self._watchers.clear()
         for watcher in watchers:
             watcher.chan.close()
-
-
-# --- streaming HTTP watches ----------------------------------------------------------------
-
-ObjectDecoder = Callable[[Any], Any]
-"""Turns the decoded ``object`` of a watch event (a wire dict) into what is delivered."""
-EventDecoder = Callable[[bytes], tuple[str, Any]]
-"""Turns one line of a watch stream into its type and object, in one step (the struct
-mode's decoder, :class:`client_cache.structs.StructCodec`); raises ValueError."""
-
-
-def decode_error_status(message: str) -> dict[str, Any]:
-    """The ``Status`` a client-side decode failure is reported as (upstream's
-    ``ClientWatchDecoding`` reporter)."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f'an error on the server ("{message}") has prevented the request from '
-        "succeeding",
-        "reason": "InternalError",
-        "details": {"causes": [{"reason": "ClientWatchDecoding", "message": message}]},
-        "code": 500,
-    }
-
-
-_STOP_JOIN_SECONDS = 1.0
-
-
-def bookmark_object(obj: Any) -> Any:
-    """A BOOKMARK event's object (a wire dict) reduced to what a bookmark carries: kind,
-    apiVersion and metadata (its resourceVersion, the initial-events-end annotation). The
-    real server writes the rest as Go's zero values (a pod's ``spec.containers: null``),
-    which a typed model refuses; Go decodes it into a struct that takes nil. Anything
-    but a dict is returned as it is."""
-    if not isinstance(obj, dict):
-        return obj
-    return {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
-
-
-class _DecodeError(Exception):
-    pass
-
-
-_EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
-
-
-class StreamWatcher(WatchIteration):
-    """A :class:`Watch` over a streaming HTTP response (Go ``watch.StreamWatcher``).
-
-    ``response`` is a urllib3 response opened with ``preload_content=False`` whose body is
-    a Kubernetes watch stream. ``decode_object`` converts each event's object (ERROR objects
-    stay ``Status`` dicts); ``loads`` is the JSON decoder; ``decode_event``, when given,
-    replaces both (a whole line to type and object). ``frames``, when given, cuts the
-    stream into events instead of newlines (its ``feed(bytes)`` returns the whole frames,
-    its ``pending()`` the bytes held toward the next: a protobuf stream's
-    :class:`~client_cache.protobuf.FrameReader`), each handed to ``decode_event``. The
-    client-side idle timeout is
-    the read timeout the request was made with: when it passes with nothing received, the
-    watch ends. ``name`` names the reader thread (``watch-<name>``).
-    """
-
-    def __init__(
-        self,
-        response: Any,
-        decode_object: ObjectDecoder | None = None,
-        *,
-        name: str = "stream",
-        loads: Callable[[bytes], Any] = wire.loads,
-        chan_size: int = DEFAULT_CHAN_SIZE,
-        decode_event: EventDecoder | None = None,
-        frames: Any = None,
-    ) -> None:
-        self._response = response
-        self._frames = frames
-        self._decode_object = decode_object
-        self._loads = loads
-        self._decode_event = decode_event
-        self._result: Chan[Event] = Chan(chan_size)
-        self._done = DoneChan()
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._receive, name=f"watch-{name}", daemon=True)
-        self._thread.start()
-
-    def result_chan(self) -> Chan[Event]:
-        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
-        return self._result
-
-    def stop(self) -> None:
-        """End the watch: shut its connection down, close the channel and wait (at most
-        1 s) for the reader thread to end."""
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-        self._done.close()
-        _interrupt(self._response)
-        if threading.current_thread() is not self._thread:
-            # The socket is shut down, so the reader ends at once; waiting for it here
-            # means no ``watch-*`` thread outlives its watcher's stop (Go's Stop does
-            # not wait; a port addition, bounded to 1 s).
-            self._thread.join(_STOP_JOIN_SECONDS)
-
-    def is_stopped(self) -> bool:
-        """True once ``stop`` was called."""
-        with self._lock:
-            return self._stopped
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the reader thread to end; True if it has."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def _deliver(self, event: Event) -> bool:
-        if self._done.closed():
-            return False
-        if self._result.try_send(event):  # room in the buffer: the common case, no select
-            return True
-        index, _ = select([self._done, SendReady(self._result)])
-        if index == 0:
-            return False
-        try:
-            return self._result.try_send(event) or self._deliver(event)
-        except ChanClosedError:
-            return False
-
-    def _events(self) -> Iterator[Event]:
-        if self._frames is not None:
-            yield from self._framed_events()
-            return
-        buffer = b""
-        for chunk in self._response.stream(65536, decode_content=True):
-            buffer = buffer + chunk if buffer else chunk
-            start = 0
-            while True:  # scan by offset: one copy per line, not one per remaining byte
-                newline = buffer.find(b"\n", start)
-                if newline < 0:
-                    break
-                line = buffer[start:newline]
-                start = newline + 1
-                if line.strip():
-                    yield self._parse(line)
-            buffer = buffer[start:]
-        if buffer.strip():
-            # The stream ended without the final newline: a complete JSON document is
-            # still an event (some servers omit it); a cut-off one is a truncated stream.
-            try:
-                yield self._parse(buffer)
-            except _DecodeError:
-                _log.info("Unexpected EOF during watch stream event decoding")
-
-    def _framed_events(self) -> Iterator[Event]:
-        for chunk in self._response.stream(65536, decode_content=True):
-            try:
-                frames = self._frames.feed(chunk)
-            except ValueError as err:
-                raise _DecodeError(f"unable to decode the watch stream: {err}") from err
-            for frame in frames:
-                yield self._parse(frame)
-        if self._frames.pending():
-            _log.info("Unexpected EOF during watch stream event decoding")
-
-    def _parse(self, line: bytes) -> Event:
-        if self._decode_event is not None:
-            try:
-                type_name, obj = self._decode_event(line)
-                return Event(_EVENT_TYPES[type_name], obj)
-            except (ValueError, KeyError, TypeError) as err:
-                raise _DecodeError(
-                    f"unable to decode an event from the watch stream: {err}") from err
-        try:
-            raw = self._loads(line)
-            event_type = _EVENT_TYPES[raw["type"]]
-            obj = raw["object"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise _DecodeError(f"unable to decode an event from the watch stream: {err}") from err
-        if event_type is not EventType.ERROR and self._decode_object is not None:
-            try:
-                obj = self._decode_object(bookmark_object(obj) if event_type is
-                                          EventType.BOOKMARK else obj)
-            except Exception as err:
-                raise _DecodeError(
-                    f"unable to decode an event from the watch stream: {err}"
-                ) from err
-        return Event(event_type, obj)
-
-    def _receive(self) -> None:
-        try:
-            for event in self._events():
-                if not self._deliver(event):
-                    return
-        except _DecodeError as err:
-            if not self.is_stopped():
-                self._deliver(Event(EventType.ERROR, decode_error_status(str(err))))
-        except Exception as err:  # connection reset, truncated chunk, read timeout...
-            if not self.is_stopped():
-                _log.debug("watch stream ended: %s", err)
-        finally:
-            self._result.close()
-            _close(self._response)
-
-
-def _interrupt(response: Any) -> None:
-    """Unblock a reader of ``response`` now (shut the socket down) and close it."""
-    shutdown = getattr(response, "shutdown", None)
-    try:
-        if callable(shutdown):
-            shutdown()
-        else:
-            sock = getattr(getattr(response, "connection", None), "sock", None)
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-    except (OSError, ValueError, RuntimeError):  # already closed or released to the pool
-        pass
-    _close(response)
-
-
-def _close(response: Any) -> None:
-    """Close ``response``; a fully read one goes back to its pool."""
-    for name in ("close", "release_conn"):
-        method = getattr(response, name, None)
-        if callable(method):
-            try:
-                method()
-            except Exception:  # pragma: no cover - a broken connection
-                _log.debug("%s of a watch response failed", name, exc_info=True)

@@ -98,6 +98,7 @@ PACKAGES = {
                             "controller-runtime has them)",
     "client_cache.runtime.finalizer": "(kube-rs kube::runtime::finalizer)",
     "client_cache.runtime.metrics": "(controller-runtime pkg/internal/controller/metrics)",
+    "client_cache.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.list_body": "(port only: a LIST body read item by item as it arrives)",
     "client_cache.protobuf": f"{APIMACHINERY}/runtime/serializer/protobuf, the types' "
                              "generated Unmarshal and MarshalJSON",

@@ -14,6 +14,7 @@ import pytest
 import urllib3
 
 from client_cache import wire
+from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from client_cache.watch import (
     Broadcaster,
@@ -21,7 +22,6 @@ from client_cache.watch import (
     EventType,
     FullChannelBehavior,
     ProxyWatcher,
-    StreamWatcher,
     new_empty_watch,
     new_fake,
     new_fake_with_chan_size,

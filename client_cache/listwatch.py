@@ -566,9 +566,10 @@ def new_list_watch_from_client(
     object_type: Any = None,
     idle_timeout: float | None = None,
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    protobuf: bool = False,
 ) -> ClientListerWatcher:
     """A ListerWatcher for ``gvr`` filtered by ``field_selector`` (Go
-    ``NewListWatchFromClient``)."""
+    ``NewListWatchFromClient``); ``protobuf`` as :class:`ClientListerWatcher` takes it."""
     selector = field_selector if field_selector is not None else everything_fields()
 
     def modifier(options: ListOptions) -> None:
@@ -576,5 +577,5 @@ def new_list_watch_from_client(
 
     return new_filtered_list_watch_from_client(
         api_client, gvr, namespace, modifier, object_type=object_type,
-        idle_timeout=idle_timeout, request_timeout=request_timeout,
+        idle_timeout=idle_timeout, request_timeout=request_timeout, protobuf=protobuf,
     )

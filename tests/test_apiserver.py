@@ -612,3 +612,28 @@ def test_no_bookmark_overtakes_a_queued_event() -> None:
     assert mark is not None
     assert json.loads(mark)["object"]["metadata"]["resourceVersion"] == \
         created["metadata"]["resourceVersion"]
+
+
+def test_protobuf_errors_and_faults_arrive_as_the_json_ones_do(
+        server: EmbeddedApiServer) -> None:
+    """Asked for protobuf, the server's error statuses, a watch's ERROR event and a frame
+    that is no event reach the caller as they do in JSON."""
+    def pb() -> ClientListerWatcher:
+        return lw(server, protobuf=True)
+
+    server.fail_next(1, 500)
+    with pytest.raises(ApiStatusError) as failed:
+        pb().list(ListOptions())
+    assert failed.value.code == 500 and is_internal_error(failed.value)
+    w = pb().watch(ListOptions(resource_version="1"))
+    wait_for_watches(server, 1)
+    server.send_watch_error(410)
+    events = events_until_closed(w)
+    assert [e.type for e in events] == ["ERROR"]
+    assert events[0].object["code"] == 410 and events[0].object["kind"] == "Status"
+    w = pb().watch(ListOptions(resource_version="1"))
+    wait_for_watches(server, 1)
+    server.send_garbled_line()
+    events = events_until_closed(w)
+    assert [e.type for e in events] == ["ERROR"]
+    assert events[0].object["details"]["causes"][0]["reason"] == "ClientWatchDecoding"

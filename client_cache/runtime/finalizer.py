@@ -17,6 +17,11 @@ Call :func:`finalizer` from a reconcile::
   controller's error policy, so the cleanup is retried;
 * an object being deleted without it: nothing to do.
 
+``cleanup`` can run more than once for one deletion: a reconcile queued while it ran may
+read the object from the cache before the finalizer's removal has reached it, and then
+cleans up again (its removal patch finds the object gone). Make it idempotent, as kube-rs
+asks of its cleanup.
+
 Both patches are JSON merge patches of ``metadata.finalizers`` conditional on the
 object's resourceVersion; on a conflict (409) the object is read again and the patch
 recomputed, up to ``conflict_retries`` times, so other finalizers added or removed

@@ -51,7 +51,10 @@ def test_finalizer_holds_the_deletion_until_cleanup(api: Any, ns: str) -> None:
         release.set()
         lister = factory.for_resource(CONFIGMAPS).lister()
         eventually(lambda: not lister.list(everything()), 20, "not deleted after cleanup")
-        assert cleaned == ["guarded"]
+        # once, or again from a reconcile queued meanwhile that read the cache before the
+        # finalizer's removal reached it (cleanup must be idempotent, as in kube-rs); each
+        # run found the object still there (the assert in cleanup)
+        assert cleaned and set(cleaned) == {"guarded"}
     finally:
         release.set()
         stop.set()

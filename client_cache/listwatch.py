@@ -302,8 +302,10 @@ class ClientListerWatcher:
     is asked for protobuf for the built-in kinds (``Accept:`` :data:`PROTOBUF_ACCEPT`, as
     Go's typed clients ask; a custom resource's server answers JSON): each answer is
     decoded as its ``Content-Type`` says, protobuf into the same dicts its JSON gives
-    (:mod:`client_cache.protobuf`), then into models or structs as asked; it has no
-    effect with ``metadata_only`` (JSON, as Go's metadata client).
+    (:mod:`client_cache.protobuf`), then into models as asked; it has no effect with
+    ``metadata_only`` (JSON, as Go's metadata client) nor for struct objects, which the
+    struct codec decodes from JSON without building dicts first (through protobuf they
+    took 1.3x the sync time and 6.7x the memory in ``make bench``).
     """
 
     def __init__(
@@ -356,7 +358,9 @@ class ClientListerWatcher:
                 if self._walk else self._codec.decode_event
         elif object_type:
             self._decode = model_decoder(api_client, object_type)
-        self.protobuf = protobuf and not metadata_only
+        # struct mode decodes JSON straight into structs; through protobuf it would build
+        # dicts first (make bench, 30,000 pods: 1.3x the sync time, 6.7x the memory)
+        self.protobuf = protobuf and not metadata_only and not is_struct_type(object_type)
         self._flags = sharing.walk_flags(self.share_strings, self.untrack, self.compact_dicts)
         self._list_body = ListBodyReader(
             self._loads, loads, self._codec, self._walk, self._flags, dicts=not object_type,

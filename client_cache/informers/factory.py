@@ -83,7 +83,8 @@ class SharedInformerFactoryOptions:
     (False), None following the feature-gate environment variables as client-go does;
     ``protobuf``: ask the server for protobuf, as client-go's typed clients do
     (``rest.Config.ContentType``), for the built-in kinds (decoded into the same objects
-    as their JSON: :mod:`client_cache.protobuf`; custom resources stay JSON). False by
+    as their JSON: :mod:`client_cache.protobuf`; custom resources and struct mode stay
+    JSON). False by
     default: the ``kubernetes`` package's clients speak JSON, and so does this one unless
     told otherwise."""
 

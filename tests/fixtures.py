@@ -16,6 +16,7 @@ import pytest
 from hypothesis import strategies as st
 
 from client_cache import FIFOClosedError
+from client_cache.record import CoreV1EventSink
 from client_cache.testing.envtest import Binaries, find_binaries
 
 
@@ -355,3 +356,20 @@ def threads_amid_collections(work: Callable[[int], None], count: int = 4,
         raise failures[0]
     assert not any(thread.is_alive() for thread in threads)
     return switches
+
+
+class TimedEventSink:
+    """A CoreV1 event sink that records, on the monotonic clock, when each create
+    finished (the record tests' view of when the last write ended)."""
+
+    def __init__(self, api_client: Any, **options: Any) -> None:
+        self.sink = CoreV1EventSink(api_client, **options)
+        self.finished: list[float] = []
+
+    def create(self, event: dict[str, Any]) -> dict[str, Any]:
+        stored = self.sink.create(event)
+        self.finished.append(time.monotonic())
+        return stored
+
+    def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+        return self.sink.patch(event, patch)

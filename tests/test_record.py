@@ -18,7 +18,7 @@ from client_cache.record import (
     EventSource,
 )
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import eventually
+from tests.fixtures import TimedEventSink, eventually
 
 FOO = {"apiVersion": "example.com/v1", "kind": "Foo",
        "metadata": {"name": "foo", "namespace": "default", "uid": "u-1"}}
@@ -110,24 +110,17 @@ def test_shutdown_writes_everything_queued_and_returns_when_written(
     as soon as the last write has finished (no pause or poll after it). How fast the
     server takes 100 writes is the machine's business, not this test's (it is bench
     material); what the broadcaster adds after the last write is."""
-    finished: list[float] = []
-
-    class TimedSink(CoreV1EventSink):
-        def create(self, event: dict[str, Any]) -> dict[str, Any]:
-            stored = super().create(event)
-            finished.append(time.monotonic())
-            return stored
-
+    sink = TimedEventSink(server.api_client(), timeout=2.0)
     broadcaster = EventBroadcaster()
-    broadcaster.start_recording_to_sink(TimedSink(server.api_client(), timeout=2.0))
+    broadcaster.start_recording_to_sink(sink)
     rec = broadcaster.new_recorder(EventSource(component="test-controller"))
     for i in range(100):
         rec.event({**FOO, "metadata": {**FOO["metadata"], "name": f"foo-{i}"}},
                   "Normal", "Synced", "ok")
     assert broadcaster.shutdown(60) == []
     returned = time.monotonic()
-    assert len(finished) == 100 and broadcaster.dropped() == 0
-    assert returned - finished[-1] < 0.5
+    assert len(sink.finished) == 100 and broadcaster.dropped() == 0
+    assert returned - sink.finished[-1] < 0.5
     assert len(events(server)) == 100
 
 

@@ -16,7 +16,7 @@ from kubernetes.client import CoreV1Api
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
 from client_cache.testing.proxy import TcpProxy
 from tests.conformance.util import Backend
-from tests.fixtures import eventually
+from tests.fixtures import TimedEventSink, eventually
 
 
 def foo(ns: str, name: str = "foo") -> dict[str, Any]:
@@ -100,20 +100,13 @@ def test_shutdown_writes_everything_queued_and_returns_when_written(api: Any,
     last write has finished. How fast the server takes 50 writes is not this test's
     business (it failed at 1.02 s against a 1 s bound on a loaded machine); what the
     broadcaster adds after the last write is."""
-    finished: list[float] = []
-
-    class TimedSink(CoreV1EventSink):
-        def create(self, event: dict[str, Any]) -> dict[str, Any]:
-            stored_event = super().create(event)
-            finished.append(time.monotonic())
-            return stored_event
-
+    sink = TimedEventSink(api)
     broadcaster = EventBroadcaster()
-    broadcaster.start_recording_to_sink(TimedSink(api))
+    broadcaster.start_recording_to_sink(sink)
     recorder = broadcaster.new_recorder(EventSource(component="conformance"))
     for i in range(50):
         recorder.event(foo(ns, f"obj-{i}"), "Normal", "Synced", "synced")
     assert broadcaster.shutdown(60) == []
     returned = time.monotonic()
-    assert len(finished) == 50 and returned - finished[-1] < 0.5
+    assert len(sink.finished) == 50 and returned - sink.finished[-1] < 0.5
     assert len(stored(api, ns)) == 50 and broadcaster.dropped() == 0

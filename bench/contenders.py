@@ -81,8 +81,10 @@ def written_at(obj: Any) -> float | None:
 
 
 class Counter:
-    """Counts handler calls; remembers when the last one happened and, when asked, how
-    long after the server wrote it each object reached the handler."""
+    """Counts handler calls; remembers when the last one happened, when the call numbered
+    :attr:`mark` happened (:attr:`marked`, stamped by the handler itself, so a main thread
+    that wakes late cannot shorten the measured span) and, when asked, how long after the
+    server wrote it each object reached the handler."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -92,12 +94,16 @@ class Counter:
         self.latency = False  # set while the latency phase runs
         self.latencies: list[float] = []
         self.target = sys.maxsize  # the count the main thread waits for
+        self.mark = sys.maxsize  # the count whose time goes to ``marked``
+        self.marked = 0.0
 
     def bump(self, *objs: Any) -> None:
         written = written_at(objs[-1]) if self.latency and objs else None
         with self.lock:
             self.count += 1
             self.last = time.perf_counter()
+            if self.count == self.mark:
+                self.marked = self.last
             if written is not None:
                 self.latencies.append(time.time() - written)
             # wake the main thread only when its count is reached: a wake per event made
@@ -513,13 +519,13 @@ def inform(args: argparse.Namespace) -> None:
                       "baseline_rss_kb": baseline}), flush=True)
     seen = args.expect * args.handlers
     if args.events:
-        print("READY throughput", flush=True)
-        counter.wait_for(seen + 1)
         with counter.lock:
-            first = counter.last
+            counter.mark = seen + 1
+        print("READY throughput", flush=True)
         seen += args.events * args.handlers
         counter.wait_for(seen)
-        elapsed = counter.last - first
+        with counter.lock:
+            elapsed = counter.last - counter.marked
         print(json.dumps({"scenario": "throughput", "events": args.events, "seconds": elapsed,
                           "events_per_second": args.events / elapsed}), flush=True)
     if args.latency_events:

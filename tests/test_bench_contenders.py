@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import CoreV1Api
 
-from bench import bench_compare, bench_pinning
+from bench import bench_compare, bench_pinning, contenders
 from bench.bench_compare import build_go
 from bench.replay import ReplayServer
 from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
@@ -167,6 +167,23 @@ def test_a_contender_that_crashes_once_is_run_again_and_marked(
                                 "retried": 7}}
     with pytest.raises(RuntimeError, match="exited with 3"):
         bench_compare.run_contender([sys.executable, "-c", "import sys; sys.exit(3)"])
+
+
+def test_the_counter_stamps_the_marked_event_in_the_handler(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The throughput span starts at the marked event's own time, not when the main thread
+    next looks: with every event in before it wakes (a contender pinned beside its server
+    failed CI so, dividing by a span of 0), the span still runs first to last event."""
+    ticks = iter([10.0, 11.0, 12.5, 14.0])
+    monkeypatch.setattr(contenders.time, "perf_counter", lambda: next(ticks))
+    counter = contenders.Counter()
+    counter.bump()  # the sync's event, before the mark
+    counter.mark = 2
+    counter.bump()
+    counter.bump()
+    counter.bump()
+    counter.wait_for(4, timeout=0)
+    assert (counter.marked, counter.last) == (11.0, 14.0)
 
 
 @pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")

@@ -109,15 +109,15 @@ def _watch_list_paused(r: Reflector, stop: threading.Event,
         watch.stop()  # closed before the bookmark: ask again
     r.set_is_last_sync_resource_version_unavailable(False)
     rv = resource_version[0]
-    check_watch_list_consistency_if_requested(r.name, rv, r.lister_watcher,
-                                              temporary.list(), r.log)
+    streamed = temporary.list()  # once: the check and the swap read the same objects
+    check_watch_list_consistency_if_requested(r.name, rv, r.lister_watcher, streamed, r.log)
     try:
-        r.store.replace(temporary.list(), rv)
+        r.store.replace(streamed, rv)
     except Exception as err:
         watch.stop()
         raise ClientCacheError(f"unable to sync watch-list result: {err}") from err
     r.set_last_sync_resource_version(rv)
-    r.status.list_succeeded(len(temporary.list_keys()), rv)
+    r.status.list_succeeded(len(streamed), rv)
     return watch
 
 

@@ -556,6 +556,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+#ifndef CLIENT_CACHE_SOURCE_HASH  /* setup.py defines it: the hash of the sources */
+#define CLIENT_CACHE_SOURCE_HASH ""
+#endif
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "client_cache._sharing",
     "The C part of client_cache.sharing.", -1, methods, NULL, NULL, NULL, NULL,
@@ -572,6 +576,7 @@ PyInit__sharing(void)
     if (module == NULL || PyModule_AddIntConstant(module, "SHARE", SHARE) < 0
         || PyModule_AddIntConstant(module, "UNTRACK", UNTRACK) < 0
         || PyModule_AddIntConstant(module, "COMPACT", COMPACT) < 0
+        || PyModule_AddStringConstant(module, "SOURCE_HASH", CLIENT_CACHE_SOURCE_HASH) < 0
         || list_scan_constants(module) < 0 || decode_init(module) < 0
         || protobuf_init(module) < 0) {
         Py_XDECREF(module);

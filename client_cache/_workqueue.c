@@ -276,6 +276,10 @@ static PyTypeObject CoreType = {
     .tp_members = core_members,
 };
 
+#ifndef CLIENT_CACHE_SOURCE_HASH  /* setup.py defines it: the hash of the sources */
+#define CLIENT_CACHE_SOURCE_HASH ""
+#endif
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "client_cache._workqueue",
     "The C part of client_cache.workqueue.queue.", -1, NULL, NULL, NULL, NULL, NULL,
@@ -291,7 +295,8 @@ PyInit__workqueue(void)
     if (module == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(module, "Core", (PyObject *)&CoreType) < 0) {
+    if (PyModule_AddObjectRef(module, "Core", (PyObject *)&CoreType) < 0
+        || PyModule_AddStringConstant(module, "SOURCE_HASH", CLIENT_CACHE_SOURCE_HASH) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
-from client_cache import wire
+from client_cache import native, wire
 from client_cache.protobuf_shapes import (
     FIXED64,
     Bool,
@@ -39,11 +39,8 @@ __all__ = ["SCHEMA_FILE", "Schema", "schema"]
 
 SCHEMA_FILE = "protobuf_schema.json"
 
-_sharing: Any
-try:
-    from client_cache import _sharing  # type: ignore[attr-defined, no-redef]
-except ImportError:  # pragma: no cover - depends on the installation
-    _sharing = None
+# None without a compiler, or when built from other sources (client_cache.native)
+_sharing: Any = native.load("_sharing")
 
 
 class Schema:

@@ -142,7 +142,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from client_cache import wire
+from client_cache import native, wire
 
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "ListSplitter",
            "clear_table", "compact", "compacted_by_default", "decoder", "share",
@@ -162,11 +162,8 @@ UNTRACK_ENV = "CLIENT_CACHE_UNTRACK"
 #: key tables of their own.
 COMPACT_DICTS_ENV = "CLIENT_CACHE_COMPACT_DICTS"
 
-_sharing: Any
-try:
-    from client_cache import _sharing  # type: ignore[attr-defined, no-redef]
-except ImportError:  # pragma: no cover - the package was installed without a C compiler
-    _sharing = None
+# None without a compiler, or when built from other sources (client_cache.native)
+_sharing: Any = native.load("_sharing")
 
 #: Whether the C walker is installed (else :func:`share` does nothing).
 AVAILABLE = _sharing is not None

@@ -23,6 +23,7 @@ PACKAGES = {
     "client_cache": f"{CLIENT_GO}/tools/cache",
     "client_cache.wire": "(port only: JSON decoding of wire bodies)",
     "client_cache.gc_policy": "(port only: the collector's full passes while caches run)",
+    "client_cache.native": "(port only: loading the C parts built from the sources beside them)",
     "client_cache.sharing": "(port only: one copy of each repeated string in cached objects; "
                             "decoded objects out of the cyclic collector's sight)",
     "client_cache.apis": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
@@ -472,6 +473,10 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "notify_sync_changed": ("—", "wakes wait_for_cache_sync when something synced"),
     "wait_sync_changed": ("—", "waits for notify_sync_changed (or a timeout)"),
     "TokenBucket": ("rate.Limiter (golang.org/x/time/rate)", "token bucket with reserve"),
+    "load": ("—", "a C part, or None when not built or built from other sources"),
+    "matches_sources": ("—", "was a C part built from the sources beside it?"),
+    "source_hash": ("—", "the hash setup.py compiles into a C part"),
+    "SOURCES": ("—", "each C part's sources and headers"),
 }
 
 

@@ -42,6 +42,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
+from client_cache import native
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.parking import Parker
@@ -53,11 +54,9 @@ from client_cache.workqueue.metrics import (
 )
 from client_cache.workqueue.pythonic import QueueIteration
 
-_workqueue: Any
-try:
-    from client_cache import _workqueue  # type: ignore[attr-defined, no-redef]
-except ImportError:  # built without a C compiler: the Python code runs every queue
-    _workqueue = None
+# None when built without a C compiler (or from other sources, client_cache.native): the
+# Python code runs every queue
+_workqueue: Any = native.load("_workqueue")
 
 __all__ = [
     "C_CORE_AVAILABLE",

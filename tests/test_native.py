@@ -1,0 +1,69 @@
+"""client_cache.native: a C part is loaded only when it was built from the sources beside
+it, so a checkout pulled without a rebuild runs the Python code instead of calling
+functions its old build lacks."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import shutil
+import types
+from pathlib import Path
+
+import pytest
+
+from client_cache import native
+
+
+@pytest.mark.parametrize("name", sorted(native.SOURCES))
+def test_the_built_parts_carry_the_hash_of_the_sources_beside_them(name: str) -> None:
+    try:
+        module = importlib.import_module(f"client_cache.{name}")
+    except ImportError:
+        pytest.skip(f"client_cache.{name} is not built here (no C compiler)")
+    assert native.source_hash(name) == module.SOURCE_HASH
+    assert native.load(name) is module
+
+
+@pytest.mark.parametrize("stale", [
+    types.SimpleNamespace(SOURCE_HASH="0" * 16),  # built from older sources
+    types.SimpleNamespace(),  # built before the parts carried a hash
+])
+def test_a_part_built_from_other_sources_is_refused_with_a_warning(
+        stale: object, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(native.importlib, "import_module", lambda _name: stale)
+    with caplog.at_level(logging.WARNING, logger="client_cache.native"):
+        assert native.load("_sharing") is None
+    (record,) = caplog.records
+    assert "client_cache._sharing" in record.getMessage()
+    assert "pip install -e ." in record.getMessage()
+
+
+def test_a_part_that_is_not_built_is_none_without_a_warning(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    def missing(name: str) -> object:
+        raise ImportError(name)
+    monkeypatch.setattr(native.importlib, "import_module", missing)
+    with caplog.at_level(logging.WARNING, logger="client_cache.native"):
+        assert native.load("_workqueue") is None
+    assert caplog.records == []
+
+
+def test_without_the_sources_beside_it_any_build_is_taken(tmp_path: Path) -> None:
+    """An installed wheel holds no C sources: its parts are loaded as they are."""
+    assert native.source_hash("_sharing", tmp_path) is None
+    assert native.matches_sources(types.SimpleNamespace(), "_sharing", tmp_path)
+
+
+def test_the_hash_follows_every_source_and_header(tmp_path: Path) -> None:
+    sources, headers = native.SOURCES["_sharing"]
+    for file in (*sources, *headers):
+        shutil.copy(native.PACKAGE_DIR / file, tmp_path / file)
+    assert native.source_hash("_sharing", tmp_path) == native.source_hash("_sharing")
+    seen = {native.source_hash("_sharing")}
+    for file in (sources[-1], headers[0]):
+        with (tmp_path / file).open("ab") as fh:
+            fh.write(b"\n")
+        seen.add(native.source_hash("_sharing", tmp_path))
+    assert len(seen) == 3

@@ -16,6 +16,7 @@ read :data:`SOURCES` and :func:`source_hash`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
@@ -59,9 +60,11 @@ def matches_sources(module: Any, name: str, directory: Path = PACKAGE_DIR) -> bo
     return expected is None or getattr(module, "SOURCE_HASH", None) == expected
 
 
+@functools.cache
 def load(name: str) -> Any:
     """C part ``name`` (``client_cache.<name>``), or None when it is not built or was
-    built from other sources than those beside it (then with a warning)."""
+    built from other sources than those beside it (then with a warning). Looked up once
+    per name: the modules that share a part share the answer and the one warning."""
     try:
         module = importlib.import_module(f"client_cache.{name}")
     except ImportError:  # installed without a C compiler

@@ -8,11 +8,20 @@ import importlib
 import logging
 import shutil
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from client_cache import native
+
+
+@pytest.fixture(autouse=True)
+def fresh_loads() -> Iterator[None]:
+    """Each test looks its parts up anew (``native.load`` answers once per name)."""
+    native.load.cache_clear()
+    yield
+    native.load.cache_clear()
 
 
 @pytest.mark.parametrize("name", sorted(native.SOURCES))
@@ -35,6 +44,7 @@ def test_a_part_built_from_other_sources_is_refused_with_a_warning(
     monkeypatch.setattr(native.importlib, "import_module", lambda _name: stale)
     with caplog.at_level(logging.WARNING, logger="client_cache.native"):
         assert native.load("_sharing") is None
+        assert native.load("_sharing") is None  # asked again: no second warning
     (record,) = caplog.records
     assert "client_cache._sharing" in record.getMessage()
     assert "pip install -e ." in record.getMessage()

@@ -272,10 +272,6 @@ def targets(report: dict[str, Any]) -> list[str]:
     go_protobuf = med(real.get("client-go/list/protobuf"), "sync", "seconds")
     check("S1 real apiserver, client_cache structs (LIST) / client-go protobuf (LIST)",
           over(med(real.get("cc-struct/list"), "sync", "seconds"), go_protobuf), 1.0, False)
-    structs = over(med(real.get("cc-struct/list/protobuf"), "sync", "seconds"), go_protobuf)
-    if structs is not None:
-        lines.append(f"  - beside it, client_cache structs asking for protobuf (LIST) / "
-                     f"client-go protobuf (LIST): {structs:.2f}x")
     sent = over(json_list, go_protobuf)
     if sent is not None:
         lines.append(f"  - beside it, the server's delivery of the JSON LIST alone, nothing "

@@ -520,6 +520,9 @@ def inform(args: argparse.Namespace) -> None:
     seen = args.expect * args.handlers
     if args.events:
         with counter.lock:
+            if counter.count > seen:  # the mark would never be hit: the span would be wrong
+                raise SystemExit(f"{args.name}: {counter.count - seen} handler calls more "
+                                 "than the sync's before the throughput phase began")
             counter.mark = seen + 1
         print("READY throughput", flush=True)
         seen += args.events * args.handlers

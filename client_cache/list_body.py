@@ -28,20 +28,18 @@ class ListBodyReader:
 
     ``loads`` decodes a JSON document with the walk done (the lister-watcher's decoder),
     ``plain_loads`` without it; ``codec`` is the struct codec when objects are structs
-    (``to_struct`` then makes a struct of a protobuf item's dict), ``walk`` the walk
-    asked for (None: none) and ``flags`` its C flags, applied while decoding protobuf
-    items that stay dicts (``dicts``).
+    (which ask for JSON only: a protobuf body for them is a ValueError), ``walk`` the
+    walk asked for (None: none) and ``flags`` its C flags, applied while decoding
+    protobuf items that stay dicts (``dicts``).
     """
 
     def __init__(self, loads: Loads, plain_loads: Loads, codec: Any,
-                 walk: Callable[[Any], Any] | None, flags: int, dicts: bool,
-                 to_struct: Callable[[Any], Any] | None = None) -> None:
+                 walk: Callable[[Any], Any] | None, flags: int, dicts: bool) -> None:
         self._loads = loads
         self._plain_loads = plain_loads
         self._codec = codec
         self._walk = walk
         self._flags = flags if dicts else 0
-        self._to_struct = to_struct
 
     def read(self, response: Any) -> Any:
         """A LIST response's body, decoded. Where the C part is installed a JSON body is
@@ -76,15 +74,14 @@ class ListBodyReader:
         return result
 
     def _read_protobuf(self, response: Any) -> Any:
+        if self._codec is not None:
+            raise ValueError("a protobuf LIST body for struct objects, which ask for JSON "
+                             "only")
         reader = protobuf.ListReader(self._flags)
         with wire.gc_paused():
             while piece := response.read(LIST_READ_SIZE):
                 reader.feed(piece)
-            result = reader.finish()
-            if self._to_struct is not None:
-                result["items"] = [self._walked(self._to_struct(item))
-                                   for item in result["items"]]
-        return result
+            return reader.finish()
 
     def _walked(self, item: Any) -> Any:
         return self._walk(item) if self._walk else item

@@ -32,7 +32,7 @@ from client_cache.fields import everything as everything_fields
 from client_cache.list_body import LIST_READ_SIZE, ListBodyReader
 from client_cache.schema import GroupVersionResource
 from client_cache.stream_watcher import StreamWatcher, bookmark_object
-from client_cache.structs import StructCodec, is_struct_type, to_struct
+from client_cache.structs import StructCodec, is_struct_type
 from client_cache.transport import (
     KEEPALIVE_IDLE,
     KEEPALIVE_INTERVAL,
@@ -363,8 +363,7 @@ class ClientListerWatcher:
         self.protobuf = protobuf and not metadata_only and not is_struct_type(object_type)
         self._flags = sharing.walk_flags(self.share_strings, self.untrack, self.compact_dicts)
         self._list_body = ListBodyReader(
-            self._loads, loads, self._codec, self._walk, self._flags, dicts=not object_type,
-            to_struct=(lambda item: to_struct(item, object_type)) if self._codec else None)
+            self._loads, loads, self._codec, self._walk, self._flags, dicts=not object_type)
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once
@@ -518,17 +517,15 @@ class ClientListerWatcher:
         )
 
     def _protobuf_event(self, frame: bytes) -> tuple[str, Any]:
-        """One protobuf watch frame as its type and object (a dict, model or struct as
-        the lister-watcher's objects are; a ``Status`` dict for ``ERROR``)."""
+        """One protobuf watch frame as its type and object (a dict or model as the
+        lister-watcher's objects are; a ``Status`` dict for ``ERROR``). Struct objects
+        never come here: they ask for JSON only."""
         event_type, obj = protobuf.decode_watch_event(
             frame, self._flags if not self.object_type else 0)
         if event_type == "ERROR":
             return event_type, obj
         if event_type == "BOOKMARK" and self.object_type:
             obj = bookmark_object(obj)
-        if self._codec is not None:
-            obj = to_struct(obj, self.object_type)
-            return event_type, self._walk(obj) if self._walk else obj
         return event_type, self._decode(obj) if self._decode is not None else obj
 
 

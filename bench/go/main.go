@@ -176,6 +176,10 @@ func main() {
 	})
 	seen := want
 	if *events > 0 {
+		if extra := count.Load() - seen; extra > 0 { // the mark would never be hit
+			fmt.Fprintln(os.Stderr, extra, "handler calls more than the sync's before the throughput phase")
+			os.Exit(1)
+		}
 		mark.Store(seen + 1)
 		fmt.Println("READY throughput")
 		seen += int64(*events * *handlers)

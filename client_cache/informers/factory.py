@@ -84,9 +84,8 @@ class SharedInformerFactoryOptions:
     ``protobuf``: ask the server for protobuf, as client-go's typed clients do
     (``rest.Config.ContentType``), for the built-in kinds (decoded into the same objects
     as their JSON: :mod:`client_cache.protobuf`; custom resources and struct mode stay
-    JSON). False by
-    default: the ``kubernetes`` package's clients speak JSON, and so does this one unless
-    told otherwise."""
+    JSON). False by default: the ``kubernetes`` package's clients speak JSON, and so does
+    this one unless told otherwise."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None

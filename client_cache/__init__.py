@@ -29,6 +29,7 @@ from client_cache.controller import (
     new_transforming_indexer_informer,
     new_transforming_informer,
     process_deltas,
+    process_deltas_in_batch,
 )
 from client_cache.delta_fifo import (
     Delta,
@@ -206,6 +207,13 @@ from client_cache.thread_safe_store import (
     ThreadSafeStore,
     new_thread_safe_store,
 )
+from client_cache.transaction import (
+    ThreadSafeStoreTransaction,
+    Transaction,
+    TransactionError,
+    TransactionStore,
+    TransactionType,
+)
 from client_cache.undelta_store import (
     PushFunc,
     UndeltaStore,
@@ -313,6 +321,11 @@ __all__ = [
     "Store",
     "TTLPolicy",
     "ThreadSafeMap",
+    "ThreadSafeStoreTransaction",
+    "Transaction",
+    "TransactionError",
+    "TransactionStore",
+    "TransactionType",
     "ThreadSafeStore",
     "TimestampedEntry",
     "TransformFunc",
@@ -373,6 +386,7 @@ __all__ = [
     "parse_object_name",
     "pop",
     "process_deltas",
+    "process_deltas_in_batch",
     "resource_path",
     "set_reflector_metrics_provider",
     "split_meta_namespace_key",

@@ -14,6 +14,11 @@ applied to the store, oldest first, and turned into handler calls
 * ``Deleted``: deleted from the store, then ``on_delete(obj)``, where ``obj`` may be a
   :class:`~client_cache.store.DeletedFinalStateUnknown` tombstone.
 
+A queue that pops batches (a :class:`~client_cache.the_real_fifo.RealFIFO`) is popped a batch
+at a time into ``Config.process_batch`` when it is set and the feature gate
+``KUBE_FEATURE_InOrderInformersBatchProcess`` is not set false, as client-go v0.35+ does;
+:func:`process_deltas_in_batch` applies each batch to the store as one transaction.
+
 An exception from ``process`` is logged (Go ignores it) and, with ``retry_on_error``, the
 item is queued again. ``run(stop)`` returns after ``stop`` is set and the reflector thread
 has ended.
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache.delta_fifo import (
+    Delta,
     DeltaFIFOOptions,
     Deltas,
     DeltaType,
@@ -34,7 +40,7 @@ from client_cache.delta_fifo import (
     TransformFunc,
     new_delta_fifo_with_options,
 )
-from client_cache.errors import FIFOClosedError, RequeueError
+from client_cache.errors import ClientCacheError, FIFOClosedError, RequeueError
 from client_cache.fifo import Queue
 from client_cache.health.status import ReflectorStatus
 from client_cache.index import Indexer, Indexers
@@ -47,11 +53,20 @@ from client_cache.store import (
     new_indexer,
     new_store,
 )
+from client_cache.the_real_fifo import ProcessBatchFunc
+from client_cache.transaction import (
+    Transaction,
+    TransactionError,
+    TransactionStore,
+    TransactionType,
+)
 from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.env import env_bool
 from client_cache.util.runtime import handle_error
 from client_cache.util.stop import on_stop
 
 __all__ = [
+    "BATCH_PROCESS_GATE",
     "Config",
     "Controller",
     "FilteringResourceEventHandler",
@@ -68,6 +83,7 @@ __all__ = [
     "new_transforming_indexer_informer",
     "new_transforming_informer",
     "process_deltas",
+    "process_deltas_in_batch",
     "replace_all",
 ]
 
@@ -78,6 +94,10 @@ ProcessFunc = Callable[[Any, bool], None]
 ShouldResyncFunc = Callable[[], bool]
 
 T = TypeVar("T")
+
+BATCH_PROCESS_GATE = "KUBE_FEATURE_InOrderInformersBatchProcess"
+"""The environment variable of client-go's ``InOrderInformersBatchProcess`` feature gate:
+batch processing is on unless it is set to something other than a true spelling."""
 T_contra = TypeVar("T_contra", contravariant=True)
 
 
@@ -212,6 +232,11 @@ class Config:
     #: Port addition: True syncs with a watch-list stream, False with a LIST; None leaves
     #: it to the feature-gate environment variables, as client-go's ``WatchListClient``.
     use_watch_list: bool | None = None
+    #: Applies a batch of deltas (Go ``ProcessBatch``, v0.35): used instead of ``process``
+    #: when the queue can pop batches (a RealFIFO's ``pop_batch``) and the feature gate
+    #: ``KUBE_FEATURE_InOrderInformersBatchProcess`` is not set false (on by default, as in
+    #: client-go v0.35+).
+    process_batch: ProcessBatchFunc | None = None
 
 
 @runtime_checkable
@@ -287,6 +312,18 @@ class _Controller:
                     raise RequeueError(err) from err
                 raise
 
+        pop_batch = getattr(cfg.queue, "pop_batch", None)
+        if (cfg.process_batch is not None and callable(pop_batch)
+                and env_bool(BATCH_PROCESS_GATE, True)):
+            process_batch = cfg.process_batch
+            while not stop.is_set():
+                try:
+                    pop_batch(process_batch)
+                except FIFOClosedError:
+                    return
+                except Exception as err:
+                    handle_error(f"error processing a batch from the queue: {err}")
+            return
         while not stop.is_set():
             try:
                 cfg.queue.pop(process)
@@ -330,6 +367,72 @@ def process_deltas(
         else:
             client_state.add(obj)
             handler.on_add(obj, is_in_initial_list)
+
+
+def process_deltas_in_batch(
+    handler: ResourceEventHandler[Any], client_state: Store, deltas: list[Delta],
+    is_in_initial_list: bool,
+) -> None:
+    """Apply a batch of deltas with distinct keys (oldest first, as
+    :meth:`~client_cache.the_real_fifo.RealFIFO.pop_batch` pops them) to ``client_state``
+    and notify ``handler`` (Go ``processDeltasInBatch``).
+
+    A :class:`~client_cache.transaction.TransactionStore` (an informer's indexer is one)
+    gets the whole batch as one transaction, and the handler is called afterwards, in
+    order, for each write that was applied; when some failed, the error names them
+    (``ClientCacheError``, from the store's ``TransactionError``). Any other store gets
+    each delta through :func:`process_deltas`, every failure collected into one error.
+    A batch may hold Added, Updated, Replaced, Sync and Deleted deltas (a ``ReplacedAll``,
+    always popped alone, goes to :func:`process_deltas`, a port choice); another type
+    raises before anything is applied."""
+    if len(deltas) == 1 and deltas[0].type is DeltaType.REPLACED_ALL:
+        process_deltas(handler, client_state, Deltas(deltas), is_in_initial_list)
+        return
+    if not isinstance(client_state, TransactionStore):
+        errors: list[str] = []
+        for d in deltas:
+            try:
+                process_deltas(handler, client_state, Deltas((d,)), is_in_initial_list)
+            except Exception as err:
+                errors.append(str(err))
+        if errors:
+            raise ClientCacheError(f"unexpected error when handling deltas: {errors}")
+        return
+    txns: list[Transaction] = []
+    callbacks: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+    for d in deltas:
+        obj = d.object
+        if d.type is DeltaType.DELETED:
+            txns.append(Transaction(obj, TransactionType.DELETE))
+            callbacks.append((handler.on_delete, (obj,)))
+        elif d.type in _BATCH_WRITES:
+            try:
+                old, exists = client_state.get(obj)
+            except Exception:  # the transaction reports the key error for this object
+                old, exists = None, False
+            if exists:
+                txns.append(Transaction(obj, TransactionType.UPDATE))
+                callbacks.append((handler.on_update, (old, obj)))
+            else:
+                txns.append(Transaction(obj, TransactionType.ADD))
+                callbacks.append((handler.on_add, (obj, is_in_initial_list)))
+        else:
+            raise ClientCacheError(f"Delta type {d.type.value} is not supported in batch "
+                                   "processing")
+    try:
+        client_state.transaction(*txns)
+    except TransactionError as err:
+        for i in err.successful_indices:
+            func, args = callbacks[i]
+            func(*args)
+        raise ClientCacheError(
+            f"not all items in the batch successfully processed: {err}") from err
+    for func, args in callbacks:
+        func(*args)
+
+
+_BATCH_WRITES = frozenset({DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACED,
+                           DeltaType.SYNC})
 
 
 def replace_all(handler: ResourceEventHandler[Any], client_state: Store, info: ReplacedAllInfo,

@@ -44,8 +44,10 @@ from client_cache.controller import (
     ResourceEventHandler,
     new_controller,
     process_deltas,
+    process_deltas_in_batch,
 )
 from client_cache.delta_fifo import (
+    Delta,
     DeltaFIFOOptions,
     Deltas,
     TransformFunc,
@@ -320,6 +322,7 @@ class SharedIndexInformer(Generic[T]):
                 watch_idle_timeout=self.watch_idle_timeout,
                 reflector_status=self.status,
                 use_watch_list=self.use_watch_list,
+                process_batch=self.handle_batch_deltas,
             )
             self._controller = new_controller(config)
             self._started = True
@@ -350,6 +353,13 @@ class SharedIndexInformer(Generic[T]):
             if not isinstance(obj, Deltas):
                 raise TypeError("object given as Process argument is not Deltas")
             process_deltas(self, self.indexer, obj, is_in_initial_list)
+
+    def handle_batch_deltas(self, deltas: list[Delta], is_in_initial_list: bool) -> None:
+        """The controller's batch process function (Go ``HandleBatchDeltas``): a batch
+        popped from a RealFIFO applied to the indexer in one transaction, then handed to
+        the handlers (:func:`~client_cache.controller.process_deltas_in_batch`)."""
+        with self._block_deltas:
+            process_deltas_in_batch(self, self.indexer, deltas, is_in_initial_list)
 
     # ResourceEventHandler side: called under _block_deltas by process_deltas.
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:

@@ -17,6 +17,7 @@ from client_cache import meta
 from client_cache.errors import InvalidKeyError, KeyFuncError
 from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER
 from client_cache.thread_safe_store import new_thread_safe_store
+from client_cache.transaction import ThreadSafeStoreTransaction, Transaction, TransactionError
 
 if TYPE_CHECKING:
     import threading
@@ -230,6 +231,31 @@ class _Cache:
     def update(self, obj: Any) -> None:
         """Same as :meth:`add`."""
         self._storage.update(self._key(obj), obj)
+
+    def transaction(self, *txns: Transaction) -> None:
+        """Apply ``txns`` in order under the map's one lock (Go ``Transaction``; this makes
+        the store a :class:`~client_cache.transaction.TransactionStore`). Every key is
+        computed first; a write whose key cannot be computed, or whose index function
+        raises, fails alone, and :class:`~client_cache.transaction.TransactionError` then
+        gives the positions in ``txns`` of the writes applied."""
+        keyed: list[ThreadSafeStoreTransaction] = []
+        positions: list[int] = []
+        errors: list[BaseException] = []
+        for i, txn in enumerate(txns):
+            try:
+                keyed.append(ThreadSafeStoreTransaction(txn, self._key(txn.object)))
+            except Exception as err:
+                errors.append(err)
+            else:
+                positions.append(i)
+        done = positions
+        try:
+            self._storage.transaction(*keyed)
+        except TransactionError as err:
+            done = [positions[j] for j in err.successful_indices]
+            errors.extend(err.errors)
+        if errors:
+            raise TransactionError(done, len(txns), errors)
 
     def delete(self, obj: Any) -> None:
         """Remove the object stored under ``obj``'s key; a missing key is not an error."""

@@ -44,6 +44,11 @@ from client_cache.errors import (
     MetaAccessError,
 )
 from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER, Subscription
+from client_cache.transaction import (
+    ThreadSafeStoreTransaction,
+    TransactionError,
+    TransactionType,
+)
 from client_cache.util.stop import on_stop
 from client_cache.watch import Event, EventType
 
@@ -247,31 +252,58 @@ class ThreadSafeMap:
     def add(self, key: str, obj: Any) -> None:
         """Store ``obj`` under ``key``, replacing any previous object, and index it."""
         with self._lock:
-            existed = key in self._items if self._subscribers else False
-            if self._indexers:
-                new_values = self._compute_locked(key, obj)
-                self._items[key] = obj
-                self._update_indices_locked(key, obj, new_values)
-            else:
-                self._items[key] = obj
-            if self._subscribers:
-                self._publish_locked(Event(EventType.MODIFIED if existed else EventType.ADDED,
-                                           obj))
+            self._add_locked(key, obj)
 
     update = add
 
     def delete(self, key: str) -> None:
         """Remove ``key`` and its index entries; a missing key is not an error."""
         with self._lock:
-            old = self._items.pop(key, _MISSING)
-            if old is _MISSING:
-                return
-            for name, per_key in self._values.items():
-                values = per_key.pop(key, None)
-                if values:
-                    _unindex(self._indices[name], key, values)
-            if self._subscribers:
-                self._publish_locked(Event(EventType.DELETED, old))
+            self._delete_locked(key)
+
+    def transaction(self, *txns: ThreadSafeStoreTransaction) -> None:
+        """Apply ``txns`` in order under one lock (Go ``Transaction``): each adds, updates
+        or deletes its object under its key, as :meth:`add`, :meth:`update` and
+        :meth:`delete` do. A write whose index function raises changes nothing and the
+        others still apply; then :class:`~client_cache.transaction.TransactionError` is
+        raised with the positions of those applied."""
+        done: list[int] = []
+        errors: list[BaseException] = []
+        with self._lock:
+            for i, txn in enumerate(txns):
+                try:
+                    if txn.transaction.type is TransactionType.DELETE:
+                        self._delete_locked(txn.key)
+                    else:
+                        self._add_locked(txn.key, txn.transaction.object)
+                except Exception as err:
+                    errors.append(err)
+                else:
+                    done.append(i)
+        if errors:
+            raise TransactionError(done, len(txns), errors)
+
+    def _add_locked(self, key: str, obj: Any) -> None:
+        existed = key in self._items if self._subscribers else False
+        if self._indexers:
+            new_values = self._compute_locked(key, obj)
+            self._items[key] = obj
+            self._update_indices_locked(key, obj, new_values)
+        else:
+            self._items[key] = obj
+        if self._subscribers:
+            self._publish_locked(Event(EventType.MODIFIED if existed else EventType.ADDED, obj))
+
+    def _delete_locked(self, key: str) -> None:
+        old = self._items.pop(key, _MISSING)
+        if old is _MISSING:
+            return
+        for name, per_key in self._values.items():
+            values = per_key.pop(key, None)
+            if values:
+                _unindex(self._indices[name], key, values)
+        if self._subscribers:
+            self._publish_locked(Event(EventType.DELETED, old))
 
     def replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
         """Swap the content for ``items`` (copied) with every index rebuilt, in one step:

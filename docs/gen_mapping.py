@@ -399,6 +399,10 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "check_watch_list_consistency_if_requested": (
         "checkWatchListDataConsistencyIfRequested", ""),
     "env_true": ("—", "a variable read with strconv.ParseBool"),
+    "env_bool": ("—", "a variable read with strconv.ParseBool, a default when unset"),
+    "BATCH_PROCESS_GATE": ("features.InOrderInformersBatchProcess",
+                           "the feature gate's environment variable; on unless set false"),
+    "process_deltas_in_batch": ("processDeltasInBatch", ""),
     "parse_bool": ("strconv.ParseBool", "the true spellings; errors count as false"),
     "ResourceVersionUpdater": ("ResourceVersionUpdater", ""),
     "default_watch_error_handler": ("DefaultWatchErrorHandler", ""),

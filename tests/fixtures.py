@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import queue as queue_module
@@ -52,6 +53,21 @@ def containers(obj: Any) -> Iterator[Any]:
             yield from containers(value)
     for field in getattr(obj, "__struct_fields__", ()):
         yield from containers(getattr(obj, field))
+
+
+@contextlib.contextmanager
+def running(informer: Any, name: str = "test-informer") -> Iterator[threading.Event]:
+    """Run ``informer`` in a named daemon thread for the ``with`` block (yields its stop
+    event); on leaving, stop it and check that its thread ended within 2 s."""
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), name=name, daemon=True)
+    thread.start()
+    try:
+        yield stop
+    finally:
+        stop.set()
+        thread.join(2.0)
+    assert not thread.is_alive(), f"{name} did not stop"
 
 
 def store_key_func(obj: Any) -> str:

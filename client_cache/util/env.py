@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["env_true", "parse_bool"]
+__all__ = ["env_bool", "env_true", "parse_bool"]
 
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
@@ -20,3 +20,11 @@ def env_true(name: str) -> bool:
     """Whether the environment variable ``name`` is set to a true spelling
     (:func:`parse_bool`), read now."""
     return parse_bool(os.environ.get(name))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """The environment variable ``name`` read as :func:`parse_bool` does, read now;
+    ``default`` when it is unset or empty (a feature gate that is on by default: only a
+    false spelling, or anything not true, turns it off)."""
+    value = os.environ.get(name)
+    return default if not value else parse_bool(value)

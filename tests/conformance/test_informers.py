@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache.apis import ListOptions
@@ -18,7 +19,11 @@ from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.labels import parse
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
-from client_cache.shared_informer import new_shared_index_informer, wait_for_cache_sync
+from client_cache.shared_informer import (
+    SharedIndexInformerOptions,
+    new_shared_index_informer_with_options,
+    wait_for_cache_sync,
+)
 from client_cache.store import Store, meta_namespace_key_func, new_store
 from tests.conformance.util import (
     CONFIGMAPS,
@@ -124,15 +129,26 @@ def test_reflector_into_a_store_converges(api: Any, ns: str, backend: Backend) -
     assert not thread.is_alive()
 
 
+@pytest.mark.parametrize("queue", ["DeltaFIFO", "RealFIFO"])
 def test_shared_index_informer_converges_with_a_consistent_story(
-        api: Any, ns: str, backend: Backend) -> None:
+        api: Any, ns: str, backend: Backend, queue: str) -> None:
     """Halfway through, the watch history is lost (real server: compaction and an API
     server restart, etcd keeping the data); handlers still see a consistent story and end
-    at the server's state."""
+    at the server's state. On a RealFIFO the informer processes batches (one store
+    transaction each, as client-go v0.35+)."""
     seed_objects(api, ns)
-    informer = new_shared_index_informer(
-        lister_watcher(api, ns), {"kind": "ConfigMap", "apiVersion": "v1"}, 0,
-        {NAMESPACE_INDEX: meta_namespace_index_func})
+    informer = new_shared_index_informer_with_options(
+        lister_watcher(api, ns), {"kind": "ConfigMap", "apiVersion": "v1"},
+        SharedIndexInformerOptions(indexers={NAMESPACE_INDEX: meta_namespace_index_func},
+                                   use_real_fifo=queue == "RealFIFO"))
+    batches: list[int] = []
+    handle_batch = informer.handle_batch_deltas
+
+    def counted(deltas: list[Any], is_in_initial_list: bool) -> None:
+        batches.append(len(deltas))
+        handle_batch(deltas, is_in_initial_list)
+
+    informer.handle_batch_deltas = counted  # type: ignore[method-assign]
     handlers = [Recorder(), Recorder()]
     for handler in handlers:
         informer.add_event_handler(handler)
@@ -162,6 +178,10 @@ def test_shared_index_informer_converges_with_a_consistent_story(
                 else:
                     assert last in ("add", "update"), (name, last)
                 story[name] = kind
+        if queue == "RealFIFO":  # the initial list came as one batch at least
+            assert batches and max(batches) >= KEYS // 2
+        else:
+            assert batches == []
     finally:
         stop.set()
         thread.join(5)

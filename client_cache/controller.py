@@ -94,11 +94,11 @@ ProcessFunc = Callable[[Any, bool], None]
 ShouldResyncFunc = Callable[[], bool]
 
 T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
 BATCH_PROCESS_GATE = "KUBE_FEATURE_InOrderInformersBatchProcess"
 """The environment variable of client-go's ``InOrderInformersBatchProcess`` feature gate:
 batch processing is on unless it is set to something other than a true spelling."""
-T_contra = TypeVar("T_contra", contravariant=True)
 
 
 @runtime_checkable

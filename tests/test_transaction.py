@@ -48,7 +48,7 @@ def on_node(name: str, node: str) -> dict[str, Any]:
     return pod(name, "default", spec={"nodeName": node})
 
 
-def test_a_map_transaction_applies_every_write_in_order_under_one_lock() -> None:
+def test_a_map_transaction_applies_every_write_in_order() -> None:
     store = ThreadSafeMap({"node": by_node})
     store.add("ns/a", on_node("a", "n1"))
     events = store.subscribe()

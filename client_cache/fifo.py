@@ -17,7 +17,6 @@ queued replaces the object and keeps its place in line.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -236,6 +235,8 @@ class QueueBase:
                 if remaining <= 0:
                     raise TimeoutError("pop timed out waiting for an item")
                 self._cond.wait(remaining)
+        if self._synced_reported:  # synced for good: the population count stays 0
+            return False
         in_initial_list = not self._has_synced_locked()
         if count and self._initial_population_count > 0:
             self._count_popped_locked(1)
@@ -263,17 +264,18 @@ class QueueBase:
         *,
         key: str,
         depth: int,
-        requeue: Callable[[], None] | None,
+        requeue: Callable[[str, Any], None] | None,
     ) -> None:
-        """Run ``process`` under the lock; requeue on :class:`RequeueError` (raising its
-        inner error, if any); log a slow call when the queue is deep."""
+        """Run ``process`` under the lock; on :class:`RequeueError` call
+        ``requeue(key, item)`` (then raise its inner error, if any); log a slow call when
+        the queue is deep."""
         start = time.monotonic() if depth > _TRACE_DEPTH else None
         try:
             process(item, in_initial_list)
         except RequeueError as err:
             if requeue is None:  # this queue does not requeue (RealFIFO, as v0.33+)
                 raise
-            requeue()
+            requeue(key, item)
             if err.err is not None:
                 raise err.err from err
         finally:
@@ -387,7 +389,7 @@ class FIFO(QueueBase):
                     in_initial_list,
                     key=key,
                     depth=len(self._queue),
-                    requeue=functools.partial(self._add_if_not_present_locked, key, item),
+                    requeue=self._add_if_not_present_locked,
                 )
                 return item
 

@@ -14,16 +14,20 @@ from client_cache import (
     ZeroLengthDeltasError,
 )
 from client_cache.delta_fifo import (
+    REPLACED_ALL_KEY,
     Delta,
     DeltaFIFO,
     DeltaFIFOOptions,
     Deltas,
     DeltaType,
+    ReplacedAllInfo,
     new_delta_fifo,
     new_delta_fifo_with_options,
+    queue_key_of,
 )
 from client_cache.fifo import pop
 from client_cache.store import DeletedFinalStateUnknown as DFSU
+from client_cache.store import meta_namespace_key_func
 from tests.fixtures import (
     FifoObject,
     LiteralListerGetter,
@@ -592,3 +596,23 @@ def test_has_synced_does_not_wait_for_a_pop() -> None:
 @pytest.mark.parametrize("poppers", [1, 3])
 def test_each_burst_wakes_the_sleeping_poppers(poppers: int) -> None:
     check_each_burst_wakes_the_sleeping_poppers(fifo(known()), poppers)
+
+
+def test_queue_keys_of_wrappers_stay_right_once_object_classes_are_remembered() -> None:
+    """The queue keys an object of a class it has seen at once; its own wrappers (deltas,
+    a delta, a tombstone, a relist) are unwrapped every time, however often they come."""
+    obj = {"metadata": {"namespace": "ns", "name": "a"}}
+    replaced = ReplacedAllInfo([obj], "5", ["ns/a"])
+    wrapped = [
+        (obj, "ns/a"),
+        (Deltas([Delta(DeltaType.ADDED, {"metadata": {"name": "b"}})]), "b"),
+        (Delta(DeltaType.UPDATED, obj), "ns/a"),
+        (DFSU("gone/key", None), "gone/key"),
+        (Delta(DeltaType.DELETED, DFSU("ns/c", obj)), "ns/c"),
+        (replaced, REPLACED_ALL_KEY),
+    ]
+    for _ in range(3):
+        for item, key in wrapped:
+            assert queue_key_of(meta_namespace_key_func, item) == key
+    with pytest.raises(KeyFuncError):
+        queue_key_of(meta_namespace_key_func, Deltas())

@@ -219,3 +219,45 @@ def test_attribute_objects_take_the_remembered_class_path_with_the_same_checks()
     # a mapping that is not a dict, as metadata or as the object, is still read by key
     assert meta.namespace_and_name(Holder(OrderedDict(name="a", namespace="b"))) == ("b", "a")
     assert meta.namespace_and_name(OrderedDict(metadata={"name": "c"})) == ("", "c")
+
+
+def test_a_remembered_class_is_still_checked_object_by_object() -> None:
+    """Once objects of a class were read by attribute, the next ones are read without
+    asking what their class is; what each one holds is still checked as before."""
+
+    class Meta:
+        def __init__(self, **fields: Any) -> None:
+            self.__dict__.update(fields)
+
+        def __getattr__(self, item: str) -> Any:
+            return None  # an unset field reads None, as on a struct or model
+
+    class Holder:
+        def __init__(self, metadata: Any) -> None:
+            self.metadata = metadata
+
+    first = Holder(Meta(name="a", namespace="b", resource_version="1"))
+    for _ in range(2):  # the first round remembers the classes, the second uses them
+        assert meta.namespace_and_name(first) == ("b", "a")
+        assert meta.get_namespace(first) == "b"
+        assert meta.get_resource_version(first) == "1"
+        cluster_scoped = Holder(Meta(name="n"))
+        assert meta.namespace_and_name(cluster_scoped) == ("", "n")
+        assert meta.get_namespace(cluster_scoped) == ""
+        assert meta.get_resource_version(cluster_scoped) == ""
+        # only the wire spelling set: the snake_case one reads None, the other is tried
+        assert meta.get_resource_version(Holder(Meta(resourceVersion="9"))) == "9"
+        with pytest.raises(MetaAccessError, match="namespace"):
+            meta.get_namespace(Holder(Meta(namespace=7)))
+        with pytest.raises(MetaAccessError, match="namespace"):
+            meta.namespace_and_name(Holder(Meta(name="x", namespace=7)))
+        with pytest.raises(MetaAccessError, match="resourceVersion"):
+            meta.get_resource_version(Holder(Meta(resource_version=12)))
+        for bad in (None, "web-0", ("x",)):
+            with pytest.raises(MetaAccessError):
+                meta.get_namespace(Holder(bad))
+            with pytest.raises(MetaAccessError):
+                meta.get_resource_version(Holder(bad))
+        # a remembered class holding a mapping as its metadata: read by key
+        assert meta.get_namespace(Holder({"namespace": "m"})) == "m"
+        assert meta.get_resource_version(Holder(OrderedDict(resourceVersion="3"))) == "3"

@@ -108,7 +108,8 @@ REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict-own-keys"), V("cc
 REPLAY_FANOUT = [V("cc-dict"), V("client-go")]
 REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-struct"),
         V("cc-struct", "watch-list"), V("cc-dict", protobuf=True),
-        V("cc-dict", "watch-list", protobuf=True),
+        V("cc-dict", "watch-list", protobuf=True), V("cc-struct", protobuf=True),
+        V("cc-struct", "watch-list", protobuf=True),
         V("k8s-informer"),
         V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
         V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor"),

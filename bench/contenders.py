@@ -370,7 +370,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
 }
 #: The contenders that can take each sync path; the rest LIST only.
 SYNC_CAPABLE = {"cc-dict", "cc-model", "cc-struct", "floor"}
-PROTOBUF_CAPABLE = {"cc-dict", "cc-model"}  # and wire, in delivery mode (structs: JSON)
+PROTOBUF_CAPABLE = {"cc-dict", "cc-model", "cc-struct"}  # and wire, in delivery mode
 
 
 def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:

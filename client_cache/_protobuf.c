@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "_decode.h"
+#include "_pbstruct.h"
 #include "_protobuf.h"
 #include "_shapes.h"
 #include "_sharing.h"
@@ -55,6 +56,9 @@ typedef struct {
     const unsigned char *buf;
     int flags;
     RefStack pairs; /* name, value pairs of the messages being read */
+    const StructPlans *plans; /* struct mode (NULL: dicts only) */
+    int plan;   /* the plan of the message read next; -1: a dict */
+    int tuples; /* the field being read wants its lists as tuples */
 } Decoder;
 
 static PyObject *empty_str, *zero_quantity, *zero_duration, *kind_key, *api_version_key;
@@ -271,7 +275,8 @@ timestamp(Decoder *d, Py_ssize_t start, Py_ssize_t end, int micro)
                       micros < 0 ? micros + 1000000 : micros);
     }
     text[n++] = 'Z';
-    return PyUnicode_FromStringAndSize(text, n);
+    /* times written in the same second repeat from object to object */
+    return (d->flags & SHARE) ? shared_ascii(text, n) : PyUnicode_FromStringAndSize(text, n);
 }
 
 static PyObject *message(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth);
@@ -375,6 +380,9 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
                 }
                 Py_DECREF(item);
             }
+        }
+        if (list != NULL && d->tuples) {
+            return list_to_tuple(list, d->flags & UNTRACK);
         }
         return list;
     }
@@ -549,6 +557,10 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
         return -1;
     }
     const Message *m = &d->schema->messages[index];
+    /* with a plan, each field is read with the plan of what it holds (d->plan) */
+    int own_plan = d->plan, own_tuples = d->tuples;
+    const StructPlan *plan = d->plans != NULL && own_plan >= 0 ? &d->plans->plans[own_plan]
+        : NULL;
     PyObject *local_slots[LOCAL_FIELDS];
     Py_ssize_t local_spans[2 * LOCAL_FIELDS];
     PyObject **slots = local_slots;
@@ -573,13 +585,27 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
             goto done;
         }
         int i = f.number <= (uint32_t)m->max_number ? m->by_number[f.number] - 1 : -1;
-        if (i >= 0 && read_field(d, &m->fields[i], &slots[i], &spans[2 * i], &f, depth) < 0) {
+        if (i < 0 || (plan != NULL && (plan->mode[i] & PLAN_SKIP))) {
+            continue;
+        }
+        if (plan != NULL) {
+            d->plan = plan->child[i];
+            d->tuples = plan->mode[i] & PLAN_TUPLE;
+        }
+        if (read_field(d, &m->fields[i], &slots[i], &spans[2 * i], &f, depth) < 0) {
             goto done;
         }
     }
     for (int i = 0; i < m->count; i++) {
         const Field *f = &m->fields[i];
         const Type *type = &d->schema->types[f->type];
+        if (plan != NULL) {
+            if (plan->mode[i] & PLAN_SKIP) {
+                continue;
+            }
+            d->plan = plan->child[i];
+            d->tuples = plan->mode[i] & PLAN_TUPLE;
+        }
         if (f->inline_) {
             if (message_pairs(d, type->ref, spans[2 * i], spans[2 * i + 1], depth + 1) < 0) {
                 goto done;
@@ -590,6 +616,12 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
         slots[i] = NULL;
         if (value == NULL && (value = zero(d, f->type, depth)) == NULL) {
             goto done;
+        }
+        if (type->kind == T_MAP && (d->flags & COMPACT) && PyDict_CheckExact(value)) {
+            Py_SETREF(value, shaped_dict(value)); /* labels: one key table for alike maps */
+            if (value == NULL) {
+                goto done;
+            }
         }
         if (type->kind == T_LIST || type->kind == T_MAP) {
             untrack(d, value);
@@ -607,12 +639,18 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
             }
             continue;
         }
+        if (d->tuples && type->kind == T_LIST && PyList_CheckExact(value)
+            && (value = list_to_tuple(value, d->flags & UNTRACK)) == NULL) {
+            goto done;
+        }
         if (push_pair(d, f->name, value) < 0) {
             goto done;
         }
     }
     result = 0;
 done:
+    d->plan = own_plan;
+    d->tuples = own_tuples;
     if (slots != NULL) {
         for (int i = 0; i < m->count; i++) {
             Py_XDECREF(slots[i]);
@@ -631,9 +669,16 @@ message_after(Decoder *d, Py_ssize_t base, int index, Py_ssize_t start, Py_ssize
               int depth)
 {
     PyObject *dict = NULL;
+    const StructPlan *plan = d->plans != NULL && d->plan >= 0 ? &d->plans->plans[d->plan]
+        : NULL;
     if (message_pairs(d, index, start, end, depth) == 0) {
         PyObject *const *pairs = d->pairs.items + base;
         Py_ssize_t count = (d->pairs.top - base) / 2;
+        if (plan != NULL && plan->cls != NULL) {
+            dict = struct_of_pairs(plan, pairs, count); /* a struct: never tracked */
+            ref_unwind(&d->pairs, base);
+            return dict;
+        }
         dict = (d->flags & COMPACT) ? shaped_from_pairs(pairs, count)
             : dict_of_pairs(pairs, count);
         if (dict != NULL) {
@@ -789,6 +834,42 @@ protobuf_schema(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t n
     return capsule;
 }
 
+int
+protobuf_field_count(PyObject *capsule, long message, const void **schema)
+{
+    const Schema *s = PyCapsule_GetPointer(capsule, CAPSULE);
+    if (s == NULL) {
+        return -1;
+    }
+    if (message < 0 || message >= s->nmessages) {
+        PyErr_SetString(PyExc_ValueError, "protobuf: a message index out of range");
+        return -1;
+    }
+    *schema = s;
+    return s->messages[message].count;
+}
+
+/* Struct mode for d from the optional (plans, plan) arguments: the plan read first
+ * (-1: dicts); -1 with an exception set when they are not plans of d's schema. */
+static int
+open_plans(Decoder *d, PyObject *const *args)
+{
+    d->plans = struct_plans_of(args[0], d->schema);
+    if (d->plans == NULL) {
+        return -1;
+    }
+    long plan = PyLong_AsLong(args[1]);
+    if (plan == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (plan < -1 || plan >= d->plans->count) {
+        PyErr_SetString(PyExc_ValueError, "protobuf: a struct plan out of range");
+        return -1;
+    }
+    d->plan = (int)plan;
+    return 0;
+}
+
 PyObject *
 protobuf_decode(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -818,7 +899,7 @@ protobuf_decode(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "protobuf_decode: the span is not in the data");
     }
     else {
-        Decoder d = {.schema = schema, .buf = view.buf, .flags = flags};
+        Decoder d = {.schema = schema, .buf = view.buf, .flags = flags, .plan = -1};
         if (nargs == 6 || (push_pair(&d, kind_key, Py_NewRef(args[6])) == 0
                            && push_pair(&d, api_version_key, Py_NewRef(args[7])) == 0)) {
             result = message_after(&d, 0, index, start, end, 0);
@@ -846,7 +927,7 @@ open_decoder(PyObject *capsule, PyObject *flags_arg, PyObject *data, Decoder *d,
     if (PyObject_GetBuffer(data, view, PyBUF_SIMPLE) < 0) {
         return -1;
     }
-    *d = (Decoder){.schema = schema, .buf = view->buf, .flags = flags};
+    *d = (Decoder){.schema = schema, .buf = view->buf, .flags = flags, .plan = -1};
     return 0;
 }
 
@@ -909,10 +990,15 @@ envelope(Decoder *d, PyObject *kinds, Py_ssize_t start, Py_ssize_t end)
     else {
         int i = index_in(index, d->schema->nmessages);
         Py_ssize_t base = d->pairs.top;
+        int plan = d->plan;
+        if (d->plans != NULL && plan >= 0 && d->plans->plans[plan].message != i) {
+            d->plan = -1; /* another kind (a Status): a dict */
+        }
         if (i >= 0 && push_pair(d, kind_key, Py_NewRef(kind)) == 0
             && push_pair(d, api_version_key, Py_NewRef(api_version)) == 0) {
             result = message_after(d, base, i, raw[0], raw[1], 0);
         }
+        d->plan = plan;
         ref_unwind(&d->pairs, base);
     }
     Py_XDECREF(key);
@@ -956,11 +1042,12 @@ watch_frame(Decoder *d, PyObject *kinds, Py_ssize_t length)
     return result;
 }
 
-/* An entry called (schema, flags, kinds, data): data read by reader. */
+/* An entry called (schema, flags, kinds, data[, plans, plan]): data read by reader,
+ * the object of the plan's message as its struct. */
 static PyObject *
 kinds_entry(const char *usage, PyObject *const *args, Py_ssize_t nargs, KindsReader reader)
 {
-    if (nargs != 4 || !PyDict_Check(args[2])) {
+    if ((nargs != 4 && nargs != 6) || !PyDict_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
@@ -969,7 +1056,8 @@ kinds_entry(const char *usage, PyObject *const *args, Py_ssize_t nargs, KindsRea
     if (open_decoder(args[0], args[1], args[3], &d, &view) < 0) {
         return NULL;
     }
-    PyObject *result = reader(&d, args[2], view.len);
+    PyObject *result = nargs == 6 && open_plans(&d, args + 4) < 0 ? NULL
+        : reader(&d, args[2], view.len);
     close_decoder(&d, &view);
     return result;
 }
@@ -977,23 +1065,24 @@ kinds_entry(const char *usage, PyObject *const *args, Py_ssize_t nargs, KindsRea
 PyObject *
 protobuf_object(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    return kinds_entry("protobuf_object(schema, flags, kinds, data)", args, nargs,
+    return kinds_entry("protobuf_object(schema, flags, kinds, data[, plans, plan])", args, nargs,
                        whole_body);
 }
 
 PyObject *
 protobuf_event(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    return kinds_entry("protobuf_event(schema, flags, kinds, frame)", args, nargs,
+    return kinds_entry("protobuf_event(schema, flags, kinds, frame[, plans, plan])", args,
+                       nargs,
                        watch_frame);
 }
 
 PyObject *
 protobuf_list_scan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
+    if (nargs != 7 && nargs != 9) {
         PyErr_SetString(PyExc_TypeError, "protobuf_list_scan(schema, flags, item, "
-                        "items_number, data, pos, end)");
+                        "items_number, data, pos, end[, plans, plan])");
         return NULL;
     }
     Decoder d;
@@ -1002,10 +1091,17 @@ protobuf_list_scan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_
         return NULL;
     }
     PyObject *result = NULL, *items = PyList_New(0), *head = PyList_New(0);
+    if (nargs == 9 && open_plans(&d, args + 7) < 0) {
+        goto done;
+    }
     int item = index_in(args[2], d.schema->nmessages);
     long number = PyLong_AsLong(args[3]);
     Py_ssize_t pos = PyLong_AsSsize_t(args[5]), end = PyLong_AsSsize_t(args[6]);
     if (items == NULL || head == NULL || item < 0 || PyErr_Occurred()) {
+        goto done;
+    }
+    if (d.plans != NULL && d.plan >= 0 && d.plans->plans[d.plan].message != item) {
+        PyErr_SetString(PyExc_ValueError, "protobuf_list_scan: the plan reads another message");
         goto done;
     }
     if (pos < 0 || end < pos || end > view.len) {

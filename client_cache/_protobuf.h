@@ -25,6 +25,10 @@ PyObject *protobuf_event(PyObject *module, PyObject *const *args, Py_ssize_t nar
  * bytes in head; pos where a field not yet whole begins (METH_FASTCALL). */
 PyObject *protobuf_list_scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
+/* The field count of message in the schema capsule, the schema in *schema; -1 with an
+ * exception set when capsule is not a schema or message not one of its messages. */
+int protobuf_field_count(PyObject *capsule, long message, const void **schema);
+
 /* Add PROTOBUF_KINDS (the kind codes' names, in order) to the module; -1 on error. */
 int protobuf_init(PyObject *module);
 

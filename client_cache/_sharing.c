@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "_decode.h"
+#include "_pbstruct.h"
 #include "_protobuf.h"
 #include "_listscan.h"
 #include "_shapes.h"
@@ -533,6 +534,10 @@ static PyMethodDef methods[] = {
      "that are whole in data from pos, each as bytes; scanning resumes at the returned "
      "pos and state (AFTER_OPEN, AFTER_COMMA, AFTER_ITEM, CLOSED). ValueError when the "
      "array is not well formed."},
+    {"protobuf_struct_plans", (PyCFunction)(void (*)(void))protobuf_struct_plans,
+     METH_FASTCALL,
+     "protobuf_struct_plans(schema, plans) -> capsule: how the protobuf entries build "
+     "structs; see client_cache.protobuf_structs."},
     {"protobuf_schema", (PyCFunction)(void (*)(void))protobuf_schema, METH_FASTCALL,
      "protobuf_schema(types, messages, duration, loads) -> capsule: the protobuf schema "
      "compiled for protobuf_decode; see client_cache.protobuf."},

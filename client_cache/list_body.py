@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from client_cache import protobuf, sharing, wire
+from client_cache import protobuf, protobuf_structs, sharing, wire
 
 __all__ = ["LIST_READ_SIZE", "ListBodyReader"]
 
@@ -28,9 +28,10 @@ class ListBodyReader:
 
     ``loads`` decodes a JSON document with the walk done (the lister-watcher's decoder),
     ``plain_loads`` without it; ``codec`` is the struct codec when objects are structs
-    (which ask for JSON only: a protobuf body for them is a ValueError), ``walk`` the
-    walk asked for (None: none) and ``flags`` its C flags, applied while decoding
-    protobuf items that stay dicts (``dicts``).
+    (a protobuf body is then decoded into them by the C part:
+    :mod:`client_cache.protobuf_structs`), ``walk`` the walk asked for (None: none) and
+    ``flags`` its C flags, applied while decoding protobuf items that stay dicts
+    (``dicts``) or become structs.
     """
 
     def __init__(self, loads: Loads, plain_loads: Loads, codec: Any,
@@ -39,7 +40,7 @@ class ListBodyReader:
         self._plain_loads = plain_loads
         self._codec = codec
         self._walk = walk
-        self._flags = flags if dicts else 0
+        self._flags = flags if dicts or codec is not None else 0
 
     def read(self, response: Any) -> Any:
         """A LIST response's body, decoded. Where the C part is installed a JSON body is
@@ -74,10 +75,11 @@ class ListBodyReader:
         return result
 
     def _read_protobuf(self, response: Any) -> Any:
-        if self._codec is not None:
+        if self._codec is not None and not protobuf_structs.AVAILABLE:
             raise ValueError("a protobuf LIST body for struct objects, which ask for JSON "
-                             "only")
-        reader = protobuf.ListReader(self._flags)
+                             "only where the C part is not built")
+        reader = protobuf.ListReader(
+            self._flags, None if self._codec is None else self._codec.item_type)
         with wire.gc_paused():
             while piece := response.read(LIST_READ_SIZE):
                 reader.feed(piece)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import quote, urlencode
 
-from client_cache import protobuf, sharing, wire
+from client_cache import protobuf, protobuf_structs, sharing, wire
 from client_cache.apis import ListOptions
 from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
@@ -302,10 +302,10 @@ class ClientListerWatcher:
     is asked for protobuf for the built-in kinds (``Accept:`` :data:`PROTOBUF_ACCEPT`, as
     Go's typed clients ask; a custom resource's server answers JSON): each answer is
     decoded as its ``Content-Type`` says, protobuf into the same dicts its JSON gives
-    (:mod:`client_cache.protobuf`), then into models as asked; it has no effect with
-    ``metadata_only`` (JSON, as Go's metadata client) nor for struct objects, which the
-    struct codec decodes from JSON without building dicts first (through protobuf they
-    took 1.3x the sync time and 6.7x the memory in ``make bench``).
+    (:mod:`client_cache.protobuf`), then into models as asked, or straight into the
+    same structs its JSON gives (:mod:`client_cache.protobuf_structs`; where the C
+    part is not built, or the class is of no built-in kind, struct objects ask for
+    JSON); it has no effect with ``metadata_only`` (JSON, as Go's metadata client).
     """
 
     def __init__(
@@ -358,9 +358,16 @@ class ClientListerWatcher:
                 if self._walk else self._codec.decode_event
         elif object_type:
             self._decode = model_decoder(api_client, object_type)
-        # struct mode decodes JSON straight into structs; through protobuf it would build
-        # dicts first (make bench, 30,000 pods: 1.3x the sync time, 6.7x the memory)
-        self.protobuf = protobuf and not metadata_only and not is_struct_type(object_type)
+        # structs from protobuf: the plans of their kind's message, when it has one
+        self._struct_plans: tuple[Any, ...] = ()
+        if protobuf and not metadata_only and is_struct_type(object_type):
+            message = protobuf_structs.root_message(object_type, gvr.group_version()) \
+                if protobuf_structs.AVAILABLE else None
+            if message is not None:
+                found = protobuf_structs.plans(message, object_type)
+                self._struct_plans = (found.capsule, found.root)
+        self.protobuf = protobuf and not metadata_only and (
+            not is_struct_type(object_type) or bool(self._struct_plans))
         self._flags = sharing.walk_flags(self.share_strings, self.untrack, self.compact_dicts)
         self._list_body = ListBodyReader(
             self._loads, loads, self._codec, self._walk, self._flags, dicts=not object_type)
@@ -517,11 +524,11 @@ class ClientListerWatcher:
         )
 
     def _protobuf_event(self, frame: bytes) -> tuple[str, Any]:
-        """One protobuf watch frame as its type and object (a dict or model as the
-        lister-watcher's objects are; a ``Status`` dict for ``ERROR``). Struct objects
-        never come here: they ask for JSON only."""
+        """One protobuf watch frame as its type and object (a dict, model or struct as
+        the lister-watcher's objects are; a ``Status`` dict for ``ERROR``)."""
         event_type, obj = protobuf.decode_watch_event(
-            frame, self._flags if not self.object_type else 0)
+            frame, self._flags if not self.object_type or self._struct_plans else 0,
+            self._struct_plans)
         if event_type == "ERROR":
             return event_type, obj
         if event_type == "BOOKMARK" and self.object_type:

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from client_cache import protobuf_structs
 from client_cache.protobuf_schema import schema
 from client_cache.protobuf_shapes import BYTES, Buffer, Message, Str, fields, put_bytes, varint
 
@@ -117,11 +118,12 @@ def encode(obj: Mapping[str, Any]) -> bytes:
     return bytes(out)
 
 
-def decode_watch_event(frame: Buffer,
-                       flags: int = 0) -> tuple[str, dict[str, Any]]:
+def decode_watch_event(frame: Buffer, flags: int = 0,
+                       plans: tuple[Any, ...] = ()) -> tuple[str, Any]:
     """One watch frame (without its length) as the event's type and object (``flags``
-    as :func:`decode` takes them)."""
-    fast = schema().c_event(frame, flags)
+    as :func:`decode` takes them; ``plans`` as :meth:`Schema.c_event` does, for struct
+    objects: the C part only)."""
+    fast = schema().c_event(frame, flags, plans)
     if fast is not None:
         return fast
     event_type, obj = "", (0, 0)  # without the C part
@@ -182,11 +184,15 @@ class ListReader:
     it decodes each item as soon as its bytes are whole (so decoding overlaps the
     server's sending, and the body is never held whole); :meth:`finish` gives the list
     as :func:`decode` would have (``kind``, ``apiVersion``, ``metadata``, ``items``).
-    ``flags`` as :func:`decode` takes them. A body that is not a protobuf list, or ends
-    early, raises ValueError."""
+    ``flags`` as :func:`decode` takes them. With ``struct_class`` (the C part only) the
+    items are that struct class's objects
+    (:func:`client_cache.protobuf_structs.plans`). A body that is not a protobuf list,
+    or ends early, raises ValueError."""
 
-    def __init__(self, flags: int = 0) -> None:
+    def __init__(self, flags: int = 0, struct_class: type | None = None) -> None:
         self.flags = flags
+        self.struct_class = struct_class
+        self._plans: tuple[Any, ...] = ()
         self._buffer = bytearray()
         self._started = False
         self._raw_left = -1  # bytes of the envelope's object still to come; -1: not there
@@ -252,7 +258,7 @@ class ListReader:
         assert self._item is not None
         end = min(len(self._buffer), pos + self._raw_left)
         scanned = schema().c_list_scan(self._item, self._items_number, self._buffer, pos,
-                                       end, self.flags) \
+                                       end, self.flags, self._plans) \
             or self._scan_python(pos, end)
         after, items, head = scanned
         self._items += items
@@ -292,6 +298,9 @@ class ListReader:
             raise ValueError(f"protobuf: {api_version} {kind} is not a list")
         self._items_number, self._item = items
         self._type_meta = (kind, api_version)
+        if self.struct_class is not None:
+            found = protobuf_structs.plans(self._item, self.struct_class)
+            self._plans = (found.capsule, found.root)
 
     def finish(self) -> dict[str, Any]:
         """The list, once the body has ended."""

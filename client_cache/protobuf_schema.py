@@ -106,28 +106,31 @@ class Schema:
                                                           body)
         return result
 
-    def c_event(self, frame: Buffer, flags: int = 0) -> tuple[str, dict[str, Any]] | None:
+    def c_event(self, frame: Buffer, flags: int = 0, plans: tuple[Any, ...] = (),
+                ) -> tuple[str, Any] | None:
         """One watch frame decoded by the C decoder: (type, object); None when the C
-        part is not built."""
+        part is not built. ``plans`` (a capsule and the plan of the object's message,
+        :class:`~client_cache.protobuf_structs.StructPlans`) make an object of that
+        message a struct; another (a ``Status``) stays a dict."""
         capsule, _ = self.compiled()
         if capsule is None:  # pragma: no cover - depends on the installation
             return None
-        result: tuple[str, dict[str, Any]] = _sharing.protobuf_event(
-            capsule, flags, self._kind_index, frame)
+        result: tuple[str, Any] = _sharing.protobuf_event(
+            capsule, flags, self._kind_index, frame, *plans)
         return result
 
     def c_list_scan(self, item: Message, items_number: int, buf: Buffer, pos: int,
-                    end: int, flags: int = 0,
-                    ) -> tuple[int, list[dict[str, Any]], list[bytes]] | None:
+                    end: int, flags: int = 0, plans: tuple[Any, ...] = (),
+                    ) -> tuple[int, list[Any], list[bytes]] | None:
         """The whole fields of a list message in ``buf[pos:end]``, by the C decoder: the
         position where a field not yet whole begins, the items (field ``items_number``)
-        decoded as ``item``, the other fields' bytes; None when the C part is not
-        built."""
+        decoded as ``item`` (as structs with ``plans``, as :meth:`c_event` takes them),
+        the other fields' bytes; None when the C part is not built."""
         capsule, index = self.compiled()
         if capsule is None:  # pragma: no cover - depends on the installation
             return None
-        result: tuple[int, list[dict[str, Any]], list[bytes]] = _sharing.protobuf_list_scan(
-            capsule, flags, index[item.name], items_number, buf, pos, end)
+        result: tuple[int, list[Any], list[bytes]] = _sharing.protobuf_list_scan(
+            capsule, flags, index[item.name], items_number, buf, pos, end, *plans)
         return result
 
     def decode(self, message: Message, buf: Buffer, start: int, end: int,
@@ -194,6 +197,11 @@ class Schema:
             width = 64 if shape.bits > 32 else 32
             return kinds[f"{'' if shape.signed else 'U'}INT{width}"], 0, 0
         return kinds["BYTES" if isinstance(shape, Bytes) else "STRING"], 0, 0
+
+    def kinds(self, api_version: str) -> dict[str, Message]:
+        """The kinds of ``api_version`` the schema has, each with its message."""
+        return {kind: message for (version, kind), message in self._kinds.items()
+                if version == api_version}
 
     def message(self, api_version: str, kind: str) -> Message:
         """The struct of ``kind`` in ``api_version``; ValueError for one the schema lacks

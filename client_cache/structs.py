@@ -35,7 +35,10 @@ What a struct type is, generated from the model class's ``openapi_types`` and
 
 A LIST body and each watch event are decoded by ``msgspec.json`` directly into these
 classes (:class:`StructCodec`, used by the list-watch when its ``object_type`` is a struct
-class). An ``ERROR`` event's object stays the ``Status`` dict the reflector reads.
+class). An ``ERROR`` event's object stays the ``Status`` dict the reflector reads. A
+list-watch asked for protobuf (``protobuf=True``) has the C protobuf decoder build these
+classes from the server's protobuf instead, to equal objects
+(:mod:`client_cache.protobuf_structs`).
 Conversions: :func:`client_cache.objects.to_wire` and :func:`~client_cache.objects.to_model`
 take structs as they take models and dicts (a wire dict with the server's field names;
 the ``kubernetes`` model, timestamps parsed); :func:`to_struct` makes a struct from a wire
@@ -51,8 +54,8 @@ from typing import Any
 
 from client_cache import wire
 
-__all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "struct_to_wire", "struct_type",
-           "to_struct"]
+__all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "model_of", "struct_to_wire",
+           "struct_type", "to_struct"]
 
 DEFAULT_SKIP = ("metadata.managedFields",)
 """What :func:`struct_type` leaves out unless told otherwise: the field owners' records,
@@ -64,6 +67,7 @@ _LIST = re.compile(r"^(?:List\[|list\[)(.+)\]$")
 _DICT = re.compile(r"^(?:Dict\[str, |dict\(str, )(.+)[\])]$")
 _lock = threading.Lock()
 _built: dict[tuple[type, tuple[str, ...], bool], type] = {}
+_models: dict[type, type] = {}  # each class struct_type made -> its model class
 
 
 def _msgspec() -> Any:
@@ -96,7 +100,15 @@ def struct_type(model: type, *, skip: Iterable[str] = DEFAULT_SKIP,
         key = (model, skipped, frozen)
         if key not in _built:
             _built[key] = _Builder(skipped, frozen).build(model, "", ())
+            _models[_built[key]] = model
         return _built[key]
+
+
+def model_of(cls: type) -> type | None:
+    """The ``kubernetes`` model class :func:`struct_type` made ``cls`` from; None for
+    any other class."""
+    with _lock:
+        return _models.get(cls)
 
 
 class _Builder:

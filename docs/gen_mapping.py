@@ -104,6 +104,8 @@ PACKAGES = {
     "client_cache.protobuf": f"{APIMACHINERY}/runtime/serializer/protobuf, the types' "
                              "generated Unmarshal and MarshalJSON",
     "client_cache.protobuf_schema": "(port only: k8s.io/api's protobuf tags, compiled)",
+    "client_cache.protobuf_structs": "(port only: protobuf decoded straight into struct "
+                                     "mode's classes)",
 }
 ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU",
             "api": "API", "id": "ID", "url": "URL", "json": "JSON"}
@@ -384,6 +386,10 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "is_struct_type": ("—", "a msgspec Struct class?"),
     "struct_type": ("—", "the (frozen) struct class for a kubernetes model class"),
     "StructCodec": ("—", "LIST bodies and watch events straight into structs"),
+    "model_of": ("—", "the kubernetes model a struct class was made from"),
+    "StructPlans": ("—", "how the C decoder reads a message into a struct class"),
+    "plans": ("—", "the compiled plans for a message and a struct class"),
+    "root_message": ("—", "the protobuf message of a struct class's kind"),
     "Scheduler": ("—", "kube-rs debounced_scheduler + hold_unless"),
     "replace_all": ("processReplacedAllInfo", "applies a ReplacedAll delta"),
     "REPLACED_ALL_KEY": ("—", "queue key of a ReplacedAllInfo"),

@@ -50,11 +50,12 @@ def test_the_delivery_table_and_the_bounds_beside_the_targets() -> None:
                              "watch-list / LIST: 1.50x")
     assert lines[at + 2] == ("  - beside it, the server's own delivery of the JSON watch-list "
                              "/ its JSON LIST, nothing decoded: 2.20x")
-    at = lines.index("- S1 real apiserver, client_cache structs (LIST) / client-go protobuf "
-                     "(LIST): 1.62x (target <= 1.00x): missed by 1.62x")
-    # structs read JSON whatever they are asked (40352f1): a struct protobuf row from an
-    # older run is not set beside the target
-    assert lines[at + 1] == ("  - beside it, the server's delivery of the JSON LIST alone, "
+    # like for like: the structs asking for protobuf, the JSON ones beside them
+    at = lines.index("- S1 real apiserver, client_cache structs asking for protobuf (LIST) / "
+                     "client-go protobuf (LIST): 1.50x (target <= 1.00x): missed by 1.50x")
+    assert lines[at + 1] == ("  - beside it, client_cache structs reading JSON (LIST) / "
+                             "client-go protobuf (LIST): 1.62x")
+    assert lines[at + 2] == ("  - beside it, the server's delivery of the JSON LIST alone, "
                              "nothing decoded / client-go's protobuf sync: 1.19x")
 
 

@@ -9,14 +9,12 @@ import random
 from typing import Any
 
 import pytest
-from kubernetes.client import V1Pod
 
 from client_cache import protobuf, sharing
 from client_cache.errors import ApiStatusError
 from client_cache.list_body import ListBodyReader
 from client_cache.protobuf_schema import schema
 from client_cache.protobuf_shapes import go_duration, put_bytes
-from client_cache.structs import StructCodec, struct_type
 from client_cache.testing.apiserver.encoding import answers_protobuf
 from client_cache.wire import loads as wire_loads
 from tests.conformance.test_protobuf import OTHERS, POD
@@ -165,7 +163,7 @@ def test_a_list_read_as_it_arrives() -> None:
         protobuf.ListReader().feed(b"{\"kind\": \"PodList\"}")
 
 
-class _Body:
+class Body:
     """A LIST response's body, read in pieces, with its Content-Type."""
 
     def __init__(self, body: bytes, content_type: str) -> None:
@@ -177,19 +175,14 @@ class _Body:
         return piece
 
 
-def test_a_protobuf_list_body_reads_as_dicts_and_is_refused_for_structs() -> None:
-    """Struct objects ask for JSON only (their codec decodes JSON straight into structs),
-    so a protobuf body for them is an error, never dicts handed on as structs."""
+def test_a_protobuf_list_body_reads_as_dicts() -> None:
+    """(Struct objects: tests/test_protobuf_structs.py.)"""
     plain = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")}
              for o in objects() if o["kind"] == "Pod"]
     body = protobuf.encode({"apiVersion": "v1", "kind": "PodList",
                             "metadata": {"resourceVersion": "9"}, "items": plain})
     dicts = ListBodyReader(wire_loads, wire_loads, None, None, 0, dicts=True)
-    assert dicts.read(_Body(body, protobuf.CONTENT_TYPE))["items"] == plain
-    structs = ListBodyReader(wire_loads, wire_loads, StructCodec(struct_type(V1Pod)), None, 0,
-                             dicts=False)
-    with pytest.raises(ValueError, match="struct objects, which ask for JSON only"):
-        structs.read(_Body(body, protobuf.CONTENT_TYPE))
+    assert dicts.read(Body(body, protobuf.CONTENT_TYPE))["items"] == plain
 
 
 @pytest.mark.parametrize(("accept", "answer"), [

@@ -1,0 +1,152 @@
+"""Struct objects decoded straight from protobuf (:mod:`client_cache.protobuf_structs`)
+without a server: each built-in kind of the conformance suite read from its protobuf
+equals the struct its JSON gives, in watch frames and in list bodies cut anywhere,
+with skipped paths, the walk's flags and a Status among them."""
+
+from __future__ import annotations
+
+import gc
+import json
+from typing import Any
+
+import msgspec
+import pytest
+from kubernetes.client import (
+    CoreV1Event,
+    V1ConfigMap,
+    V1ControllerRevision,
+    V1Deployment,
+    V1Job,
+    V1Lease,
+    V1Pod,
+    V1Secret,
+    V1Service,
+)
+
+from client_cache import protobuf, protobuf_structs, sharing
+from client_cache.list_body import ListBodyReader
+from client_cache.structs import StructCodec, struct_type
+from client_cache.wire import loads as wire_loads
+from tests.test_protobuf import ALL_FLAGS, Body, objects
+
+pytestmark = pytest.mark.skipif(not protobuf_structs.AVAILABLE,
+                                reason="the C part of client_cache is not built")
+
+MODELS = {"Pod": V1Pod, "ConfigMap": V1ConfigMap, "Secret": V1Secret, "Service": V1Service,
+          "Deployment": V1Deployment, "ControllerRevision": V1ControllerRevision,
+          "Lease": V1Lease, "Event": CoreV1Event, "Job": V1Job}
+
+
+def from_json(obj: dict[str, Any], cls: type) -> Any:
+    """What struct mode reads from the object's JSON."""
+    return StructCodec(cls).decode_item(json.dumps(obj).encode())
+
+
+def plans_of(cls: type, api_version: str) -> tuple[Any, int]:
+    message = protobuf_structs.root_message(cls, api_version)
+    assert message is not None
+    found = protobuf_structs.plans(message, cls)
+    return found.capsule, found.root
+
+
+def test_each_kind_has_its_message() -> None:
+    for obj in objects():
+        message = protobuf_structs.root_message(struct_type(MODELS[obj["kind"]]),
+                                                obj["apiVersion"])
+        assert message is not None
+        assert message.name.endswith(f"/{obj['apiVersion'].rsplit('/', 1)[-1]}.{obj['kind']}")
+    assert protobuf_structs.root_message(struct_type(V1Pod), "apps/v1") is None
+    assert protobuf_structs.root_message(msgspec.defstruct("V1Pod", []), "v1") is None
+
+
+@pytest.mark.parametrize("flags", [0, ALL_FLAGS])
+def test_watch_frames_read_as_the_structs_json_gives(flags: int) -> None:
+    for obj in objects():
+        cls = struct_type(MODELS[obj["kind"]])
+        frame = protobuf.encode_watch_event("MODIFIED", obj)[4:]
+        event_type, got = protobuf.decode_watch_event(frame, flags,
+                                                      plans_of(cls, obj["apiVersion"]))
+        assert event_type == "MODIFIED"
+        assert type(got) is cls
+        assert got == from_json(obj, cls)
+        assert not gc.is_tracked(got)
+
+
+def test_skipped_paths_and_managed_fields_are_left_out() -> None:
+    pod = objects()[0]
+    assert pod["metadata"]["managedFields"]  # in the bytes, never decoded
+    cls = struct_type(V1Pod, skip=("metadata.managedFields", "status", "spec.containers"))
+    frame = protobuf.encode_watch_event("ADDED", pod)[4:]
+    _, got = protobuf.decode_watch_event(frame, ALL_FLAGS, plans_of(cls, "v1"))
+    assert got == from_json(pod, cls)
+    assert got.spec.termination_grace_period_seconds == \
+        pod["spec"]["terminationGracePeriodSeconds"]
+    assert not hasattr(got, "status") and not hasattr(got.spec, "containers")
+    assert got.metadata.labels == pod["metadata"]["labels"]
+
+
+def test_arrays_are_tuples_and_free_form_json_stays_json() -> None:
+    pod, revision = objects()[0], next(o for o in objects()
+                                       if o["kind"] == "ControllerRevision")
+    _, got = protobuf.decode_watch_event(protobuf.encode_watch_event("ADDED", pod)[4:], 0,
+                                         plans_of(struct_type(V1Pod), "v1"))
+    assert type(got.spec.containers) is tuple and type(got.metadata.finalizers) is tuple
+    assert type(got.metadata.labels) is dict
+    cls = struct_type(V1ControllerRevision)
+    _, rev = protobuf.decode_watch_event(protobuf.encode_watch_event("ADDED", revision)[4:],
+                                         0, plans_of(cls, "apps/v1"))
+    assert rev.data == {"spec": {"x": [1, 2.5, "s", None, True]}}  # a raw extension
+
+
+def test_an_error_status_stays_a_dict() -> None:
+    status = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410,
+              "reason": "Expired", "message": "too old", "metadata": {}}
+    event_type, got = protobuf.decode_watch_event(
+        protobuf.encode_watch_event("ERROR", status)[4:], ALL_FLAGS,
+        plans_of(struct_type(V1Pod), "v1"))
+    assert event_type == "ERROR" and type(got) is dict and got["code"] == 410
+
+
+def test_a_list_of_structs_read_as_it_arrives() -> None:
+    pods = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")}
+            for o in objects() if o["kind"] == "Pod"] * 3
+    body = protobuf.encode({"apiVersion": "v1", "kind": "PodList",
+                            "metadata": {"resourceVersion": "9"}, "items": pods})
+    cls = struct_type(V1Pod)
+    expected = [from_json(p, cls) for p in pods]
+    for size in (1, 7, 1000, len(body)):
+        reader = protobuf.ListReader(ALL_FLAGS, struct_class=cls)
+        for i in range(0, len(body), size):
+            reader.feed(body[i:i + size])
+        listed = reader.finish()
+        assert listed["items"] == expected and listed["metadata"] == {"resourceVersion": "9"}
+        assert all(type(item) is cls for item in listed["items"])
+    codec = StructCodec(cls)
+    flags = sharing.walk_flags(True, True, True)
+    reader_of_bodies = ListBodyReader(wire_loads, wire_loads, codec, None, flags, dicts=False)
+    assert reader_of_bodies.read(Body(body, protobuf.CONTENT_TYPE))["items"] == expected
+
+
+def test_a_list_read_without_the_c_part_is_refused_for_structs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the C part is not built struct objects ask for JSON; a protobuf body for
+    them is then an error, never dicts handed on as structs."""
+    body = protobuf.encode({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+                            "items": []})
+    monkeypatch.setattr(protobuf_structs, "AVAILABLE", False)
+    reader = ListBodyReader(wire_loads, wire_loads, StructCodec(struct_type(V1Pod)), None, 0,
+                            dicts=False)
+    with pytest.raises(ValueError, match="struct objects, which ask for JSON only"):
+        reader.read(Body(body, protobuf.CONTENT_TYPE))
+    with pytest.raises(RuntimeError, match="C part"):
+        protobuf_structs.plans(protobuf_structs.root_message(struct_type(V1Pod), "v1"),
+                               struct_type(V1Pod))
+
+
+def test_bad_plans_are_refused() -> None:
+    capsule, root = plans_of(struct_type(V1Pod), "v1")
+    frame = protobuf.encode_watch_event("ADDED", objects()[0])[4:]
+    with pytest.raises(ValueError, match="out of range"):
+        protobuf.decode_watch_event(frame, 0, (capsule, 10**6))
+    with pytest.raises(ValueError):
+        protobuf.decode_watch_event(frame, 0, (object(), root))

@@ -9,6 +9,7 @@
 #include "_pbstruct.h"
 #include "_protobuf.h"
 #include "_sharing.h"
+#include "_values.h"
 
 #define PLANS_CAPSULE "client_cache.protobuf.struct_plans"
 
@@ -137,12 +138,14 @@ protobuf_struct_plans(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
 #define LOCAL_KEYWORDS 64
 
 PyObject *
-struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, Py_ssize_t count)
+struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, const unsigned char *made,
+                Py_ssize_t count, int share, int *out)
 {
     PyObject *local[LOCAL_KEYWORDS];
     PyObject **values = count <= LOCAL_KEYWORDS ? local
         : PyMem_Malloc((size_t)count * sizeof(PyObject *));
     PyObject *attrs = PyTuple_New(count), *result = NULL;
+    int what = IMMUTABLE;
     if (values == NULL || attrs == NULL) {
         if (values == NULL) {
             PyErr_NoMemory();
@@ -160,6 +163,7 @@ struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, Py_ssize_t count
         }
         PyTuple_SET_ITEM(attrs, n, Py_NewRef(attr));
         values[n++] = pairs[2 * i + 1];
+        what = (what & made[i] & IMMUTABLE) ? IMMUTABLE | ((what | made[i]) & FRESH) : 0;
     }
     if (n < count) { /* the names of the fields given, only */
         PyObject *given = PyTuple_GetSlice(attrs, 0, n);
@@ -169,6 +173,21 @@ struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, Py_ssize_t count
         Py_SETREF(attrs, given);
     }
     result = PyObject_Vectorcall(plan->cls, values, 0, attrs);
+    if (result != NULL && what) {
+        PyObject *layout = struct_layout(result); /* frozen, or not immutable at all */
+        if (layout == NULL || !*(const Py_ssize_t *)PyBytes_AS_STRING(layout)) {
+            what = 0;
+            if (PyErr_Occurred()) {
+                Py_CLEAR(result);
+            }
+        }
+        else if (what == IMMUTABLE && share) {
+            const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(layout);
+            Py_ssize_t fields = PyBytes_GET_SIZE(layout) / (Py_ssize_t)sizeof(Py_ssize_t) - 1;
+            Py_SETREF(result, shared_value(result, at + 1, fields));
+        }
+    }
+    *out = what;
 done:
     Py_XDECREF(attrs);
     if (values != local) {

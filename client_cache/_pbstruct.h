@@ -29,9 +29,13 @@ typedef struct {
 /* The plans in a capsule from protobuf_struct_plans; NULL with an exception set. */
 const StructPlans *struct_plans_of(PyObject *capsule, const void *schema);
 
-/* The plan's struct from count (wire name, value) pairs; names it lacks are left out.
- * NULL with an exception set. */
-PyObject *struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, Py_ssize_t count);
+/* The plan's struct from count (wire name, value) pairs, made[i] telling what pair i's
+ * value is (IMMUTABLE, FRESH: _sharing.h); names the class lacks are left out. What
+ * the struct is goes to *out; with share, a frozen one of immutable values none of which
+ * is fresh is the equal one of the value table (as the walk shares it). NULL with an
+ * exception set. */
+PyObject *struct_of_pairs(const StructPlan *plan, PyObject *const *pairs,
+                          const unsigned char *made, Py_ssize_t count, int share, int *out);
 
 /* A list as a tuple (the list released), left out of the collector's sight when
  * untrack and nothing in it needs it; NULL with an exception set. */

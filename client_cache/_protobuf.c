@@ -22,6 +22,7 @@
 #include "_protobuf.h"
 #include "_shapes.h"
 #include "_sharing.h"
+#include "_values.h"
 
 enum {
     T_STRING, T_BOOL, T_INT32, T_INT64, T_UINT32, T_UINT64, T_BYTES, T_FLOAT64, T_FLOAT32,
@@ -59,7 +60,32 @@ typedef struct {
     const StructPlans *plans; /* struct mode (NULL: dicts only) */
     int plan;   /* the plan of the message read next; -1: a dict */
     int tuples; /* the field being read wants its lists as tuples */
+    int made;   /* IMMUTABLE and FRESH, of the value made last (struct mode's sharing) */
+    unsigned char *pair_flags; /* per pair on the stack: its value's IMMUTABLE, FRESH */
+    Py_ssize_t pair_flags_size;
 } Decoder;
+
+/* What a container of parts made a and b is: immutable when both are (fresh when
+ * either is), else neither. */
+static inline int
+combined(int a, int b)
+{
+    return (a & b & IMMUTABLE) ? IMMUTABLE | ((a | b) & FRESH) : 0;
+}
+
+/* tuple (a new reference, taken; NULL passed on), whose items are what made says, in
+ * struct mode the equal one of the value table when it holds only immutable values none
+ * of which is fresh (as the walk shares them: _sharing.c); d->made set to made. */
+static PyObject *
+shared_tuple_of(Decoder *d, PyObject *tuple, int made)
+{
+    d->made = made;
+    if (tuple != NULL && made == IMMUTABLE && d->plans != NULL && (d->flags & SHARE)
+        && PyTuple_GET_SIZE(tuple) > 0) {
+        Py_SETREF(tuple, shared_value(tuple, NULL, PyTuple_GET_SIZE(tuple)));
+    }
+    return tuple;
+}
 
 static PyObject *empty_str, *zero_quantity, *zero_duration, *kind_key, *api_version_key;
 
@@ -70,14 +96,28 @@ malformed(const char *what)
     return NULL;
 }
 
-/* Push name and value (a new reference, taken) on the decoder's stack. */
+/* Push name and value (a new reference, taken) on the decoder's stack, with what the
+ * value is (IMMUTABLE, FRESH). */
 static int
-push_pair(Decoder *d, PyObject *name, PyObject *value)
+push_pair(Decoder *d, PyObject *name, PyObject *value, int made)
 {
+    Py_ssize_t at = d->pairs.top / 2;
+    if (at >= d->pair_flags_size) {
+        Py_ssize_t size = d->pair_flags_size ? d->pair_flags_size * 2 : 128;
+        unsigned char *flags = PyMem_Realloc(d->pair_flags, (size_t)size);
+        if (flags == NULL) {
+            Py_DECREF(value);
+            PyErr_NoMemory();
+            return -1;
+        }
+        d->pair_flags = flags;
+        d->pair_flags_size = size;
+    }
     if (ref_push(&d->pairs, Py_NewRef(name)) < 0) {
         Py_DECREF(value);
         return -1;
     }
+    d->pair_flags[at] = (unsigned char)made;
     return ref_push(&d->pairs, value);
 }
 
@@ -164,6 +204,7 @@ string(Decoder *d, Py_ssize_t start, Py_ssize_t end)
 {
     const char *s = (const char *)d->buf + start;
     Py_ssize_t length = end - start;
+    d->made = IMMUTABLE;
     if (length == 0) {
         return Py_NewRef(empty_str);
     }
@@ -171,10 +212,16 @@ string(Decoder *d, Py_ssize_t start, Py_ssize_t end)
     for (Py_ssize_t i = 0; i < length && ascii; i++) {
         ascii = (unsigned char)s[i] < 0x80;
     }
-    if (ascii) {
-        return (d->flags & SHARE) ? shared_ascii(s, length)
-            : PyUnicode_FromStringAndSize(s, length);
+    if (ascii && (d->flags & SHARE)) {
+        int fresh = 0;
+        PyObject *text = shared_ascii_of(s, length, &fresh);
+        d->made = fresh ? IMMUTABLE | FRESH : IMMUTABLE;
+        return text;
     }
+    if (ascii) {
+        return PyUnicode_FromStringAndSize(s, length);
+    }
+    d->made = IMMUTABLE | FRESH; /* not told: never looked up among the values */
     PyObject *text = PyUnicode_DecodeUTF8(s, length, "replace");
     if (text != NULL && (d->flags & SHARE)) {
         Py_SETREF(text, shared_str(text));
@@ -276,7 +323,13 @@ timestamp(Decoder *d, Py_ssize_t start, Py_ssize_t end, int micro)
     }
     text[n++] = 'Z';
     /* times written in the same second repeat from object to object */
-    return (d->flags & SHARE) ? shared_ascii(text, n) : PyUnicode_FromStringAndSize(text, n);
+    if (d->flags & SHARE) {
+        int fresh = 0;
+        PyObject *shared = shared_ascii_of(text, n, &fresh);
+        d->made = fresh ? IMMUTABLE | FRESH : IMMUTABLE;
+        return shared;
+    }
+    return PyUnicode_FromStringAndSize(text, n);
 }
 
 static PyObject *message(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth);
@@ -298,6 +351,7 @@ special(Decoder *d, int kind, Py_ssize_t start, Py_ssize_t end)
     case T_QUANTITY:
         return found[0] ? string(d, spans[0], spans[1]) : Py_NewRef(zero_quantity);
     case T_DURATION:
+        d->made = IMMUTABLE | FRESH;
         return PyObject_CallFunction(d->schema->duration, "L", (long long)values[0]);
     case T_INTORSTRING:
         if (values[0] == 1) {
@@ -308,6 +362,7 @@ special(Decoder *d, int kind, Py_ssize_t start, Py_ssize_t end)
         if (!found[0] || spans[0] == spans[1]) {
             Py_RETURN_NONE;
         }
+        d->made = 0; /* plain JSON: not among the values shared */
         {
             const char *raw = (const char *)d->buf + spans[0];
             PyObject *got = decode_json(d->flags, raw, spans[1] - spans[0]);
@@ -328,6 +383,7 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
     Py_ssize_t start = f->start, end = f->end;
     const Type *type = &d->schema->types[t];
     int kind = type->kind;
+    d->made = IMMUTABLE; /* numbers and bools; what else is made says what it is */
     if (kind == T_PTR) {
         return scalar(d, type->ref, f, depth);
     }
@@ -343,7 +399,9 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
     case T_INT64: return PyLong_FromLongLong((int64_t)number);
     case T_UINT32: return PyLong_FromUnsignedLong((uint32_t)number);
     case T_UINT64: return PyLong_FromUnsignedLongLong(number);
-    case T_BYTES: return base64(d, start, end);
+    case T_BYTES:
+        d->made = IMMUTABLE | FRESH;
+        return base64(d, start, end);
     case T_FLOAT64:
     case T_FLOAT32: {
         double v;
@@ -365,6 +423,7 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
     case T_ITEMS: {
         PyObject *list = PyList_New(0);
         Py_ssize_t pos = start;
+        int made = IMMUTABLE;
         while (list != NULL && pos < end) {
             Wire f;
             if (next_field(d->buf, &pos, end, &f) < 0) {
@@ -373,6 +432,7 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
             }
             if (f.number == 1) {
                 PyObject *item = scalar(d, d->schema->types[type->ref].ref, &f, depth);
+                made = combined(made, d->made);
                 if (item == NULL || PyList_Append(list, item) < 0) {
                     Py_XDECREF(item);
                     Py_CLEAR(list);
@@ -381,8 +441,9 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
                 Py_DECREF(item);
             }
         }
+        d->made = 0;
         if (list != NULL && d->tuples) {
-            return list_to_tuple(list, d->flags & UNTRACK);
+            return shared_tuple_of(d, list_to_tuple(list, d->flags & UNTRACK), made);
         }
         return list;
     }
@@ -396,6 +457,7 @@ static PyObject *
 zero(Decoder *d, int t, int depth)
 {
     const Type *type = &d->schema->types[t];
+    d->made = IMMUTABLE;
     switch (type->kind) {
     case T_STRING: return Py_NewRef(empty_str);
     case T_BOOL: Py_RETURN_FALSE;
@@ -474,10 +536,11 @@ append(PyObject **slot, PyObject *value)
     return PyList_Append(*slot, value);
 }
 
-/* One occurrence of field f, read into its slot (replaced, appended to or merged). */
+/* One occurrence of field f, read into its slot (replaced, appended to or merged), and
+ * what the slot's value is (IMMUTABLE, FRESH) into *made. */
 static int
-read_field(Decoder *d, const Field *f, PyObject **slot, Py_ssize_t *span, const Wire *w,
-           int depth)
+read_field(Decoder *d, const Field *f, PyObject **slot, unsigned char *made,
+           Py_ssize_t *span, const Wire *w, int depth)
 {
     Py_ssize_t start = w->start, end = w->end;
     const Type *type = &d->schema->types[f->type];
@@ -487,6 +550,7 @@ read_field(Decoder *d, const Field *f, PyObject **slot, Py_ssize_t *span, const 
         return 0;
     }
     if (type->kind == T_MAP) {
+        *made = 0;
         if (*slot == NULL && (*slot = PyDict_New()) == NULL) {
             return -1;
         }
@@ -494,6 +558,9 @@ read_field(Decoder *d, const Field *f, PyObject **slot, Py_ssize_t *span, const 
     }
     if (type->kind == T_LIST) {
         const Type *elem = &d->schema->types[type->ref];
+        if (*slot == NULL) {
+            *made = IMMUTABLE; /* so far: no item */
+        }
         if (w->wire == 2 && elem->kind >= T_BOOL && elem->kind <= T_UINT64) { /* packed */
             Py_ssize_t pos = start;
             while (pos < end) {
@@ -508,9 +575,10 @@ read_field(Decoder *d, const Field *f, PyObject **slot, Py_ssize_t *span, const 
                 }
                 Py_DECREF(item);
             }
-            return 0;
+            return 0; /* numbers: still what it was */
         }
         PyObject *item = scalar(d, type->ref, w, depth);
+        *made = (unsigned char)combined(*made, d->made);
         int result = item == NULL ? -1 : append(slot, item);
         Py_XDECREF(item);
         return result;
@@ -519,6 +587,7 @@ read_field(Decoder *d, const Field *f, PyObject **slot, Py_ssize_t *span, const 
     if (value == NULL) {
         return -1;
     }
+    *made = (unsigned char)d->made;
     Py_XSETREF(*slot, value);
     return 0;
 }
@@ -563,8 +632,10 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
         : NULL;
     PyObject *local_slots[LOCAL_FIELDS];
     Py_ssize_t local_spans[2 * LOCAL_FIELDS];
+    unsigned char local_made[LOCAL_FIELDS];
     PyObject **slots = local_slots;
     Py_ssize_t *spans = local_spans;
+    unsigned char *made = local_made; /* what each slot's value is: IMMUTABLE, FRESH */
     int result = -1;
     if (m->count <= LOCAL_FIELDS) { /* only the slots this message uses */
         memset(local_slots, 0, (size_t)m->count * sizeof(PyObject *));
@@ -573,7 +644,8 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
     else {
         slots = PyMem_Calloc((size_t)m->count, sizeof(PyObject *));
         spans = PyMem_Calloc(2 * (size_t)m->count, sizeof(Py_ssize_t));
-        if (slots == NULL || spans == NULL) {
+        made = PyMem_Calloc((size_t)m->count, 1);
+        if (slots == NULL || spans == NULL || made == NULL) {
             PyErr_NoMemory();
             goto done;
         }
@@ -592,7 +664,8 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
             d->plan = plan->child[i];
             d->tuples = plan->mode[i] & PLAN_TUPLE;
         }
-        if (read_field(d, &m->fields[i], &slots[i], &spans[2 * i], &f, depth) < 0) {
+        if (read_field(d, &m->fields[i], &slots[i], &made[i], &spans[2 * i], &f, depth)
+            < 0) {
             goto done;
         }
     }
@@ -613,9 +686,13 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
             continue;
         }
         PyObject *value = slots[i];
+        int value_made = made[i];
         slots[i] = NULL;
-        if (value == NULL && (value = zero(d, f->type, depth)) == NULL) {
-            goto done;
+        if (value == NULL) {
+            if ((value = zero(d, f->type, depth)) == NULL) {
+                goto done;
+            }
+            value_made = d->made;
         }
         if (type->kind == T_MAP && (d->flags & COMPACT) && PyDict_CheckExact(value)) {
             Py_SETREF(value, shaped_dict(value)); /* labels: one key table for alike maps */
@@ -639,11 +716,19 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
             }
             continue;
         }
-        if (d->tuples && type->kind == T_LIST && PyList_CheckExact(value)
-            && (value = list_to_tuple(value, d->flags & UNTRACK)) == NULL) {
-            goto done;
+        if (type->kind == T_MAP) {
+            value_made = 0;
         }
-        if (push_pair(d, f->name, value) < 0) {
+        else if (type->kind == T_LIST && PyList_CheckExact(value)) {
+            if (!d->tuples) {
+                value_made = 0; /* a list */
+            }
+            else if ((value = shared_tuple_of(d, list_to_tuple(value, d->flags & UNTRACK),
+                                              value_made)) == NULL) {
+                goto done;
+            }
+        }
+        if (push_pair(d, f->name, value, value_made) < 0) {
             goto done;
         }
     }
@@ -659,6 +744,7 @@ done:
     if (slots != local_slots) {
         PyMem_Free(slots);
         PyMem_Free(spans);
+        PyMem_Free(made);
     }
     return result;
 }
@@ -674,11 +760,13 @@ message_after(Decoder *d, Py_ssize_t base, int index, Py_ssize_t start, Py_ssize
     if (message_pairs(d, index, start, end, depth) == 0) {
         PyObject *const *pairs = d->pairs.items + base;
         Py_ssize_t count = (d->pairs.top - base) / 2;
-        if (plan != NULL && plan->cls != NULL) {
-            dict = struct_of_pairs(plan, pairs, count); /* a struct: never tracked */
+        if (plan != NULL && plan->cls != NULL) { /* a struct: never tracked */
+            dict = struct_of_pairs(plan, pairs, d->pair_flags + base / 2, count,
+                                   (d->flags & SHARE) && depth > 0, &d->made);
             ref_unwind(&d->pairs, base);
             return dict;
         }
+        d->made = 0;
         dict = (d->flags & COMPACT) ? shaped_from_pairs(pairs, count)
             : dict_of_pairs(pairs, count);
         if (dict != NULL) {
@@ -900,12 +988,13 @@ protobuf_decode(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t n
     }
     else {
         Decoder d = {.schema = schema, .buf = view.buf, .flags = flags, .plan = -1};
-        if (nargs == 6 || (push_pair(&d, kind_key, Py_NewRef(args[6])) == 0
-                           && push_pair(&d, api_version_key, Py_NewRef(args[7])) == 0)) {
+        if (nargs == 6 || (push_pair(&d, kind_key, Py_NewRef(args[6]), 0) == 0
+                           && push_pair(&d, api_version_key, Py_NewRef(args[7]), 0) == 0)) {
             result = message_after(&d, 0, index, start, end, 0);
         }
         ref_unwind(&d.pairs, 0);
         PyMem_Free(d.pairs.items);
+        PyMem_Free(d.pair_flags);
     }
     PyBuffer_Release(&view);
     return result;
@@ -936,6 +1025,7 @@ close_decoder(Decoder *d, Py_buffer *view)
 {
     ref_unwind(&d->pairs, 0);
     PyMem_Free(d->pairs.items);
+    PyMem_Free(d->pair_flags);
     PyBuffer_Release(view);
 }
 
@@ -994,8 +1084,8 @@ envelope(Decoder *d, PyObject *kinds, Py_ssize_t start, Py_ssize_t end)
         if (d->plans != NULL && plan >= 0 && d->plans->plans[plan].message != i) {
             d->plan = -1; /* another kind (a Status): a dict */
         }
-        if (i >= 0 && push_pair(d, kind_key, Py_NewRef(kind)) == 0
-            && push_pair(d, api_version_key, Py_NewRef(api_version)) == 0) {
+        if (i >= 0 && push_pair(d, kind_key, Py_NewRef(kind), 0) == 0
+            && push_pair(d, api_version_key, Py_NewRef(api_version), 0) == 0) {
             result = message_after(d, base, i, raw[0], raw[1], 0);
         }
         d->plan = plan;

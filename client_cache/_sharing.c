@@ -146,6 +146,13 @@ shared_str(PyObject *s)
 PyObject *
 shared_ascii(const char *data, Py_ssize_t length)
 {
+    int fresh = 0;
+    return shared_ascii_of(data, length, &fresh);
+}
+
+PyObject *
+shared_ascii_of(const char *data, Py_ssize_t length, int *fresh)
+{
     if (length < 2 || length > MAX_LENGTH) {
         if (length < 2) { /* the interpreter's own "" and one-character strings */
             return PyUnicode_FromStringAndSize(data, length);
@@ -168,15 +175,11 @@ shared_ascii(const char *data, Py_ssize_t length)
     }
     memcpy(PyUnicode_DATA(s), data, (size_t)length);
     hold(first, hash, s);
+    *fresh = 1;
     return s;
 }
 
-/* What a walk tells of what it gave (*value): IMMUTABLE for None, an exact bool, int,
- * float or str, a frozen struct or a tuple holding only such; FRESH when that holds a
- * string the table saw for the first time, so that no value held can equal it (it is
- * not looked up, which keeps what is unique to one object out of the value table). */
-#define IMMUTABLE 1
-#define FRESH 2
+/* IMMUTABLE and FRESH (what a walk tells of what it gave): see _sharing.h. */
 
 static PyObject *walked(PyObject *obj, int depth, int flags, int *value);
 static PyObject *shared_tuple(PyObject *tuple, int depth, int flags, int *value);
@@ -276,6 +279,12 @@ layout_of(PyObject *obj)
         return NULL;
     }
     return layout == Py_None ? NULL : layout;
+}
+
+PyObject *
+struct_layout(PyObject *obj)
+{
+    return layout_of(obj);
 }
 
 /* A struct walked: its fields read and replaced in their slots when walking gave another

@@ -27,6 +27,21 @@ PyObject *shared_str(PyObject *s);
  * from now on when its length is in 2..MAX_LENGTH (new reference); NULL on error. */
 PyObject *shared_ascii(const char *data, Py_ssize_t length);
 
+/* shared_ascii, with *fresh set when the string was new to the table. */
+PyObject *shared_ascii_of(const char *data, Py_ssize_t length, int *fresh);
+
+/* What a walk tells of a value it gave: IMMUTABLE for None, an exact bool, int, float
+ * or str, a frozen struct or a tuple holding only such; FRESH when that holds a string
+ * the table saw for the first time, so that no value held can equal it (it is not
+ * looked up, which keeps what is unique to one object out of the value table). */
+#define IMMUTABLE 1
+#define FRESH 2
+
+/* The layout of a msgspec struct's class (borrowed bytes: a Py_ssize_t that is 1 for a
+ * frozen class, then one slot offset per field), NULL for any other object (also on
+ * error: check PyErr_Occurred). */
+PyObject *struct_layout(PyObject *obj);
+
 /* The two-entry buckets of the string and value tables: objects[first] and
  * objects[first + 1], each with its hash beside it, the most recently seen first. */
 

@@ -10,9 +10,11 @@ struct class, which of the message's fields the class has and under which attrib
 those fields hold, and whose lists become tuples. Fields the class left out
 (``metadata.managedFields`` by default) are passed over without being decoded. Where a
 struct class holds plain JSON (``Any``: a recursive schema's inner part, free-form
-fields), the decoder builds the dicts and lists JSON would give. The decoder shares
-strings and takes containers out of the collector's sight while decoding, as the
-list-watch's walk does for JSON; maps inside structs (labels) are plain dicts.
+fields), the decoder builds the dicts and lists JSON would give. With the walk's flags
+the decoder does the walk as it goes (:mod:`client_cache.sharing`): strings shared,
+maps compacted, containers out of the collector's sight, and each frozen struct or
+tuple of immutable values below the top replaced by the equal one seen before, exactly
+as the list-watch's walk treats structs decoded from JSON.
 
 Without the C part (:data:`AVAILABLE` False) struct objects are read from JSON only.
 """

@@ -150,3 +150,40 @@ def test_bad_plans_are_refused() -> None:
         protobuf.decode_watch_event(frame, 0, (capsule, 10**6))
     with pytest.raises(ValueError):
         protobuf.decode_watch_event(frame, 0, (object(), root))
+
+
+def test_equal_parts_are_shared_between_objects_as_from_json() -> None:
+    """With the walk's flags, a part of immutable values that recurs (ports, a
+    toleration) is one object in every struct holding it, exactly where the JSON path's
+    walk makes it one; parts holding maps (a container's resources) and the objects
+    themselves stay distinct, and without the flags nothing is shared."""
+    pods = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")}
+            for o in objects() if o["kind"] == "Pod"] * 3
+    body = protobuf.encode({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+                            "items": pods})
+    cls = struct_type(V1Pod)
+    parts = {
+        "ports": lambda p: p.spec.containers[0].ports,
+        "command": lambda p: p.spec.containers[0].command,
+        "security context": lambda p: p.spec.containers[0].security_context,
+        "tolerations": lambda p: p.spec.tolerations,
+        "affinity": lambda p: p.spec.affinity,
+        "container": lambda p: p.spec.containers[0],
+        "metadata": lambda p: p.metadata,
+        "object": lambda p: p,
+    }
+
+    def shared(items: list[Any]) -> dict[str, bool]:
+        assert items[1] == items[2]
+        return {name: part(items[1]) is part(items[2]) for name, part in parts.items()}
+
+    walk = sharing.walker(True, True, True)
+    assert walk is not None
+    walked = shared([walk(from_json(p, cls)) for p in pods])
+    assert walked["ports"] and walked["tolerations"] and not walked["container"]
+    assert not walked["object"]
+    for flags in (ALL_FLAGS, 0):
+        reader = protobuf.ListReader(flags, struct_class=cls)
+        reader.feed(body)
+        got = shared(reader.finish()["items"])
+        assert got == (walked if flags else dict.fromkeys(parts, False))

@@ -172,7 +172,7 @@ struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, const unsigned c
         }
         Py_SETREF(attrs, given);
     }
-    result = PyObject_Vectorcall(plan->cls, values, 0, attrs);
+    result = PyObject_Vectorcall(plan->cls, values, 0, n > 0 ? attrs : NULL);
     if (result != NULL && what) {
         PyObject *layout = struct_layout(result); /* frozen, or not immutable at all */
         if (layout == NULL || !*(const Py_ssize_t *)PyBytes_AS_STRING(layout)) {

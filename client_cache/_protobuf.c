@@ -630,6 +630,9 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
     int own_plan = d->plan, own_tuples = d->tuples;
     const StructPlan *plan = d->plans != NULL && own_plan >= 0 ? &d->plans->plans[own_plan]
         : NULL;
+    if (plan == NULL) {
+        d->tuples = 0; /* a dict's lists are lists, whatever holds the dict */
+    }
     PyObject *local_slots[LOCAL_FIELDS];
     Py_ssize_t local_spans[2 * LOCAL_FIELDS];
     unsigned char local_made[LOCAL_FIELDS];
@@ -640,6 +643,7 @@ message_pairs(Decoder *d, int index, Py_ssize_t start, Py_ssize_t end, int depth
     if (m->count <= LOCAL_FIELDS) { /* only the slots this message uses */
         memset(local_slots, 0, (size_t)m->count * sizeof(PyObject *));
         memset(local_spans, 0, 2 * (size_t)m->count * sizeof(Py_ssize_t));
+        memset(local_made, 0, (size_t)m->count);
     }
     else {
         slots = PyMem_Calloc((size_t)m->count, sizeof(PyObject *));

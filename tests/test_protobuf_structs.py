@@ -187,3 +187,27 @@ def test_equal_parts_are_shared_between_objects_as_from_json() -> None:
         reader.feed(body)
         got = shared(reader.finish()["items"])
         assert got == (walked if flags else dict.fromkeys(parts, False))
+
+
+def test_plain_json_inside_a_struct_keeps_its_lists() -> None:
+    """A field a class declares as plain JSON (``Any``, as struct_type makes a recursive
+    model's inner part) holds what msgspec gives for it from JSON: dicts and lists, also
+    inside an array the class has as a tuple."""
+    spec = msgspec.defstruct("Spec", [("containers", tuple[Any, ...] | None, None),
+                                      ("affinity", Any, None)], kw_only=True, frozen=True,
+                             gc=False)
+    pod = msgspec.defstruct("Pod", [("spec", spec | None, None)], kw_only=True,
+                            frozen=True, gc=False)
+    obj = objects()[0]
+    message = protobuf_structs.root_message(struct_type(V1Pod), "v1")
+    assert message is not None
+    found = protobuf_structs.plans(message, pod)
+    for flags in (0, ALL_FLAGS):
+        _, got = protobuf.decode_watch_event(protobuf.encode_watch_event("ADDED", obj)[4:],
+                                             flags, (found.capsule, found.root))
+        assert got == msgspec.json.decode(json.dumps(obj).encode(), type=pod)
+        assert type(got.spec.containers) is tuple
+        assert type(got.spec.containers[0]["command"]) is list
+        terms = got.spec.affinity["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert type(terms) is list and type(terms[0]["matchExpressions"][0]["values"]) is list

@@ -366,6 +366,11 @@ class ClientListerWatcher:
             if message is not None:
                 found = protobuf_structs.plans(message, object_type)
                 self._struct_plans = (found.capsule, found.root)
+            else:
+                _log.info("%s: struct objects of %s read JSON: %s", gvr.label(),
+                          object_type.__name__, "no protobuf message of their kind in "
+                          f"{gvr.group_version()}" if protobuf_structs.AVAILABLE
+                          else "the C part of client_cache is not built")
         self.protobuf = protobuf and not metadata_only and (
             not is_struct_type(object_type) or bool(self._struct_plans))
         self._flags = sharing.walk_flags(self.share_strings, self.untrack, self.compact_dicts)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 from typing import Any
 
 import msgspec
 import pytest
 from kubernetes.client import (
+    ApiClient,
+    Configuration,
     CoreV1Event,
     V1ConfigMap,
     V1ControllerRevision,
@@ -25,6 +28,8 @@ from kubernetes.client import (
 
 from client_cache import protobuf, protobuf_structs, sharing
 from client_cache.list_body import ListBodyReader
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.schema import GroupVersionResource
 from client_cache.structs import StructCodec, struct_type
 from client_cache.wire import loads as wire_loads
 from tests.test_protobuf import ALL_FLAGS, Body, objects
@@ -211,3 +216,19 @@ def test_plain_json_inside_a_struct_keeps_its_lists() -> None:
         terms = got.spec.affinity["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         assert type(terms) is list and type(terms[0]["matchExpressions"][0]["values"]) is list
+
+
+def test_a_struct_list_watch_asks_for_protobuf_only_where_its_kind_has_a_message(
+        caplog: pytest.LogCaptureFixture) -> None:
+    api = ApiClient(Configuration(host="http://127.0.0.1:9"))  # never dialled here
+    pods = GroupVersionResource("", "v1", "pods")
+    assert ClientListerWatcher(api, pods, object_type=struct_type(V1Pod),
+                               protobuf=True).protobuf
+    assert not ClientListerWatcher(api, pods, object_type=struct_type(V1Pod)).protobuf
+    caplog.set_level(logging.INFO, logger="client_cache.listwatch")
+    elsewhere = GroupVersionResource("example.com", "v1", "pods")
+    assert not ClientListerWatcher(api, elsewhere, object_type=struct_type(V1Pod),
+                                   protobuf=True).protobuf
+    assert [r.getMessage() for r in caplog.records] == [
+        "example.com/v1/pods: struct objects of V1Pod read JSON: no protobuf message of "
+        "their kind in example.com/v1"]

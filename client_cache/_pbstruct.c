@@ -24,6 +24,7 @@ plans_free(PyObject *capsule)
         StructPlan *p = &plans->plans[i];
         Py_XDECREF(p->cls);
         Py_XDECREF(p->names);
+        Py_XDECREF(p->layout);
         PyMem_Free(p->child);
         PyMem_Free(p->mode);
     }
@@ -99,6 +100,10 @@ compile_plan(PyObject *schema_capsule, StructPlans *plans, StructPlan *p, PyObje
     if (cls != Py_None) {
         p->cls = Py_NewRef(cls);
         p->names = Py_NewRef(names);
+        p->layout = Py_XNewRef(struct_layout(cls)); /* looked up once, not per struct */
+        if (p->layout == NULL && PyErr_Occurred()) {
+            return -1;
+        }
     }
     return 0;
 }
@@ -174,12 +179,9 @@ struct_of_pairs(const StructPlan *plan, PyObject *const *pairs, const unsigned c
     }
     result = PyObject_Vectorcall(plan->cls, values, 0, n > 0 ? attrs : NULL);
     if (result != NULL && what) {
-        PyObject *layout = struct_layout(result); /* frozen, or not immutable at all */
+        PyObject *layout = plan->layout; /* frozen, or not immutable at all */
         if (layout == NULL || !*(const Py_ssize_t *)PyBytes_AS_STRING(layout)) {
             what = 0;
-            if (PyErr_Occurred()) {
-                Py_CLEAR(result);
-            }
         }
         else if (what == IMMUTABLE && share) {
             const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(layout);

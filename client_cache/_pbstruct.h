@@ -14,6 +14,7 @@
 typedef struct {
     PyObject *cls;     /* the struct class; NULL for an inline message */
     PyObject *names;   /* wire name -> the struct's attribute name (NULL when inline) */
+    PyObject *layout;  /* the class's layout (_sharing.h struct_layout); NULL: none */
     int message;       /* the schema's index of the message read */
     int count;         /* the message's field count */
     int *child;        /* per field: the plan of the message it holds; -1: dicts */

@@ -227,7 +227,12 @@ is_frozen(PyObject *type)
 static PyObject *
 layout_of(PyObject *obj)
 {
-    PyObject *type = (PyObject *)Py_TYPE(obj);
+    return struct_layout((PyObject *)Py_TYPE(obj));
+}
+
+PyObject *
+struct_layout(PyObject *type)
+{
     PyObject *layout = PyDict_GetItemWithError(struct_layouts, type);
     if (layout != NULL || PyErr_Occurred()) {
         return layout == Py_None ? NULL : layout;
@@ -279,12 +284,6 @@ layout_of(PyObject *obj)
         return NULL;
     }
     return layout == Py_None ? NULL : layout;
-}
-
-PyObject *
-struct_layout(PyObject *obj)
-{
-    return layout_of(obj);
 }
 
 /* A struct walked: its fields read and replaced in their slots when walking gave another

@@ -37,10 +37,10 @@ PyObject *shared_ascii_of(const char *data, Py_ssize_t length, int *fresh);
 #define IMMUTABLE 1
 #define FRESH 2
 
-/* The layout of a msgspec struct's class (borrowed bytes: a Py_ssize_t that is 1 for a
- * frozen class, then one slot offset per field), NULL for any other object (also on
- * error: check PyErr_Occurred). */
-PyObject *struct_layout(PyObject *obj);
+/* The layout of a msgspec struct class (borrowed bytes, held until the tables are
+ * cleared: a Py_ssize_t that is 1 for a frozen class, then one slot offset per field),
+ * NULL for any other type (also on error: check PyErr_Occurred). */
+PyObject *struct_layout(PyObject *type);
 
 /* The two-entry buckets of the string and value tables: objects[first] and
  * objects[first + 1], each with its hash beside it, the most recently seen first. */

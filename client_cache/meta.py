@@ -161,13 +161,11 @@ def namespace_and_name(obj: Any) -> tuple[str, str]:
             name = md.get("name")
             if (ns is None or type(ns) is str) and (name is None or type(name) is str):
                 return ns or "", name or ""
-    elif cls in _by_attribute:
-        md = getattr(obj, "metadata", None)
-        if type(md) in _by_attribute:
-            ns, name = getattr(md, "namespace", None), getattr(md, "name", None)
-            if (ns is None or type(ns) is str) and (name is None or type(name) is str):
-                return ns or "", name or ""
-    md, is_map = _metadata(obj)
+    md = getattr(obj, "metadata", None) if cls in _by_attribute else None
+    if type(md) in _by_attribute:  # a class read by attribute before: no checks again
+        is_map = False
+    else:
+        md, is_map = _metadata(obj)
     if not is_map:  # structs and models: the same names in both spellings
         ns, name = getattr(md, "namespace", None), getattr(md, "name", None)
         if (ns is None or type(ns) is str) and (name is None or type(name) is str):

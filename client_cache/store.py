@@ -222,10 +222,7 @@ class _Cache:
         self._key_func = key_func
 
     def _key(self, obj: Any) -> str:
-        try:  # checked_key, inline: an informer computes two keys per object it applies
-            return self._key_func(obj)
-        except Exception as err:
-            raise KeyFuncError(obj, err) from err
+        return checked_key(self._key_func, obj)
 
     def add(self, obj: Any) -> None:
         """Insert ``obj`` (or replace the object stored under its key)."""

@@ -17,6 +17,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from client_cache.native import SOURCES
+
 REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN = re.compile(r"(^|/)(tests?|__pycache__|\.venv[^/]*|\.mypy_cache|\.pytest_cache|"
                        r"\.ruff_cache|\.hypothesis|build|dist)(/|$)|\.py[co]$")
@@ -69,19 +71,10 @@ def main() -> None:
         (wheel,) = dist.glob("*.whl")
         with tarfile.open(sdist) as archive:
             sdist_names = [n.split("/", 1)[1] for n in archive.getnames() if "/" in n]
+        c_files = [f"client_cache/{name}" for sources, headers in SOURCES.values()
+                   for name in (*sources, *headers)]  # every C part's, as setup.py builds
         check_names("sdist", sdist_names, ["pyproject.toml", "setup.py", "README.md", "LICENSE",
-                                           "CHANGELOG.md", "client_cache/py.typed",
-                                           "client_cache/_sharing.c",
-                                           "client_cache/_shapes.c",
-                                           "client_cache/_shapes.h",
-                                           "client_cache/_listscan.c",
-                                           "client_cache/_listscan.h",
-                                           "client_cache/_decode.c",
-                                           "client_cache/_decode.h",
-                                           "client_cache/_sharing.h",
-                                           "client_cache/_values.c",
-                                           "client_cache/_values.h",
-                                           "client_cache/_workqueue.c"])
+                                           "CHANGELOG.md", "client_cache/py.typed", *c_files])
         with zipfile.ZipFile(wheel) as archive:
             wheel_names = archive.namelist()
             metadata = next(archive.read(n).decode() for n in wheel_names
@@ -107,10 +100,11 @@ def main() -> None:
             sys.exit(f"the quick start imported the source tree ({where.strip()})")
         # the C extensions (string sharing, the work queue's core) are built where a
         # compiler is (as here)
-        built = run(python, "-I", "-c", "from client_cache import sharing, workqueue; "
-                    "print(sharing.AVAILABLE, workqueue.C_CORE_AVAILABLE)", cwd=work)
+        built = run(python, "-I", "-c", "from client_cache import protobuf_structs, sharing, "
+                    "workqueue; print(sharing.AVAILABLE, workqueue.C_CORE_AVAILABLE, "
+                    "protobuf_structs.AVAILABLE)", cwd=work)
         for module in ("_sharing", "_workqueue"):
-            if built.strip() != "True True" or not any(
+            if built.strip() != "True True True" or not any(
                     re.fullmatch(rf"client_cache/{module}\..*\.so", n) for n in wheel_names):
                 sys.exit(f"the wheel lacks the built client_cache.{module} ({built.strip()})")
         print(f"package check passed: {sdist.name} ({len(sdist_names)} files), "

@@ -1,5 +1,6 @@
-/* Kubernetes protobuf messages decoded to JSON's dicts: part of client_cache._sharing
- * (see _protobuf.c and client_cache.protobuf). */
+/* Kubernetes protobuf messages decoded to JSON's dicts or to structs: the entries
+ * client_cache._sharing's module table names (see _pbdecoder.h for the files behind them,
+ * and client_cache.protobuf). */
 #ifndef CLIENT_CACHE_PROTOBUF_H
 #define CLIENT_CACHE_PROTOBUF_H
 

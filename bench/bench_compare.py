@@ -63,6 +63,7 @@ SETTLE_SECONDS = 180.0  # the longest wait for the load to fall to LOADED before
 LABELS = {
     "cc-dict": "client_cache (dicts)",
     "cc-dict-own-keys": "client_cache (dicts, key tables not shared)",
+    "cc-dict-skip": "client_cache (dicts, managedFields skipped while decoding)",
     "cc-model": "client_cache (V1Pod models)",
     "cc-struct": "client_cache (structs, no managedFields)",
     "k8s-informer": "kubernetes.informer",
@@ -110,13 +111,14 @@ REAL = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"), V("cc-s
         V("cc-struct", "watch-list"), V("cc-dict", protobuf=True),
         V("cc-dict", "watch-list", protobuf=True), V("cc-struct", protobuf=True),
         V("cc-struct", "watch-list", protobuf=True),
+        V("cc-dict-skip"), V("cc-dict-skip", protobuf=True),
         V("k8s-informer"),
         V("client-go", protobuf=True), V("client-go", "watch-list", protobuf=True),
         V("client-go"), V("client-go", "watch-list"), V("client-go", "paged"), V("floor"),
         V("floor", "watch-list")]
 DELIVERY = [V("wire"), V("wire", "watch-list"), V("wire", protobuf=True),
             V("wire", "watch-list", protobuf=True)]  # the real server's own sending
-TRANSFORMS = [V("cc-dict"), V("client-go")]  # S6: the contenders that have transforms
+TRANSFORMS = [V("cc-dict"), V("cc-dict-skip"), V("client-go")]  # S6: managedFields dropped
 S4_CONTENDERS = ["cc-dict", "k8s-informer", "client-go"]  # those with a store to query
 S5_CONTENDERS = ["cc-dict", "client-go"]  # those with a workqueue
 

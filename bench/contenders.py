@@ -155,8 +155,8 @@ def drop_managed_fields(obj: Any) -> Any:
     return obj
 
 
-def client_cache_informer(models: bool, structs: bool = False,
-                          compact: bool = True) -> Callable[..., Any]:
+def client_cache_informer(models: bool, structs: bool = False, compact: bool = True,
+                          skip: tuple[str, ...] = ()) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
               sync: str = "list", protobuf: bool = False) -> Callable[[], int]:
@@ -172,7 +172,8 @@ def client_cache_informer(models: bool, structs: bool = False,
             api, 0, SharedInformerFactoryOptions(
                 namespace=ns, transform=drop_managed_fields if transform else None,
                 use_watch_list=sync == "watch-list", protobuf=protobuf,
-                tweak_list_options=paged_list if sync == "paged" else None))
+                tweak_list_options=paged_list if sync == "paged" else None,
+                skip_paths=skip))
         if structs:
             from kubernetes.client import V1Pod
 
@@ -362,6 +363,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
     "cc-dict": client_cache_informer(models=False),
     "cc-dict-own-keys": client_cache_informer(models=False, compact=False),
     "cc-model": client_cache_informer(models=True),
+    "cc-dict-skip": client_cache_informer(models=False, skip=("metadata.managedFields",)),
     "cc-struct": client_cache_informer(models=False, structs=True),
     "k8s-informer": k8s_informer,
     "watch-model": watch_loop(deserialize=True),
@@ -369,8 +371,9 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
     "floor": floor,
 }
 #: The contenders that can take each sync path; the rest LIST only.
-SYNC_CAPABLE = {"cc-dict", "cc-model", "cc-struct", "floor"}
-PROTOBUF_CAPABLE = {"cc-dict", "cc-model", "cc-struct"}  # and wire, in delivery mode
+SYNC_CAPABLE = {"cc-dict", "cc-dict-skip", "cc-model", "cc-struct", "floor"}
+# and wire, in delivery mode
+PROTOBUF_CAPABLE = {"cc-dict", "cc-dict-skip", "cc-model", "cc-struct"}
 
 
 def measure(op: Callable[[Any], Any], args: Iterator[Any], seconds: float) -> float:
@@ -596,7 +599,7 @@ def main() -> int:
     else:
         if not (args.server and args.namespace):
             parser.error("inform mode needs --server and --namespace")
-        if args.transform and args.name not in ("cc-dict", "cc-model"):
+        if args.transform and args.name not in ("cc-dict", "cc-dict-skip", "cc-model"):
             parser.error(f"{args.name} has no transform")
         if args.sync != "list" and args.name not in SYNC_CAPABLE:
             parser.error(f"{args.name} syncs with a LIST only")

@@ -13,6 +13,12 @@
  * nesting deeper than MAX_DEPTH, and anything but bytes-like data. The caller then uses
  * its JSON decoder and the walk, which give the result or the error. So what this file
  * accepts it must decode exactly as RFC 8259 says; what it is unsure of it declines.
+ *
+ * decode(flags, data, skip) also leaves paths out (client_cache.skip_paths): skip is a
+ * tree of dicts, a key's value None where the member is left out, a dict where the tree
+ * goes on into the member's value; an array's items are read with the array's own node.
+ * A member left out is passed over by its brackets and strings, never built (nor
+ * checked further: what it held is dropped anyway).
  * Everything runs with the GIL held. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -42,6 +48,7 @@ typedef struct {
     char *text;              /* a string with escapes, unescaped (UTF-8) */
     Py_ssize_t text_size;
     int declined;            /* set when NULL is returned for a reason not in PyErr */
+    PyObject *skip;          /* the skip tree's node of the value read next (NULL: none) */
 } Parser;
 
 static PyObject *value(Parser *ps, int depth);
@@ -401,16 +408,95 @@ key(Parser *ps)
     return 0;
 }
 
+/* The value at ps->p passed over without being built: strings and brackets are
+ * followed to its end; -1 (declined) when the data ends first or a close comes where a
+ * value should. */
+static int
+pass_over(Parser *ps)
+{
+    skip_space(ps);
+    const char *p = ps->p, *end = ps->end;
+    Py_ssize_t level = 0;
+    do {
+        if (p >= end) {
+            ps->declined = 1;
+            return -1;
+        }
+        char c = *p++;
+        if (c == '"') {
+            while (p < end && *p != '"') {
+                p += *p == '\\' ? 2 : 1;
+            }
+            if (p >= end) {
+                ps->declined = 1;
+                return -1;
+            }
+            p++;
+        }
+        else if (c == '{' || c == '[') {
+            level++;
+        }
+        else if (c == '}' || c == ']') {
+            if (--level < 0) {
+                ps->declined = 1;
+                return -1;
+            }
+        }
+        else if (level == 0) { /* a number or literal: up to what ends it */
+            while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' '
+                   && *p != '\n' && *p != '\r' && *p != '\t') {
+                p++;
+            }
+        }
+    } while (level > 0);
+    ps->p = p;
+    return 0;
+}
+
+/* The skip tree's verdict on the member whose key was just pushed, in an object read
+ * with node: 1 when it is left out (its key popped), 0 when it is read (ps->skip set
+ * to the node its value is read with), -1 on error. */
+static int
+skipped(Parser *ps, PyObject *node)
+{
+    PyObject *name = ps->parts.items[ps->parts.top - 1];
+    PyObject *below = PyDict_GetItemWithError(node, name);
+    if (below == Py_None) {
+        unwind(ps, ps->parts.top - 1);
+        return 1;
+    }
+    if (below == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    ps->skip = below != NULL && PyDict_CheckExact(below) ? below : NULL;
+    return 0;
+}
+
 /* The members of the container just opened at ps->p, up to its close, pushed on the
  * stack (each value after its key when keyed); -1 on error or when declined, with the
- * stack as it was. */
+ * stack as it was. The members of an object read with a skip node are read with the
+ * nodes below it, or left out; an array's with its own. */
 static int
 members(Parser *ps, int depth, char close, int keyed)
 {
     Py_ssize_t base = ps->parts.top;
+    PyObject *node = keyed ? ps->skip : NULL;
     int more = !empty(ps, close);
     while (more > 0) {
-        more = keyed && key(ps) < 0 ? -1 : member(ps, depth, close);
+        if (keyed && key(ps) < 0) {
+            more = -1;
+            break;
+        }
+        int out = node != NULL ? skipped(ps, node) : 0;
+        if (out < 0) {
+            more = -1;
+            break;
+        }
+        more = out ? (pass_over(ps) < 0 ? -1 : after_member(ps, close))
+            : member(ps, depth, close);
+        if (node != NULL) {
+            ps->skip = node;
+        }
     }
     if (more < 0) {
         unwind(ps, base);
@@ -508,9 +594,9 @@ value(Parser *ps, int depth)
 }
 
 PyObject *
-decode_json(int flags, const char *data, Py_ssize_t length)
+decode_json_skipping(int flags, PyObject *skip, const char *data, Py_ssize_t length)
 {
-    Parser ps = {.p = data, .end = data + length, .flags = flags};
+    Parser ps = {.p = data, .end = data + length, .flags = flags, .skip = skip};
     PyObject *result = value(&ps, 0);
     if (result != NULL) {
         skip_space(&ps);
@@ -528,6 +614,12 @@ decode_json(int flags, const char *data, Py_ssize_t length)
     return result;
 }
 
+PyObject *
+decode_json(int flags, const char *data, Py_ssize_t length)
+{
+    return decode_json_skipping(flags, NULL, data, length);
+}
+
 int
 is_declined(PyObject *obj)
 {
@@ -538,7 +630,13 @@ PyObject *
 decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     int flags;
-    if (walk_arguments("decode(flags, data)", args, nargs, &flags) < 0) {
+    PyObject *skip = nargs == 3 ? args[2] : Py_None;
+    if (skip != Py_None && !PyDict_CheckExact(skip)) {
+        PyErr_SetString(PyExc_TypeError, "decode(flags, data[, skip]): skip is a dict");
+        return NULL;
+    }
+    if (walk_arguments("decode(flags, data[, skip])", args, nargs == 3 ? 2 : nargs,
+                       &flags) < 0) {
         return NULL;
     }
     if (!PyObject_CheckBuffer(args[1])) {
@@ -548,7 +646,8 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    PyObject *result = decode_json(flags, view.buf, view.len);
+    PyObject *result = decode_json_skipping(flags, skip == Py_None ? NULL : skip, view.buf,
+                                            view.len);
     PyBuffer_Release(&view);
     return result;
 }

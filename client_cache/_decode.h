@@ -5,13 +5,18 @@
 
 #include <Python.h>
 
-/* decode(flags, data): what walk(flags, json.loads(data)) gives, or DECLINED
- * (METH_FASTCALL). */
+/* decode(flags, data[, skip]): what walk(flags, json.loads(data)) gives, the skip
+ * tree's paths left out, or DECLINED (METH_FASTCALL). */
 PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* The JSON document data[0:length] decoded with the walk's flags applied: what
  * decode(flags, data) gives (new reference; DECLINED, see is_declined; NULL on error). */
 PyObject *decode_json(int flags, const char *data, Py_ssize_t length);
+
+/* decode_json with the paths of skip (a tree of dicts: see _decode.c; NULL: none) left
+ * out. */
+PyObject *decode_json_skipping(int flags, PyObject *skip, const char *data,
+                               Py_ssize_t length);
 
 /* Whether obj is DECLINED. */
 int is_declined(PyObject *obj);

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from client_cache import protobuf, protobuf_structs, sharing, wire
+from client_cache.skip_paths import SkipTree
 
 __all__ = ["LIST_READ_SIZE", "ListBodyReader"]
 
@@ -26,21 +27,26 @@ Loads = Callable[[bytes], Any]
 class ListBodyReader:
     """Reads LIST bodies for one lister-watcher.
 
-    ``loads`` decodes a JSON document with the walk done (the lister-watcher's decoder),
-    ``plain_loads`` without it; ``codec`` is the struct codec when objects are structs
-    (a protobuf body is then decoded into them by the C part:
-    :mod:`client_cache.protobuf_structs`), ``walk`` the walk asked for (None: none) and
-    ``flags`` its C flags, applied while decoding protobuf items that stay dicts
-    (``dicts``) or become structs.
+    ``loads`` decodes a JSON document with the walk done (the lister-watcher's decoder:
+    each item's), ``plain_loads`` without it, ``body_loads`` a whole body (default:
+    ``loads``); ``codec`` is the struct codec when objects are structs (a protobuf body is then
+    decoded into them by the C part: :mod:`client_cache.protobuf_structs`), ``walk`` the
+    walk asked for (None: none) and ``flags`` its C flags, applied while decoding
+    protobuf items that stay dicts (``dicts``) or become structs. ``skip``: the members
+    left out of protobuf items that are not structs (the JSON decoders leave out their
+    own).
     """
 
     def __init__(self, loads: Loads, plain_loads: Loads, codec: Any,
-                 walk: Callable[[Any], Any] | None, flags: int, dicts: bool) -> None:
+                 walk: Callable[[Any], Any] | None, flags: int, dicts: bool, *,
+                 body_loads: Loads | None = None, skip: SkipTree | None = None) -> None:
         self._loads = loads
+        self._body_loads = body_loads or loads
         self._plain_loads = plain_loads
         self._codec = codec
         self._walk = walk
         self._flags = flags if dicts or codec is not None else 0
+        self._skip = skip if codec is None else None
 
     def read(self, response: Any) -> Any:
         """A LIST response's body, decoded. Where the C part is installed a JSON body is
@@ -79,7 +85,8 @@ class ListBodyReader:
             raise ValueError("a protobuf LIST body for struct objects, which ask for JSON "
                              "only where the C part is not built")
         reader = protobuf.ListReader(
-            self._flags, None if self._codec is None else self._codec.item_type)
+            self._flags, None if self._codec is None else self._codec.item_type,
+            skip=self._skip)
         with wire.gc_paused():
             while piece := response.read(LIST_READ_SIZE):
                 reader.feed(piece)
@@ -97,7 +104,7 @@ class ListBodyReader:
         item, so that each cached object is the top of its walk (never replaced by an
         equal one: :mod:`client_cache.sharing`)."""
         if self._codec is None:
-            return self._loads(body)
+            return self._body_loads(body)
         result = self._codec.decode_list(body)
         if self._walk:
             result["items"] = [self._walk(item) for item in result["items"]]

@@ -19,20 +19,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote, urlencode
 
-from client_cache import protobuf, protobuf_structs, sharing, wire
+from client_cache import protobuf, wire
 from client_cache.apis import ListOptions
+from client_cache.decoding import Loads, ObjectDecoding, model_decoder
 from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
 from client_cache.fields import everything as everything_fields
-from client_cache.list_body import LIST_READ_SIZE, ListBodyReader
+from client_cache.list_body import LIST_READ_SIZE
 from client_cache.schema import GroupVersionResource
-from client_cache.stream_watcher import StreamWatcher, bookmark_object
-from client_cache.structs import StructCodec, is_struct_type
+from client_cache.skip_paths import SkipPath
+from client_cache.stream_watcher import StreamWatcher
 from client_cache.transport import (
     KEEPALIVE_IDLE,
     KEEPALIVE_INTERVAL,
@@ -95,7 +96,6 @@ _log = logging.getLogger(__name__)
 
 ListFunc = Callable[[ListOptions], Any]
 WatchFunc = Callable[[ListOptions], Watch]
-Loads = Callable[[bytes], Any]
 
 
 @runtime_checkable
@@ -239,35 +239,6 @@ def resource_kind(api_client: Any, gvr: GroupVersionResource) -> tuple[str, bool
     return None
 
 
-def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:
-    """A function turning a wire dict into ``object_type`` with the client's own
-    deserializer (both the classic and the pydantic client generations)."""
-    deserialize = getattr(api_client, "_ApiClient__deserialize", None)
-    if callable(deserialize):
-        return lambda data: deserialize(data, object_type)
-    from_dict = getattr(object_type, "from_dict", None)
-    if callable(from_dict):
-        return cast(Callable[[Any], Any], from_dict)
-    raise TypeError(f"cannot build a decoder for {object_type!r}")
-
-
-def walked(loads: Loads, walk: Callable[[Any], Any]) -> Loads:
-    """``loads`` followed by ``walk`` (a :func:`client_cache.sharing.walker`) of what it
-    decoded."""
-    def decode(data: bytes) -> Any:
-        return walk(loads(data))
-    return decode
-
-
-def walked_events(decode_event: Callable[[bytes], tuple[str, Any]],
-                  walk: Callable[[Any], Any]) -> Callable[[bytes], tuple[str, Any]]:
-    """``decode_event`` followed by ``walk`` of the event's object."""
-    def decode(line: bytes) -> tuple[str, Any]:
-        type_name, obj = decode_event(line)
-        return type_name, walk(obj)
-    return decode
-
-
 class ClientListerWatcher:
     """The HTTP :class:`ListerWatcher` behind :func:`new_filtered_list_watch_from_client`.
 
@@ -306,6 +277,11 @@ class ClientListerWatcher:
     same structs its JSON gives (:mod:`client_cache.protobuf_structs`; where the C
     part is not built, or the class is of no built-in kind, struct objects ask for
     JSON); it has no effect with ``metadata_only`` (JSON, as Go's metadata client).
+    ``skip_paths`` (a port addition; dotted paths or sequences of keys) leaves the
+    members they name out of every object while decoding it, for dict and model objects
+    (:mod:`client_cache.skip_paths`; a struct class leaves out its own fields, and is
+    refused them with ValueError). :attr:`decoding` (an
+    :class:`~client_cache.decoding.ObjectDecoding`) decodes each answer.
     """
 
     def __init__(
@@ -324,6 +300,7 @@ class ClientListerWatcher:
         untrack: bool | None = None,
         compact_dicts: bool | None = None,
         protobuf: bool = False,
+        skip_paths: Iterable[SkipPath] | None = None,
     ) -> None:
         if request_timeout is not None and request_timeout <= 0:
             raise ValueError(f"request_timeout must be positive, not {request_timeout}")
@@ -335,47 +312,15 @@ class ClientListerWatcher:
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
         self.metadata_only = metadata_only
-        self.share_strings = sharing.shared_by_default() if share_strings is None \
-            else share_strings and sharing.AVAILABLE
-        self.untrack = sharing.untracked_by_default() if untrack is None \
-            else untrack and sharing.AVAILABLE
-        models = bool(object_type) and not is_struct_type(object_type)
-        self.compact_dicts = not models and (
-            sharing.compacted_by_default() if compact_dicts is None
-            else compact_dicts and sharing.AVAILABLE)
-        self._walk = sharing.walker(self.share_strings, self.untrack, self.compact_dicts)
-        self._plain_loads = loads
-        # the default decoder with a walk: the one-pass C one; else loads, then the walk
-        one_pass = sharing.decoder(loads, self.share_strings, self.untrack,
-                                   self.compact_dicts) if loads is wire.loads else None
-        self._loads = one_pass or (walked(loads, self._walk) if self._walk else loads)
-        self._codec: Any = None
-        self._decode_event: Callable[[bytes], tuple[str, Any]] | None = None
-        self._decode: Callable[[Any], Any] | None = None
-        if is_struct_type(object_type):
-            self._codec = StructCodec(object_type)
-            self._decode_event = walked_events(self._codec.decode_event, self._walk) \
-                if self._walk else self._codec.decode_event
-        elif object_type:
-            self._decode = model_decoder(api_client, object_type)
-        # structs from protobuf: the plans of their kind's message, when it has one
-        self._struct_plans: tuple[Any, ...] = ()
-        if protobuf and not metadata_only and is_struct_type(object_type):
-            message = protobuf_structs.root_message(object_type, gvr.group_version()) \
-                if protobuf_structs.AVAILABLE else None
-            if message is not None:
-                found = protobuf_structs.plans(message, object_type)
-                self._struct_plans = (found.capsule, found.root)
-            else:
-                _log.info("%s: struct objects of %s read JSON: %s", gvr.label(),
-                          object_type.__name__, "no protobuf message of their kind in "
-                          f"{gvr.group_version()}" if protobuf_structs.AVAILABLE
-                          else "the C part of client_cache is not built")
-        self.protobuf = protobuf and not metadata_only and (
-            not is_struct_type(object_type) or bool(self._struct_plans))
-        self._flags = sharing.walk_flags(self.share_strings, self.untrack, self.compact_dicts)
-        self._list_body = ListBodyReader(
-            self._loads, loads, self._codec, self._walk, self._flags, dicts=not object_type)
+        self.skip_paths = skip_paths
+        self.decoding = ObjectDecoding(
+            api_client, gvr, object_type=object_type, loads=loads, metadata_only=metadata_only,
+            share_strings=share_strings, untrack=untrack, compact_dicts=compact_dicts,
+            protobuf=protobuf, skip_paths=skip_paths)
+        self.share_strings = self.decoding.share_strings
+        self.untrack = self.decoding.untrack
+        self.compact_dicts = self.decoding.compact_dicts
+        self.protobuf = self.decoding.protobuf
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once
@@ -419,7 +364,7 @@ class ClientListerWatcher:
             if response.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
                 parsed = protobuf.decode(body)
             else:
-                parsed = self._loads(body) if body else None
+                parsed = self.decoding.loads(body) if body else None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and parsed.get("kind") == "Status":
@@ -495,8 +440,9 @@ class ClientListerWatcher:
             stop, read_body=True, reader=self._read_list)
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
-        if self._decode is not None:
-            result["items"] = [self._decode(item) for item in result["items"] or []]
+        decode = self.decoding.decode
+        if decode is not None:
+            result["items"] = [decode(item) for item in result["items"] or []]
         elif result["items"] is None:
             result["items"] = []
         return result
@@ -505,7 +451,7 @@ class ClientListerWatcher:
         """A LIST response's body, decoded (:class:`~client_cache.list_body.ListBodyReader`)
         after its status is checked."""
         self._raise_for_status(response, None, "list")
-        return self._list_body.read(response)
+        return self.decoding.list_body.read(response)
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
         """:meth:`watch`; ``stop`` interrupts the wait for the response headers (after
@@ -521,24 +467,12 @@ class ClientListerWatcher:
             sock.settimeout(self.idle_timeout)
         if response.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
             return StreamWatcher(response, name=self.gvr.label(),
-                                 decode_event=self._protobuf_event,
+                                 decode_event=self.decoding.protobuf_event,
                                  frames=protobuf.FrameReader())
         return StreamWatcher(
-            response, self._decode, name=self.gvr.label(), loads=self._loads,
-            decode_event=self._decode_event,
+            response, self.decoding.decode, name=self.gvr.label(),
+            loads=self.decoding.event_loads, decode_event=self.decoding.decode_event,
         )
-
-    def _protobuf_event(self, frame: bytes) -> tuple[str, Any]:
-        """One protobuf watch frame as its type and object (a dict, model or struct as
-        the lister-watcher's objects are; a ``Status`` dict for ``ERROR``)."""
-        event_type, obj = protobuf.decode_watch_event(
-            frame, self._flags if not self.object_type or self._struct_plans else 0,
-            self._struct_plans)
-        if event_type == "ERROR":
-            return event_type, obj
-        if event_type == "BOOKMARK" and self.object_type:
-            obj = bookmark_object(obj)
-        return event_type, self._decode(obj) if self._decode is not None else obj
 
 
 def new_filtered_list_watch_from_client(
@@ -552,11 +486,12 @@ def new_filtered_list_watch_from_client(
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     metadata_only: bool = False,
     protobuf: bool = False,
+    skip_paths: Iterable[SkipPath] | None = None,
 ) -> ClientListerWatcher:
     """A ListerWatcher for ``gvr`` in ``namespace`` (``""``: all namespaces, or a
     cluster-scoped resource); ``options_modifier`` edits the options of every request (Go
     ``NewFilteredListWatchFromClient``). See :class:`ClientListerWatcher` for the timeouts,
-    ``metadata_only`` and ``protobuf``."""
+    ``metadata_only``, ``protobuf`` and ``skip_paths``."""
     return ClientListerWatcher(
         api_client,
         gvr,
@@ -567,6 +502,7 @@ def new_filtered_list_watch_from_client(
         request_timeout=request_timeout,
         metadata_only=metadata_only,
         protobuf=protobuf,
+        skip_paths=skip_paths,
     )
 
 

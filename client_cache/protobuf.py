@@ -42,6 +42,7 @@ from typing import Any
 from client_cache import protobuf_structs
 from client_cache.protobuf_schema import schema
 from client_cache.protobuf_shapes import BYTES, Buffer, Message, Str, fields, put_bytes, varint
+from client_cache.skip_paths import SkipTree
 
 __all__ = [
     "CONTENT_TYPE",
@@ -186,13 +187,18 @@ class ListReader:
     as :func:`decode` would have (``kind``, ``apiVersion``, ``metadata``, ``items``).
     ``flags`` as :func:`decode` takes them. With ``struct_class`` (the C part only) the
     items are that struct class's objects
-    (:func:`client_cache.protobuf_structs.plans`). A body that is not a protobuf list,
-    or ends early, raises ValueError."""
+    (:func:`client_cache.protobuf_structs.plans`); else with ``skip`` the members it
+    names are left out of the items (passed over where the C part's plans reach them:
+    :func:`client_cache.protobuf_structs.dict_plans`). A body that is not a protobuf
+    list, or ends early, raises ValueError."""
 
-    def __init__(self, flags: int = 0, struct_class: type | None = None) -> None:
+    def __init__(self, flags: int = 0, struct_class: type | None = None, *,
+                 skip: SkipTree | None = None) -> None:
         self.flags = flags
         self.struct_class = struct_class
+        self.skip = skip if struct_class is None else None
         self._plans: tuple[Any, ...] = ()
+        self._exact = False  # the plans leave out all that skip names
         self._buffer = bytearray()
         self._started = False
         self._raw_left = -1  # bytes of the envelope's object still to come; -1: not there
@@ -258,9 +264,12 @@ class ListReader:
         assert self._item is not None
         end = min(len(self._buffer), pos + self._raw_left)
         scanned = schema().c_list_scan(self._item, self._items_number, self._buffer, pos,
-                                       end, self.flags, self._plans) \
-            or self._scan_python(pos, end)
-        after, items, head = scanned
+                                       end, self.flags, self._plans)
+        exact = scanned is not None and self._exact
+        after, items, head = scanned or self._scan_python(pos, end)
+        if self.skip is not None and not exact:
+            for item in items:
+                self.skip.drop(item)
         self._items += items
         self._head += head
         self._raw_left -= after - pos
@@ -301,6 +310,9 @@ class ListReader:
         if self.struct_class is not None:
             found = protobuf_structs.plans(self._item, self.struct_class)
             self._plans = (found.capsule, found.root)
+        elif self.skip is not None and protobuf_structs.AVAILABLE:
+            skipping = protobuf_structs.dict_plans(self._item, self.skip)
+            self._plans, self._exact = (skipping.capsule, skipping.root), skipping.exact
 
     def finish(self) -> dict[str, Any]:
         """The list, once the body has ended."""

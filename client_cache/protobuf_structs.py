@@ -31,9 +31,10 @@ from typing import Any
 from client_cache import native
 from client_cache.protobuf_schema import schema
 from client_cache.protobuf_shapes import Items, Map, Message, Pointer, Repeated, Shape
+from client_cache.skip_paths import SkipTree, Tree
 from client_cache.structs import is_struct_type, model_of
 
-__all__ = ["AVAILABLE", "StructPlans", "plans", "root_message"]
+__all__ = ["AVAILABLE", "DictPlans", "StructPlans", "dict_plans", "plans", "root_message"]
 
 # None without a compiler, or when built from other sources (client_cache.native)
 _sharing: Any = native.load("_sharing")
@@ -46,6 +47,7 @@ _SKIP, _TUPLE = 1, 2  # the C part's PLAN_SKIP and PLAN_TUPLE
 _PREFIX = re.compile(r"(?:[A-Z][a-z0-9]*)*V\d+(?:(?:alpha|beta)\d+)?")
 _lock = threading.Lock()
 _compiled: dict[tuple[str, type], StructPlans] = {}
+_compiled_dicts: dict[tuple[str, tuple[tuple[str, ...], ...]], DictPlans] = {}
 
 
 class StructPlans:
@@ -91,6 +93,59 @@ class StructPlans:
         self._specs[at] = (None if inline else cls, names, self._messages[message.name],
                            tuple(child), tuple(mode))
         return at
+
+
+class DictPlans:
+    """The compiled plans that read ``message`` into dicts with the members ``skip``
+    names passed over (:mod:`client_cache.skip_paths`): :attr:`capsule` and :attr:`root`
+    as :class:`StructPlans` has them. :attr:`exact` is False when a path goes where no
+    plan reaches (into a map's keys, raw JSON or a scalar): those members are then still
+    decoded, and the caller drops them after (:meth:`SkipTree.drop`)."""
+
+    def __init__(self, message: Message, skip: SkipTree) -> None:
+        self.message = message
+        self.exact = True
+        self._specs: list[tuple[Any, ...]] = []
+        self._index: dict[tuple[str, int], int] = {}
+        self._messages = schema().compiled()[1]
+        self.root = self._plan(message, skip.tree)
+        self.capsule = _sharing.protobuf_struct_plans(schema().compiled()[0],
+                                                      tuple(self._specs))
+
+    def _plan(self, message: Message, node: Tree) -> int:
+        key = (message.name, id(node))  # the nodes live as long as the skip tree
+        if key in self._index:
+            return self._index[key]
+        at = self._index[key] = len(self._specs)
+        self._specs.append(())
+        child: list[int] = []
+        mode: list[int] = []
+        for field in message.fields:
+            below = node if field.inline else node.get(field.name, {})
+            if field.name in node and below is None and not field.inline:
+                child.append(-1)
+                mode.append(_SKIP)
+                continue
+            held = _message_held(field.shape) if below else None
+            if below and held is None:
+                self.exact = False
+            child.append(self._plan(held, below) if held is not None and below else -1)
+            mode.append(0)
+        self._specs[at] = (None, None, self._messages[message.name], tuple(child),
+                           tuple(mode))
+        return at
+
+
+def _message_held(shape: Shape) -> Message | None:
+    """The message a field of ``shape`` holds, itself or as each item of its list (the
+    places a skip path goes on into by key, as through JSON objects and arrays)."""
+    if isinstance(shape, Pointer):
+        shape = shape.elem
+    if isinstance(shape, Repeated):
+        shape = shape.elem
+    if isinstance(shape, Pointer):
+        shape = shape.elem
+    return shape if isinstance(shape, Message) else None
 
 
 def _struct_fields(cls: type) -> dict[str, tuple[str, Any]]:
@@ -164,3 +219,16 @@ def root_message(cls: type, api_version: str) -> Message | None:
                 and _PREFIX.fullmatch(name[:-len(kind)]):
             found, found_kind = message, kind
     return found
+
+
+def dict_plans(message: Message, skip: SkipTree) -> DictPlans:
+    """The plans reading ``message`` into dicts with ``skip``'s members passed over
+    (compiled once per message and paths). Raises RuntimeError where the C part is not
+    built."""
+    if not AVAILABLE:
+        raise RuntimeError("protobuf plans need the C part of client_cache")
+    with _lock:
+        key = (message.name, skip.paths)
+        if key not in _compiled_dicts:
+            _compiled_dicts[key] = DictPlans(message, skip)
+        return _compiled_dicts[key]

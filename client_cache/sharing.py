@@ -143,6 +143,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from client_cache import native, wire
+from client_cache.skip_paths import drop_members
 
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "ListSplitter",
            "clear_table", "compact", "compacted_by_default", "decoder", "share",
@@ -214,7 +215,8 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
 
 
 def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
-            compact: bool = False) -> Callable[[bytes], Any] | None:
+            compact: bool = False, skip: dict[str, Any] | None = None,
+            ) -> Callable[[bytes], Any] | None:
     """A JSON decoder giving what ``walker(strings, untrack, compact)`` gives for what
     ``loads`` decodes, in one pass where it can: the C decoder (``_decode.c``) builds
     each object already walked, so a string the table holds is never made twice and a
@@ -226,21 +228,33 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     than the walk goes, a ``str``); those, and documents of
     :data:`client_cache.wire.GC_PAUSE_THRESHOLD` bytes or more (which ``loads`` decodes
     with the collector paused), go through ``loads`` and the walk, which give the same
-    result or raise ``loads``'s error. None when nothing is asked or the C part is not
-    installed."""
+    result or raise ``loads``'s error. ``skip`` (a node of a
+    :class:`~client_cache.skip_paths.SkipTree`) leaves its members out: passed over by
+    the C decoder, dropped after ``loads``. None when nothing is asked or the C part is
+    not installed."""
     walk = walker(strings, untrack, compact)
-    if walk is None:
+    if _sharing is None or (walk is None and skip is None):
         return None
     flags = walk_flags(strings, untrack, compact)
     decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
 
-    def decoded(data: bytes) -> Any:
+    if skip is None:
+        def decoded(data: bytes) -> Any:
+            if len(data) < limit:
+                result = decode(flags, data)
+                if result is not declined:
+                    return result
+            return walk(loads(data)) if walk else loads(data)
+        return decoded
+
+    def decoded_skipping(data: bytes) -> Any:
         if len(data) < limit:
-            result = decode(flags, data)
+            result = decode(flags, data, skip)
             if result is not declined:
                 return result
-        return walk(loads(data))
-    return decoded
+        obj = drop_members(loads(data), skip)
+        return walk(obj) if walk else obj
+    return decoded_skipping
 
 
 def share(obj: T) -> T:

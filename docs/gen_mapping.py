@@ -106,6 +106,10 @@ PACKAGES = {
     "client_cache.protobuf_schema": "(port only: k8s.io/api's protobuf tags, compiled)",
     "client_cache.protobuf_structs": "(port only: protobuf decoded straight into struct "
                                      "mode's classes)",
+    "client_cache.decoding": "(port only: what turns a server's answers into a "
+                             "lister-watcher's objects; Go's codecs)",
+    "client_cache.skip_paths": "(port only: members left out while decoding; Go: a "
+                               "transform after it)",
 }
 ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU",
             "api": "API", "id": "ID", "url": "URL", "json": "JSON"}
@@ -390,6 +394,18 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "StructPlans": ("—", "how the C decoder reads a message into a struct class"),
     "plans": ("—", "the compiled plans for a message and a struct class"),
     "root_message": ("—", "the protobuf message of a struct class's kind"),
+    "DictPlans": ("—", "how the C decoder reads a message into dicts, members left out"),
+    "dict_plans": ("—", "the compiled plans leaving a skip tree's members out of dicts"),
+    "ObjectDecoding": ("—", "a lister-watcher's decoders: LIST items and bodies, events"),
+    "Loads": ("—", "a JSON decoder: bytes to a document"),
+    "dropped": ("—", "a decoder followed by the drop of a skip tree's members"),
+    "walked": ("—", "a decoder followed by the sharing walk"),
+    "walked_events": ("—", "an event decoder followed by the walk of the object"),
+    "SkipPath": ("—", "a dotted path, or its keys"),
+    "SkipTree": ("—", "the paths as the decoders take them"),
+    "Tree": ("—", "a node of a skip tree"),
+    "drop_members": ("—", "delete a skip tree's members from a decoded object"),
+    "skip_tree": ("—", "the skip tree of some paths, or None"),
     "Scheduler": ("—", "kube-rs debounced_scheduler + hold_unless"),
     "replace_all": ("processReplacedAllInfo", "applies a ReplacedAll delta"),
     "REPLACED_ALL_KEY": ("—", "queue key of a ReplacedAllInfo"),

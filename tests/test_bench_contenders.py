@@ -46,6 +46,7 @@ def contender(*args: str) -> dict[str, dict[str, float]]:
 
 @pytest.mark.parametrize(("name", "sync", "lists"), [
     ("cc-dict", "list", 1), ("cc-dict", "watch-list", 0), ("cc-dict", "paged", 3),
+    ("cc-dict-skip", "list", 1), ("cc-dict-skip", "watch-list", 0),
     ("floor", "list", 1), ("floor", "watch-list", 0)])
 def test_contenders_take_the_sync_path_asked_for(
         server: EmbeddedApiServer, name: str, sync: str, lists: int) -> None:

@@ -225,7 +225,7 @@ def test_a_struct_list_watch_asks_for_protobuf_only_where_its_kind_has_a_message
     assert ClientListerWatcher(api, pods, object_type=struct_type(V1Pod),
                                protobuf=True).protobuf
     assert not ClientListerWatcher(api, pods, object_type=struct_type(V1Pod)).protobuf
-    caplog.set_level(logging.INFO, logger="client_cache.listwatch")
+    caplog.set_level(logging.INFO, logger="client_cache.decoding")
     elsewhere = GroupVersionResource("example.com", "v1", "pods")
     assert not ClientListerWatcher(api, elsewhere, object_type=struct_type(V1Pod),
                                    protobuf=True).protobuf

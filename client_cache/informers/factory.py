@@ -49,6 +49,8 @@ from client_cache.shared_informer import (
     unsynced_details,
     wait_for_cache_sync,
 )
+from client_cache.skip_paths import SkipPath, skip_tree
+from client_cache.structs import is_struct_type
 
 __all__ = [
     "GenericInformer",
@@ -85,7 +87,11 @@ class SharedInformerFactoryOptions:
     (``rest.Config.ContentType``), for the built-in kinds (decoded into the same objects
     as their JSON: :mod:`client_cache.protobuf`; custom resources and struct mode stay
     JSON). False by default: the ``kubernetes`` package's clients speak JSON, and so does
-    this one unless told otherwise."""
+    this one unless told otherwise. ``skip_paths`` (a port addition): members left out of
+    every dict and model object while decoding it (:mod:`client_cache.skip_paths`, e.g.
+    ``("metadata.managedFields",)``: what a transform dropping them would give, without
+    ever building them); struct informers leave out what their class leaves out
+    (:func:`client_cache.structs.struct_type`'s ``skip``) and are not given these."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
@@ -96,6 +102,7 @@ class SharedInformerFactoryOptions:
     atomic_relist: bool = False
     use_watch_list: bool | None = None
     protobuf: bool = False
+    skip_paths: tuple[SkipPath, ...] = ()
 
 
 class UnknownResourceError(ClientCacheError, LookupError):
@@ -127,6 +134,8 @@ class SharedInformerFactory(TypedGroups):
         self.atomic_relist = options.atomic_relist
         self.use_watch_list = options.use_watch_list
         self.protobuf = options.protobuf
+        self.skip_paths = tuple(options.skip_paths)
+        skip_tree(self.skip_paths)  # a path that is not one is refused here, not at start
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer[Any]] = {}
         self._object_types: dict[GroupVersionResource, Any] = {}
@@ -143,7 +152,8 @@ class SharedInformerFactory(TypedGroups):
             lw: ListerWatcher = new_filtered_list_watch_from_client(
                 api_client, gvr, self.namespace, self.tweak_list_options,
                 object_type=object_type, request_timeout=self.request_timeout,
-                metadata_only=self.metadata_only, protobuf=self.protobuf)
+                metadata_only=self.metadata_only, protobuf=self.protobuf,
+                skip_paths=None if is_struct_type(object_type) else self.skip_paths)
             return new_shared_index_informer_with_options(
                 lw, expected_type, SharedIndexInformerOptions(
                     resync_period=resync,

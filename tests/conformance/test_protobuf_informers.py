@@ -6,7 +6,6 @@ mode's structs decoded from protobuf straight, :mod:`client_cache.protobuf_struc
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import pytest
@@ -14,12 +13,10 @@ from kubernetes.client import CoreV1Api, V1Pod
 
 from bench.bench_compare import real_pod
 from client_cache import protobuf
-from client_cache.informers import SharedInformerFactoryOptions
-from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.objects import to_wire
 from client_cache.structs import struct_type
 from tests.conformance.test_protobuf import POD
-from tests.conformance.util import Recorder, parallel
+from tests.conformance.util import parallel, recorded_pods, synced
 
 PODS = 25
 
@@ -56,22 +53,10 @@ def test_a_protobuf_informer_holds_what_a_json_one_holds(
              for i in range(PODS))
     core.create_namespaced_pod(ns, {**POD, "metadata": {**POD["metadata"],
                                                          "finalizers": []}})
-    stores, recorders, factories = [], [], []
-    for encoding in (False, True):
-        factory = new_factory(api, 0, SharedInformerFactoryOptions(
-            namespace=ns, use_watch_list=sync == "watch-list", protobuf=encoding))
-        pods = factory.core().v1().pods(struct_type(V1Pod)) if form == "structs" else \
-            factory.core().v1().pods(models=form == "models")
-        recorder = Recorder()
-        pods.informer().add_event_handler(recorder)
-        stores.append(pods.informer().get_store())
-        recorders.append(recorder)
-        factories.append(factory)
-    stop = threading.Event()
-    try:
-        for factory in factories:
-            factory.start(stop)
-            assert all(factory.wait_for_cache_sync(stop).values())
+    factories, stores, recorders = zip(*(
+        recorded_pods(api, form, namespace=ns, use_watch_list=sync == "watch-list",
+                      protobuf=encoding) for encoding in (False, True)), strict=True)
+    with synced(factories):
         core.patch_namespaced_pod("web-000001", ns, {"metadata": {"labels": {"x": "1"}}})
         core.delete_namespaced_pod("web-000002", ns, grace_period_seconds=0)
         core.create_namespaced_pod(ns, real_pod(PODS + 1))
@@ -98,7 +83,3 @@ def test_a_protobuf_informer_holds_what_a_json_one_holds(
         else:
             assert type(stores[1].list()[0]) is struct_type(V1Pod)
             assert stores[1].list()[0].metadata.name.startswith(("web-", "rich"))
-    finally:
-        stop.set()
-        for factory in factories:
-            factory.shutdown()

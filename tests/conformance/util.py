@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-from kubernetes.client import CoreV1Api
+from kubernetes.client import CoreV1Api, V1Pod
 
 from client_cache import DeletedFinalStateUnknown
 from client_cache.apis import ListOptions
+from client_cache.informers import SharedInformerFactoryOptions
+from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.listwatch import ClientListerWatcher, new_filtered_list_watch_from_client
 from client_cache.schema import GroupVersionResource
+from client_cache.structs import struct_type
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 from client_cache.testing.envtest import ControlPlane
 from client_cache.watch import Event, EventType, Watch
@@ -228,3 +232,31 @@ class Recorder:
                 else:
                     alive.discard(name)
         return alive
+
+
+def recorded_pods(api: Any, form: str, **options: Any) -> tuple[Any, Any, Recorder]:
+    """A factory made with ``options`` (:class:`SharedInformerFactoryOptions`' fields), its
+    pods informer in ``form`` (``dicts``, ``models`` or ``structs``) and a
+    :class:`Recorder` on it: (factory, the informer's store, the recorder)."""
+    factory = new_factory(api, 0, SharedInformerFactoryOptions(**options))
+    pods = factory.core().v1().pods(struct_type(V1Pod)) if form == "structs" else \
+        factory.core().v1().pods(models=form == "models")
+    recorder = Recorder()
+    pods.informer().add_event_handler(recorder)
+    return factory, pods.informer().get_store(), recorder
+
+
+@contextmanager
+def synced(factories: Iterable[Any]) -> Iterator[threading.Event]:
+    """Start ``factories``, wait for every informer's sync, yield their stop event; stop
+    and shut them down after."""
+    stop = threading.Event()
+    try:
+        for factory in factories:
+            factory.start(stop)
+            assert all(factory.wait_for_cache_sync(stop).values())
+        yield stop
+    finally:
+        stop.set()
+        for factory in factories:
+            factory.shutdown()

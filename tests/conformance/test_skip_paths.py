@@ -1,0 +1,68 @@
+"""Informers given ``skip_paths`` (``SharedInformerFactoryOptions(skip_paths=...)``) on both
+servers: on each initial-sync path, in JSON and protobuf, for dicts and models, the cache
+holds what an informer without them holds less the members named, through the sync and
+the watch events after it; a struct informer of the same factory is not given them."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from bench.bench_compare import real_pod
+from client_cache.objects import to_wire
+from client_cache.skip_paths import skip_tree
+from tests.conformance.util import parallel, recorded_pods, synced
+
+PODS = 12
+ANNOTATION = ("metadata", "annotations", "prometheus.io/scrape")  # a key with dots
+PATHS = ("metadata.managedFields", "spec.containers.env", ANNOTATION)
+MANAGED = [{"manager": "tests", "operation": "Update", "apiVersion": "v1",
+            "time": "2026-11-27T02:00:00Z", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}}}}]
+
+
+def pod(i: int) -> dict[str, Any]:
+    """A pod with every member PATHS names (the real server adds its own managedFields
+    entry to ours)."""
+    obj = real_pod(i)
+    obj["metadata"]["managedFields"] = copy.deepcopy(MANAGED)
+    return obj
+
+
+@pytest.mark.parametrize("form", ["dicts", "models"])
+@pytest.mark.parametrize("protobuf", [False, True])
+@pytest.mark.parametrize("sync", ["list", "watch-list"])
+def test_an_informer_leaves_out_the_members_it_is_told_to(
+        api: Any, ns: str, sync: str, protobuf: bool, form: str) -> None:
+    core = CoreV1Api(api)
+    parallel(lambda i=i: core.create_namespaced_pod(ns, pod(i), _preload_content=False)
+             for i in range(PODS))
+    # without the paths, with them, and structs with them (which are not given them)
+    factories, stores, recorders = zip(*(
+        recorded_pods(api, kind, namespace=ns, use_watch_list=sync == "watch-list",
+                      protobuf=protobuf, skip_paths=paths)
+        for paths, kind in (((), form), (PATHS, form), (PATHS, "structs"))), strict=True)
+    with synced(factories):
+        core.patch_namespaced_pod("web-000001", ns, {"metadata": {"labels": {"x": "1"}}})
+        core.create_namespaced_pod(ns, pod(PODS + 1))
+        for recorder in recorders:
+            assert recorder.wait(lambda got: ("update", "web-000001") in got
+                                 and ("add", f"web-{PODS + 1:06d}") in got)
+        full, skipped = ({key: to_wire(store.get_by_key(key)[0]) for key in store.list_keys()}
+                         for store in stores[:2])
+        assert len(full) == PODS + 1
+        tree = skip_tree(PATHS)
+        assert tree is not None
+        for obj in full.values():  # each member was there to be left out
+            assert obj["metadata"]["managedFields"]
+            assert obj["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+            assert obj["spec"]["containers"][0]["env"]
+        assert skipped == {key: tree.drop(copy.deepcopy(obj)) for key, obj in full.items()}
+        assert skipped[f"{ns}/web-000001"]["metadata"]["labels"]["x"] == "1"
+        assert all(obj["metadata"]["annotations"] for obj in skipped.values())
+        struct_pods = stores[2].list()
+        assert len(struct_pods) == PODS + 1
+        assert all(p.spec.containers[0].env for p in struct_pods)

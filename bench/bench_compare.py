@@ -18,7 +18,7 @@ Servers and scenarios:
   the server makes them, events/s to the handler; the model-building contenders get
   ``--model-events``) and S2 latency (``--latency-events`` at ``--rate``/s, write to
   handler); S3 fan-out (mixed changes to 100 pods, ``--handlers`` handlers); S6 (S1 with
-  a transform that drops managedFields);
+  a transform that drops managedFields, or with them skipped while decoding);
 - the replay source (``bench/replay``, Go, at socket speed), ``--replay-pods`` pods and
   ``--replay-events`` changes: S2 and S3 again, without the embedded server's own limits;
 - the real kube-apiserver + etcd (``make envtest``), when its binaries exist:

@@ -142,7 +142,8 @@ def markdown(report: dict[str, Any]) -> str:
                  ratio(med(x, "transform", "bytes_per_object", pods), go_t)]
                 for x in emb.values() if "transform" in x]
         if rows:
-            lines += ["S6: S1 with a transform that drops managedFields.", "",
+            lines += ["S6: S1 with managedFields dropped: by a transform after decoding, or "
+                      "(where the label says so) skipped while decoding.", "",
                       *table(["Variant", "bytes/object", "/ client-go"], rows), ""]
     if rep:
         r = sizes["replay"]

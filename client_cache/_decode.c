@@ -22,52 +22,23 @@
  * Everything runs with the GIL held. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "_decode.h"
+#include "_jsonparser.h"
 #include "_shapes.h"
 #include "_sharing.h"
 
 #define KEY_BITS 10
 #define KEYS (1 << KEY_BITS)
 #define MAX_KEY_LENGTH 64
-#define MAX_INT_DIGITS 18 /* below 10**18: fits a long long */
-#define MAX_FLOAT_TEXT 63
 
 /* Dict keys seen, by their bytes (one entry per bucket): the same str for the same key,
  * its hash computed once. */
 static PyObject *keys[KEYS];
 static PyObject *declined; /* the DECLINED sentinel */
 
-typedef struct {
-    const char *p;           /* the next byte */
-    const char *end;
-    int flags;
-    RefStack parts;          /* the parts of the open arrays and objects */
-    char *text;              /* a string with escapes, unescaped (UTF-8) */
-    Py_ssize_t text_size;
-    int declined;            /* set when NULL is returned for a reason not in PyErr */
-    PyObject *skip;          /* the skip tree's node of the value read next (NULL: none) */
-} Parser;
-
 static PyObject *value(Parser *ps, int depth);
-
-static PyObject *
-decline(Parser *ps)
-{
-    ps->declined = 1;
-    return NULL;
-}
-
-static void
-skip_space(Parser *ps)
-{
-    while (ps->p < ps->end
-           && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) {
-        ps->p++;
-    }
-}
 
 static int
 push(Parser *ps, PyObject *obj)
@@ -268,85 +239,6 @@ string(Parser *ps, int is_key)
     return s;
 }
 
-static int
-is_digit(const char *p, const char *end)
-{
-    return p < end && *p >= '0' && *p <= '9';
-}
-
-/* A number at ps->p, as RFC 8259 writes them. */
-static PyObject *
-number(Parser *ps)
-{
-    const char *start = ps->p, *p = ps->p, *end = ps->end;
-    int negative = p < end && *p == '-';
-    p += negative;
-    if (!is_digit(p, end)) {
-        return decline(ps);
-    }
-    if (*p == '0') {
-        p++;
-        if (is_digit(p, end)) {
-            return decline(ps); /* no leading zeros */
-        }
-    }
-    else {
-        while (is_digit(p, end)) {
-            p++;
-        }
-    }
-    int fraction = 0;
-    if (p < end && *p == '.') {
-        fraction = 1;
-        p++;
-        if (!is_digit(p, end)) {
-            return decline(ps);
-        }
-        while (is_digit(p, end)) {
-            p++;
-        }
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        fraction = 1;
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) {
-            p++;
-        }
-        if (!is_digit(p, end)) {
-            return decline(ps);
-        }
-        while (is_digit(p, end)) {
-            p++;
-        }
-    }
-    ps->p = p;
-    Py_ssize_t length = p - start;
-    if (!fraction) {
-        if (length - negative > MAX_INT_DIGITS) {
-            return decline(ps);
-        }
-        long long n = 0;
-        for (const char *d = start + negative; d < p; d++) {
-            n = n * 10 + (*d - '0');
-        }
-        return PyLong_FromLongLong(negative ? -n : n);
-    }
-    if (length > MAX_FLOAT_TEXT) {
-        return decline(ps);
-    }
-    char text[MAX_FLOAT_TEXT + 1];
-    memcpy(text, start, (size_t)length);
-    text[length] = '\0';
-    double d = PyOS_string_to_double(text, NULL, NULL);
-    if (d == -1.0 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (!isfinite(d)) {
-        return decline(ps);
-    }
-    return PyFloat_FromDouble(d);
-}
-
 /* After a container's member: 1 when a comma follows (another member), 0 when close
  * does (the container ends), -1 otherwise (declined); what was found is consumed. */
 static int
@@ -408,51 +300,6 @@ key(Parser *ps)
     return 0;
 }
 
-/* The value at ps->p passed over without being built: strings and brackets are
- * followed to its end; -1 (declined) when the data ends first or a close comes where a
- * value should. */
-static int
-pass_over(Parser *ps)
-{
-    skip_space(ps);
-    const char *p = ps->p, *end = ps->end;
-    Py_ssize_t level = 0;
-    do {
-        if (p >= end) {
-            ps->declined = 1;
-            return -1;
-        }
-        char c = *p++;
-        if (c == '"') {
-            while (p < end && *p != '"') {
-                p += *p == '\\' ? 2 : 1;
-            }
-            if (p >= end) {
-                ps->declined = 1;
-                return -1;
-            }
-            p++;
-        }
-        else if (c == '{' || c == '[') {
-            level++;
-        }
-        else if (c == '}' || c == ']') {
-            if (--level < 0) {
-                ps->declined = 1;
-                return -1;
-            }
-        }
-        else if (level == 0) { /* a number or literal: up to what ends it */
-            while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' '
-                   && *p != '\n' && *p != '\r' && *p != '\t') {
-                p++;
-            }
-        }
-    } while (level > 0);
-    ps->p = p;
-    return 0;
-}
-
 /* The skip tree's verdict on the member whose key was just pushed, in an object read
  * with node: 1 when it is left out (its key popped), 0 when it is read (ps->skip set
  * to the node its value is read with), -1 on error. */
@@ -492,7 +339,7 @@ members(Parser *ps, int depth, char close, int keyed)
             more = -1;
             break;
         }
-        more = out ? (pass_over(ps) < 0 ? -1 : after_member(ps, close))
+        more = out ? (json_pass_over(ps) < 0 ? -1 : after_member(ps, close))
             : member(ps, depth, close);
         if (node != NULL) {
             ps->skip = node;
@@ -589,7 +436,7 @@ value(Parser *ps, int depth)
     case 'n':
         return literal(ps, "null", 4) ? Py_NewRef(Py_None) : decline(ps);
     default:
-        return number(ps);
+        return json_number(ps);
     }
 }
 

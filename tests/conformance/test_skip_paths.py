@@ -1,7 +1,8 @@
 """Informers given ``skip_paths`` (``SharedInformerFactoryOptions(skip_paths=...)``) on both
 servers: on each initial-sync path, in JSON and protobuf, for dicts and models, the cache
 holds what an informer without them holds less the members named, through the sync and
-the watch events after it; a struct informer of the same factory is not given them."""
+the watch events after it; a struct informer of the same options is not given them; a
+metadata-only informer leaves them out of its ``PartialObjectMetadata`` objects."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from bench.bench_compare import real_pod
+from client_cache.informers import (
+    SharedInformerFactoryOptions,
+    new_metadata_shared_informer_factory,
+)
 from client_cache.objects import to_wire
 from client_cache.skip_paths import skip_tree
-from tests.conformance.util import parallel, recorded_pods, synced
+from tests.conformance.util import CONFIGMAPS, Recorder, parallel, recorded_pods, synced
 
 PODS = 12
 ANNOTATION = ("metadata", "annotations", "prometheus.io/scrape")  # a key with dots
@@ -66,3 +71,35 @@ def test_an_informer_leaves_out_the_members_it_is_told_to(
         struct_pods = stores[2].list()
         assert len(struct_pods) == PODS + 1
         assert all(p.spec.containers[0].env for p in struct_pods)
+
+
+def test_a_metadata_informer_leaves_out_the_members_too(api: Any, ns: str) -> None:
+    """Metadata-only objects carry managedFields as well: the metadata factory gives its
+    informers the paths (JSON, as Go's metadata client)."""
+    core = CoreV1Api(api)
+    for i in range(3):
+        core.create_namespaced_config_map(ns, {"metadata": {
+            "name": f"m-{i}", "labels": {"app": "x"}, "managedFields": copy.deepcopy(MANAGED)},
+            "data": {"k": "v"}})
+    factories, informers = [], []
+    for paths in ((), ("metadata.managedFields",)):
+        factory = new_metadata_shared_informer_factory(
+            api, 0, SharedInformerFactoryOptions(namespace=ns, skip_paths=paths))
+        informers.append(factory.for_resource(CONFIGMAPS).informer())
+        factories.append(factory)
+    recorders = [Recorder(), Recorder()]
+    for informer, recorder in zip(informers, recorders, strict=True):
+        informer.add_event_handler(recorder)
+    with synced(factories):
+        core.patch_namespaced_config_map("m-1", ns, {"metadata": {"labels": {"app": "y"}}})
+        for recorder in recorders:
+            assert recorder.wait(lambda got: ("update", "m-1") in got)
+        full, skipped = ({o["metadata"]["name"]: o for o in informer.get_store().list()}
+                         for informer in informers)
+        assert sorted(full) == sorted(skipped) == ["m-0", "m-1", "m-2"]
+        for name, obj in full.items():
+            assert obj["metadata"]["managedFields"]
+            without = copy.deepcopy(obj)
+            del without["metadata"]["managedFields"]
+            assert skipped[name] == without
+        assert skipped["m-1"]["metadata"]["labels"] == {"app": "y"}

@@ -312,7 +312,6 @@ class ClientListerWatcher:
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
         self.metadata_only = metadata_only
-        self.skip_paths = skip_paths
         self.decoding = ObjectDecoding(
             api_client, gvr, object_type=object_type, loads=loads, metadata_only=metadata_only,
             share_strings=share_strings, untrack=untrack, compact_dicts=compact_dicts,
@@ -321,6 +320,8 @@ class ClientListerWatcher:
         self.untrack = self.decoding.untrack
         self.compact_dicts = self.decoding.compact_dicts
         self.protobuf = self.decoding.protobuf
+        # the paths as keys (a generator given is read once, by the decoding)
+        self.skip_paths = self.decoding.skip.paths if self.decoding.skip else ()
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once

@@ -240,3 +240,9 @@ def test_a_list_body_reader_keeps_its_positional_arguments() -> None:
     reader = ListBodyReader(wire_loads, wire_loads, None, None, 0, dicts=True)
     body = json.dumps({"kind": "PodList", "metadata": {}, "items": [rich_pod()]}).encode()
     assert reader.read(Body(body, "application/json"))["items"] == [rich_pod()]
+
+
+def test_the_paths_a_lister_watcher_was_given_stay_readable() -> None:
+    lw = lister_watcher(skip_paths=(p for p in ["metadata.managedFields", ANNOTATION]))
+    assert lw.skip_paths == (("metadata", "managedFields"), ANNOTATION)
+    assert lister_watcher().skip_paths == ()

@@ -184,6 +184,10 @@ def _next_case(stop: threading.Event, result: Chan[Event],
     return _CASE_OF_INDEX[index], value
 
 
+def _is_bookmark(event: Event) -> bool:
+    return event.type is EventType.BOOKMARK
+
+
 class _EventSink:
     """Applies watch events to a store and records their resourceVersions (the body of
     Go's ``handleAnyWatch`` loop for one event)."""
@@ -258,9 +262,16 @@ def handle_watch(
     :class:`VeryShortWatchError` for a watch that closed within a second with nothing).
 
     Each turn waits for one of four things (:func:`_next_case`): an event, an error from
-    the resync thread (``errors``), the idle timer, the initial-events ticker. Until the
-    initial-events-end bookmark (``exit_on_initial_events_end``) it takes events in
-    batches (:data:`_INITIAL_EVENTS_BATCH_WAIT`)."""
+    the resync thread (``errors``), the idle timer, the initial-events ticker. An event
+    comes with those buffered behind it, taken in one step (``Chan.recv_batch``, at most
+    the channel's capacity) and applied in order before the next turn looks at the other
+    three again: as if Go's ``select`` had picked the event case each time, at a lock
+    per burst instead of a receive and a ``select`` per event (S2 from the replay source,
+    by hand: 25.4k events/s to 27.9k, medians of 6 alternated runs). Until the
+    initial-events-end bookmark (``exit_on_initial_events_end``) a burst ends at any
+    bookmark, so the events after the end stay in the channel for the watch that goes
+    on, and an empty result channel is given :data:`_INITIAL_EVENTS_BATCH_WAIT` to
+    fill."""
     r = reflector
     sink = _EventSink(r, store, set_resource_version)
     count = 0
@@ -274,6 +285,8 @@ def handle_watch(
         batch = result.cap() // 2 if exit_on_initial_events_end else 0
         if batch < 2:
             batch = 0  # an unbuffered or one-slot channel: nothing to batch
+        limit = result.cap()
+        ends_burst = _is_bookmark if exit_on_initial_events_end else None
         while True:
             case, value = _next_case(stop, result, chans, batch)
             if case is _Case.RESYNC_FAILED:
@@ -292,16 +305,20 @@ def handle_watch(
                 break
             last_event = r.clock.monotonic()
             ticker.observe_last_event_time(last_event)
-            r.status.watch_event(last_event)
-            bookmark_end = sink.apply(value)
-            if bookmark_end is None:
-                continue  # skipped (logged)
-            count += 1
-            if exit_on_initial_events_end and bookmark_end:
-                r.log.debug("exiting %s Watch because received the bookmark that marks the "
-                            "end of initial events stream, total %d items received",
-                            r.name, count)
-                return True
+            burst = [value]
+            if ends_burst is None or not ends_burst(value):
+                burst += result.recv_batch(limit, ends_burst)
+            for event in burst:
+                r.status.watch_event(last_event)
+                bookmark_end = sink.apply(event)
+                if bookmark_end is None:
+                    continue  # skipped (logged)
+                count += 1
+                if exit_on_initial_events_end and bookmark_end:
+                    r.log.debug("exiting %s Watch because received the bookmark that marks "
+                                "the end of initial events stream, total %d items received",
+                                r.name, count)
+                    return True
     finally:
         idle_timer.stop()
         ticker.stop()

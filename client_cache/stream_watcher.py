@@ -58,7 +58,24 @@ def bookmark_object(obj: Any) -> Any:
 
 
 class _DecodeError(Exception):
-    pass
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.before: list[Event] = []  # the events of its chunk decoded before it
+
+
+def _split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete, non-blank lines of ``buffer`` and the bytes after the last newline."""
+    lines = []
+    start = 0
+    while True:  # scan by offset: one copy per line, not one per remaining byte
+        newline = buffer.find(b"\n", start)
+        if newline < 0:
+            break
+        line = buffer[start:newline]
+        start = newline + 1
+        if line.strip():
+            lines.append(line)
+    return lines, buffer[start:]
 
 
 _EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
@@ -77,6 +94,10 @@ class StreamWatcher(WatchIteration):
     client-side idle timeout is
     the read timeout the request was made with: when it passes with nothing received, the
     watch ends. ``name`` names the reader thread (``watch-<name>``).
+
+    The events of each chunk read go to the channel together (``Chan.try_send_batch``:
+    what fits at once, the rest as room is made); an event that fails to decode is
+    reported after the events before it in its chunk, and ends the watch.
     """
 
     def __init__(
@@ -144,41 +165,46 @@ class StreamWatcher(WatchIteration):
         except ChanClosedError:
             return False
 
-    def _events(self) -> Iterator[Event]:
+    def _bursts(self) -> Iterator[list[Event]]:
+        """The events of the stream, a list per chunk read: each chunk's events go to the
+        channel together, as soon as the chunk is decoded."""
         if self._frames is not None:
-            yield from self._framed_events()
+            yield from self._framed_bursts()
             return
         buffer = b""
         for chunk in self._response.stream(65536, decode_content=True):
             buffer = buffer + chunk if buffer else chunk
-            start = 0
-            while True:  # scan by offset: one copy per line, not one per remaining byte
-                newline = buffer.find(b"\n", start)
-                if newline < 0:
-                    break
-                line = buffer[start:newline]
-                start = newline + 1
-                if line.strip():
-                    yield self._parse(line)
-            buffer = buffer[start:]
+            lines, buffer = _split_lines(buffer)
+            yield self._parse_all(lines)
         if buffer.strip():
             # The stream ended without the final newline: a complete JSON document is
             # still an event (some servers omit it); a cut-off one is a truncated stream.
             try:
-                yield self._parse(buffer)
+                yield [self._parse(buffer)]
             except _DecodeError:
                 _log.info("Unexpected EOF during watch stream event decoding")
 
-    def _framed_events(self) -> Iterator[Event]:
+    def _framed_bursts(self) -> Iterator[list[Event]]:
         for chunk in self._response.stream(65536, decode_content=True):
             try:
                 frames = self._frames.feed(chunk)
             except ValueError as err:
                 raise _DecodeError(f"unable to decode the watch stream: {err}") from err
-            for frame in frames:
-                yield self._parse(frame)
+            yield self._parse_all(frames)
         if self._frames.pending():
             _log.info("Unexpected EOF during watch stream event decoding")
+
+    def _parse_all(self, items: list[bytes]) -> list[Event]:
+        """The events of ``items``; on a decode error, the events before it travel with
+        the error (:attr:`_DecodeError.before`), to be delivered first."""
+        burst: list[Event] = []
+        try:
+            for item in items:
+                burst.append(self._parse(item))
+        except _DecodeError as err:
+            err.before = burst
+            raise
+        return burst
 
     def _parse(self, line: bytes) -> Event:
         if self._decode_event is not None:
@@ -204,13 +230,22 @@ class StreamWatcher(WatchIteration):
                 ) from err
         return Event(event_type, obj)
 
+    def _deliver_all(self, events: list[Event]) -> bool:
+        if self._done.closed():
+            return False
+        try:
+            sent = self._result.try_send_batch(events) if events else 0
+        except ChanClosedError:
+            return False
+        return all(self._deliver(event) for event in events[sent:])
+
     def _receive(self) -> None:
         try:
-            for event in self._events():
-                if not self._deliver(event):
+            for burst in self._bursts():
+                if not self._deliver_all(burst):
                     return
         except _DecodeError as err:
-            if not self.is_stopped():
+            if not self.is_stopped() and self._deliver_all(err.before):
                 self._deliver(Event(EventType.ERROR, decode_error_status(str(err))))
         except Exception as err:  # connection reset, truncated chunk, read timeout...
             if not self.is_stopped():

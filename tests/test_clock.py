@@ -16,6 +16,8 @@ from client_cache.util.chan import (
     TIMED_OUT,
     Chan,
     ChanClosedError,
+    SendReady,
+    UnbufferedChan,
     select,
     select_or_stop,
     stop_chan,
@@ -349,15 +351,22 @@ def _counting_chan(capacity: int) -> tuple[_WatchedChan, _CountingCondition]:
     return ch, cond
 
 
+def _waiting(cond: _CountingCondition, call: Callable[[], Any],
+             name: str) -> tuple[threading.Thread, list[Any]]:
+    """A thread that makes ``call`` (its result goes to the list), started and seen
+    waiting on ``cond``."""
+    results: list[Any] = []
+    thread = threading.Thread(target=lambda: results.append(call()), name=name, daemon=True)
+    thread.start()
+    assert cond.waiting.acquire(timeout=10)  # it waits (and released the lock)
+    return thread, results
+
+
 def test_wait_batch_is_woken_once_at_its_count() -> None:
     """A lone ``wait_batch`` waiter is not woken by the sends before its count: one
     notification, on the send that reaches it."""
     ch, cond = _counting_chan(10)
-    got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(ch.wait_batch(3, 30)),
-                              name="test-wait-batch", daemon=True)
-    waiter.start()
-    assert cond.waiting.acquire(timeout=10)  # it waits (and released the lock)
+    waiter, got = _waiting(cond, lambda: ch.wait_batch(3, 30), "test-wait-batch")
     assert ch.try_send(1) and ch.try_send(2)
     assert cond.notified == 0 and waiter.is_alive()
     assert ch.try_send(3)
@@ -370,16 +379,8 @@ def test_wait_batch_does_not_hold_back_other_waiters() -> None:
     """While a ``wait_batch`` waits for its count, a send still wakes a receiver and a
     ``select`` on the same channel at once."""
     ch, cond = _counting_chan(10)
-    batch: list[int] = []
-    waiter = threading.Thread(target=lambda: batch.append(ch.wait_batch(5, 30)),
-                              name="test-wait-batch", daemon=True)
-    waiter.start()
-    assert cond.waiting.acquire(timeout=10)
-    received: list[tuple[Any, bool]] = []
-    receiver = threading.Thread(target=lambda: received.append(ch.recv(30)),
-                                name="test-recv", daemon=True)
-    receiver.start()
-    assert cond.waiting.acquire(timeout=10)
+    waiter, batch = _waiting(cond, lambda: ch.wait_batch(5, 30), "test-wait-batch")
+    receiver, received = _waiting(cond, lambda: ch.recv(30), "test-recv")
     ch.try_send(1)
     receiver.join(10)
     assert received == [(1, True)] and waiter.is_alive()
@@ -412,12 +413,78 @@ def test_wait_batch_deadline_close_and_bounds() -> None:
         ch.wait_batch(0, 1)
 
     empty, cond = _counting_chan(4)
-    got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(empty.wait_batch(2, 30)),
-                              name="test-wait-batch", daemon=True)
-    waiter.start()
-    assert cond.waiting.acquire(timeout=10)  # it waits
+    waiter, got = _waiting(cond, lambda: empty.wait_batch(2, 30), "test-wait-batch")
     empty.close()  # a close wakes it
     waiter.join(10)
     assert got == [0] and not waiter.is_alive()
     assert empty.cap() == 4
+
+
+def test_recv_batch_takes_what_is_buffered_up_to_its_limit_and_last() -> None:
+    ch: Chan[int] = Chan(8)
+    for value in range(6):
+        ch.try_send(value)
+    assert ch.recv_batch(3) == [0, 1, 2]
+    assert ch.recv_batch(10, lambda v: v == 3) == [3]  # ends after the first ``last``
+    assert ch.recv_batch(10, lambda v: v > 100) == [4, 5]
+    assert ch.recv_batch(10) == []  # nothing buffered: nothing, no wait
+    ch.try_send(7)
+    ch.close()
+    assert ch.recv_batch(10) == [7]  # what was buffered before the close
+    assert ch.recv_batch(10) == [] and ch.recv(0) == (CLOSED, False)
+    with pytest.raises(ValueError):
+        ch.recv_batch(0)
+    timer = RealClock().new_timer(0)  # due at once: the batch moves its value in
+    assert len(timer.c().recv_batch(5)) == 1
+
+
+def test_recv_batch_releases_blocked_senders() -> None:
+    ch: Chan[int] = Chan(2)
+    ch.try_send(1)
+    ch.try_send(2)
+    sent: list[bool] = []
+    sender = threading.Thread(target=lambda: sent.append(ch.send(3, timeout=30)),
+                              name="test-send", daemon=True)
+    sender.start()
+    assert ch.recv_batch(5) == [1, 2]
+    sender.join(10)
+    assert sent == [True] and ch.recv_batch(5) == [3]
+
+    unbuffered: UnbufferedChan[int] = UnbufferedChan()
+    handed: list[bool] = []
+    sender = threading.Thread(target=lambda: handed.append(unbuffered.send(9)),
+                              name="test-unbuffered-send", daemon=True)
+    sender.start()
+    assert unbuffered.wait_batch(1, 10) == 1
+    assert unbuffered.recv_batch(5) == [9]
+    sender.join(10)  # received by the batch: the send returns
+    assert handed == [True]
+    with pytest.raises(TypeError):
+        SendReady(ch).recv_batch(1)
+
+
+def test_try_send_batch_sends_what_fits_and_wakes_a_receiver() -> None:
+    ch, cond = _counting_chan(3)
+    ch.try_send(0)
+    assert ch.try_send_batch([1, 2, 3, 4]) == 2  # room for two
+    assert ch.try_send_batch([5]) == 0
+    assert ch.recv_batch(10) == [0, 1, 2]
+    assert ch.try_send_batch([]) == 0
+
+    receiver, received = _waiting(cond, lambda: ch.recv(30), "test-recv")
+    assert ch.try_send_batch([7, 8]) == 2
+    receiver.join(10)
+    assert received == [(7, True)] and ch.recv_batch(10) == [8]
+    ch.close()
+    with pytest.raises(ChanClosedError):
+        ch.try_send_batch([1])
+
+
+def test_try_send_batch_wakes_a_wait_batch_once_at_its_count() -> None:
+    ch, cond = _counting_chan(10)
+    waiter, got = _waiting(cond, lambda: ch.wait_batch(4, 30), "test-wait-batch")
+    assert ch.try_send_batch([1, 2]) == 2
+    assert cond.notified == 0 and waiter.is_alive()  # below its count: not woken
+    assert ch.try_send_batch([3, 4, 5]) == 3
+    waiter.join(10)
+    assert got == [5] and cond.notified == 1

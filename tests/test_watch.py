@@ -363,3 +363,33 @@ def test_stream_watcher_lines_across_and_within_chunks(server: ScriptedServer) -
     server.actions.put("end")
     events = drain(w)
     assert [e.object["metadata"]["name"] for e in events] == ["p0", "p1", "p2", "p3"]
+
+
+def test_stream_watcher_events_before_a_garbled_line_in_their_chunk(
+        server: ScriptedServer) -> None:
+    """Events decoded ahead of a garbled line in the same chunk are delivered, in order,
+    before the decoding error; the watch then ends."""
+    w = open_watch(server)
+    lines = [json.dumps({"type": "ADDED", "object": pod(f"p{i}", str(i))}).encode()
+             for i in range(3)]
+    server.actions.put(b"\n".join(lines) + b"\n{garbled\n" + lines[0] + b"\n")
+    events = drain(w)
+    assert [e.type for e in events] == ["ADDED", "ADDED", "ADDED", "ERROR"]
+    assert [e.object["metadata"]["name"] for e in events[:3]] == ["p0", "p1", "p2"]
+    assert events[3].object["details"]["causes"][0]["reason"] == "ClientWatchDecoding"
+    assert w.join(1)
+
+
+def test_stream_watcher_chunk_of_more_events_than_its_buffer(server: ScriptedServer) -> None:
+    """One chunk holding more events than the channel has room for: what fits goes at
+    once, the rest as the consumer makes room, nothing lost or reordered."""
+    http = urllib3.PoolManager(retries=False)
+    resp = http.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
+    w = StreamWatcher(resp, name="test-burst", chan_size=4)
+    server.actions.put(b"".join(
+        json.dumps({"type": "ADDED", "object": pod(f"p{i}", str(i))}).encode() + b"\n"
+        for i in range(25)))
+    server.actions.put("end")
+    events = drain(w)
+    assert [e.object["metadata"]["resourceVersion"] for e in events] == [str(i) for i in range(25)]
+    assert w.join(1)

@@ -131,6 +131,70 @@ def test_a_cut_off_skipped_value_is_declined_and_the_json_decoder_says_why() -> 
         sharing._sharing.decode(0, b"{}", ["b"])
 
 
+@needs_c
+@pytest.mark.parametrize("text", [
+    b'{"a":1,"b":[}', b'{"a":1,"b":[1,]}', b'{"a":1,"b":[1 2]}', b'{"a":1,"b":{"x" 1}}',
+    b'{"a":1,"b":{1:2}}', b'{"a":1,"b":{"x":1,}}', b'{"a":1,"b":tru}', b'{"a":1,"b":nul}',
+    b'{"a":1,"b":01}', b'{"a":1,"b":-}', b'{"a":1,"b":1.}', b'{"a":1,"b":1e}',
+    b'{"a":1,"b":"\x01"}', b'{"a":1,"b":"\\q"}', b'{"a":1,"b":"\\u12"}',
+    b'{"a":1,"b":"\xff"}', b'{"a":1,"b":{"x":[1]]}', b'{"a":1,"b":"x"]', b'{"a":1,"b":[{]}',
+])
+def test_a_malformed_skipped_value_is_declined_and_the_json_decoder_says_why(
+        text: bytes) -> None:
+    """A member left out is checked as if it were built: malformed JSON there is declined
+    to the JSON decoder, which raises, as for the whole document."""
+    tree = {"b": None}
+    assert sharing._sharing.decode(0, text, tree) is sharing._sharing.DECLINED
+    with pytest.raises(ValueError):
+        wire_loads(text)
+    decode = sharing.decoder(wire_loads, True, True, True, skip=tree)
+    assert decode is not None
+    with pytest.raises(ValueError):
+        decode(text)
+
+
+@needs_c
+def test_what_the_building_decoder_declines_is_declined_when_skipped_too() -> None:
+    """Surrogate escapes and nesting past the pass-over's depth go to the JSON decoder,
+    which gives the document without the member."""
+    tree = {"b": None}
+    for value in (b'"\\ud83d\\ude00"', b"[" * 300 + b"]" * 300):
+        text = b'{"a":1,"b":' + value + b"}"
+        assert sharing._sharing.decode(0, text, tree) is sharing._sharing.DECLINED
+        decode = sharing.decoder(wire_loads, False, False, False, skip=tree)
+        assert decode is not None and decode(text) == {"a": 1}
+
+
+@needs_c
+@pytest.mark.parametrize("flags", [0, ALL_FLAGS])
+def test_a_corrupted_document_decodes_or_fails_as_the_json_decoder_and_the_drop(
+        flags: int) -> None:
+    """Any one byte of a pod's JSON changed, left out or doubled: the skipping decoder
+    gives what the JSON decoder and the drop give, or raises where the JSON decoder does,
+    wherever the byte falls (in a member left out or not)."""
+    rnd = random.Random(11)
+    tree = skip_tree(PATHS)
+    assert tree is not None
+    decode = sharing.decoder(wire_loads, bool(flags), bool(flags), bool(flags),
+                             skip=tree.tree)
+    assert decode is not None
+    base = json.dumps(rich_pod(), ensure_ascii=False).encode()
+    alphabet = b'{}[]:,"\\ 0123456789-.eEtrufalsn\x00\x1f\xc3\xa9\xff'
+    for _ in range(1500):
+        at = rnd.randrange(len(base))
+        kind = rnd.randrange(3)
+        byte = bytes([rnd.choice(alphabet)])
+        text = (base[:at] + byte + base[at + 1:] if kind == 0 else
+                base[:at] + base[at + 1:] if kind == 1 else base[:at] + byte + base[at:])
+        try:
+            expected = drop_members(wire_loads(text), tree.tree)
+        except ValueError:
+            with pytest.raises(ValueError):
+                decode(text)
+            continue
+        assert decode(text) == expected, text
+
+
 # -- protobuf ----------------------------------------------------------------------------------
 @needs_c
 @pytest.mark.parametrize("flags", [0, ALL_FLAGS])

@@ -168,6 +168,20 @@ unescaped(Parser *ps, const char *start, const char *end)
     return s;
 }
 
+PyObject *
+json_string_text(Parser *ps, const char *start, const char *close, int escaped)
+{
+    if (escaped) {
+        return unescaped(ps, start, close);
+    }
+    PyObject *s = PyUnicode_DecodeUTF8(start, close - start, "strict");
+    if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        return decline(ps);
+    }
+    return s;
+}
+
 /* A string at ps->p (its opening quote). A key is looked up among the keys seen; a
  * value is shared when the flags say so. */
 static PyObject *
@@ -175,25 +189,9 @@ string(Parser *ps, int is_key)
 {
     const char *start = ++ps->p;
     int escaped = 0, ascii = 1;
-    const char *p = start;
-    for (;;) {
-        if (p >= ps->end) {
-            return decline(ps);
-        }
-        unsigned char c = (unsigned char)*p;
-        if (c == '"') {
-            break;
-        }
-        if (c == '\\') {
-            escaped = 1;
-            p += 2; /* the escaped character cannot end the string */
-            continue;
-        }
-        if (c < 0x20) {
-            return decline(ps); /* control characters must be escaped */
-        }
-        ascii &= c < 0x80;
-        p++;
+    const char *p = string_close(start, ps->end, &escaped, &ascii);
+    if (p == NULL) {
+        return decline(ps);
     }
     ps->p = p + 1;
     Py_ssize_t length = p - start;
@@ -222,17 +220,7 @@ string(Parser *ps, int is_key)
         }
         return PyUnicode_FromStringAndSize(start, length);
     }
-    PyObject *s;
-    if (escaped) {
-        s = unescaped(ps, start, p);
-    }
-    else {
-        s = PyUnicode_DecodeUTF8(start, length, "strict");
-        if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-            PyErr_Clear();
-            return decline(ps);
-        }
-    }
+    PyObject *s = json_string_text(ps, start, p, escaped);
     if (s != NULL && !is_key && (ps->flags & SHARE)) {
         Py_SETREF(s, shared_str(s));
     }
@@ -405,11 +393,12 @@ object(Parser *ps, int depth)
 static int
 literal(Parser *ps, const char *word, Py_ssize_t length)
 {
-    if (ps->end - ps->p >= length && memcmp(ps->p, word, (size_t)length) == 0) {
-        ps->p += length;
-        return 1;
+    const char *after = literal_end(ps->p, ps->end, word, length);
+    if (after == NULL) {
+        return 0;
     }
-    return 0;
+    ps->p = after;
+    return 1;
 }
 
 static PyObject *

@@ -5,6 +5,7 @@
 #define CLIENT_CACHE_JSONPARSER_H
 
 #include <Python.h>
+#include <string.h>
 #include "_sharing.h"
 
 typedef struct {
@@ -26,14 +27,64 @@ decline(Parser *ps)
     return NULL;
 }
 
+/* The first byte at or after p that is not JSON white space. */
+static inline const char *
+space_end(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
+        p++;
+    }
+    return p;
+}
+
 static inline void
 skip_space(Parser *ps)
 {
-    while (ps->p < ps->end
-           && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) {
-        ps->p++;
+    ps->p = space_end(ps->p, ps->end);
+}
+
+/* The closing quote of the string whose characters start at p (after its opening
+ * quote); NULL when the data ends first or a raw control character comes. *escaped is
+ * set when it has a backslash, *ascii cleared when it has a byte above 0x7F; the escapes
+ * themselves are checked when the text is made (json_string_text). */
+static inline const char *
+string_close(const char *p, const char *end, int *escaped, int *ascii)
+{
+    for (;;) {
+        if (p >= end) {
+            return NULL;
+        }
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            return p;
+        }
+        if (c == '\\') {
+            *escaped = 1;
+            p += 2; /* the escaped character cannot end the string */
+            continue;
+        }
+        if (c < 0x20) {
+            return NULL; /* control characters must be escaped */
+        }
+        *ascii &= c < 0x80;
+        p++;
     }
 }
+
+/* The end of the literal word (true, false, null: length bytes) at p, or NULL. */
+static inline const char *
+literal_end(const char *p, const char *end, const char *word, Py_ssize_t length)
+{
+    if (end - p < length || memcmp(p, word, (size_t)length) != 0) {
+        return NULL;
+    }
+    return p + length;
+}
+
+/* The str of a string's characters from start to close (its closing quote) that has
+ * escapes or bytes above 0x7F: escapes undone, UTF-8 decoded (_decode.c). NULL when
+ * declined (an escape not valid, half of a surrogate pair, invalid UTF-8) or on error. */
+PyObject *json_string_text(Parser *ps, const char *start, const char *close, int escaped);
 
 /* A number at ps->p, as RFC 8259 writes them: an int below 10**18, or a float written in
  * at most 63 characters and finite; NULL (declined) for the others. */

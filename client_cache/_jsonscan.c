@@ -105,92 +105,26 @@ json_number(Parser *ps)
 /* The deepest nesting passed over; deeper is declined (the caller's decoder decides). */
 #define MAX_PASS_DEPTH 256
 
-static int
-is_hex(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* The end of the string at p (its opening quote), past the closing one, checked as the
- * decoder checks what it builds: no raw control character, only JSON's escapes, no
- * \u escape into the surrogates (declined there, as when building), valid UTF-8. NULL
- * when declined; also NULL, with the error set, on a failure other than invalid UTF-8. */
+/* Past the string at p (its opening quote), its text checked as string() checks what it
+ * builds (json_string_text, made and dropped, for the rare string with escapes or bytes
+ * above 0x7F); NULL when declined (ps->declined set) or on error. */
 static const char *
-string_end(const char *p, const char *end, int *failed)
+pass_string(Parser *ps, const char *p)
 {
-    const char *start = ++p;
-    int ascii = 1;
-    for (;;) {
-        if (p >= end) {
-            return NULL;
-        }
-        unsigned char c = (unsigned char)*p;
-        if (c == '"') {
-            break;
-        }
-        if (c == '\\') {
-            if (p + 1 >= end) {
-                return NULL;
-            }
-            char e = p[1];
-            if (e == 'u') {
-                if (end - p < 6 || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4])
-                    || !is_hex(p[5])) {
-                    return NULL;
-                }
-                char first = (char)(p[2] | 0x20);
-                if (first == 'd' && p[3] >= '8') { /* 8-9, a-f, A-F */
-                    return NULL; /* a surrogate: the building decoder declines those too */
-                }
-                p += 6;
-                continue;
-            }
-            if (strchr("\"\\/bfnrt", e) == NULL || e == '\0') {
-                return NULL;
-            }
-            p += 2;
-            continue;
-        }
-        if (c < 0x20) {
-            return NULL; /* control characters must be escaped */
-        }
-        ascii &= c < 0x80;
-        p++;
-    }
-    if (!ascii) {
-        PyObject *s = PyUnicode_DecodeUTF8(start, p - start, "strict");
-        if (s == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                PyErr_Clear();
-            }
-            else {
-                *failed = 1;
-            }
-            return NULL;
-        }
-        Py_DECREF(s);
-    }
-    return p + 1;
-}
-
-/* Whether the literal word (true, false, null) is at p. */
-static const char *
-literal_end(const char *p, const char *end, const char *word)
-{
-    size_t length = strlen(word);
-    if ((size_t)(end - p) < length || memcmp(p, word, length) != 0) {
+    int escaped = 0, ascii = 1;
+    const char *close = string_close(p + 1, ps->end, &escaped, &ascii);
+    if (close == NULL) {
+        ps->declined = 1;
         return NULL;
     }
-    return p + length;
-}
-
-static const char *
-space_end(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
-        p++;
+    if (escaped || !ascii) {
+        PyObject *text = json_string_text(ps, p + 1, close, escaped);
+        if (text == NULL) {
+            return NULL;
+        }
+        Py_DECREF(text);
     }
-    return p;
+    return close + 1;
 }
 
 int
@@ -202,7 +136,7 @@ json_pass_over(Parser *ps)
      * member left out decodes, or is declined to the caller's decoder (which raises on
      * malformed JSON), as the whole document would. */
     char closers[MAX_PASS_DEPTH];
-    int depth = 0, failed = 0, fraction;
+    int depth = 0, fraction;
     const char *p = space_end(ps->p, ps->end), *end = ps->end;
     for (;;) {
         /* a value at p */
@@ -227,16 +161,19 @@ json_pass_over(Parser *ps)
             }
             continue; /* the array's first value */
         case '"':
-            p = string_end(p, end, &failed);
+            p = pass_string(ps, p);
+            if (p == NULL) {
+                return -1; /* declined or an error, already said */
+            }
             break;
         case 't':
-            p = literal_end(p, end, "true");
+            p = literal_end(p, end, "true", 4);
             break;
         case 'f':
-            p = literal_end(p, end, "false");
+            p = literal_end(p, end, "false", 5);
             break;
         case 'n':
-            p = literal_end(p, end, "null");
+            p = literal_end(p, end, "null", 4);
             break;
         default:
             p = number_end(p, end, &fraction);
@@ -267,9 +204,9 @@ json_pass_over(Parser *ps)
             if (p >= end || *p != '"') {
                 goto declined;
             }
-            p = string_end(p, end, &failed);
+            p = pass_string(ps, p);
             if (p == NULL) {
-                goto declined;
+                return -1;
             }
             p = space_end(p, end);
             if (p >= end || *p != ':') {
@@ -280,9 +217,6 @@ json_pass_over(Parser *ps)
         }
     }
 declined:
-    if (failed) {
-        return -1; /* an error, set (not a decline) */
-    }
     ps->declined = 1;
     return -1;
 }

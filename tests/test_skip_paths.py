@@ -154,15 +154,28 @@ def test_a_malformed_skipped_value_is_declined_and_the_json_decoder_says_why(
 
 
 @needs_c
-def test_what_the_building_decoder_declines_is_declined_when_skipped_too() -> None:
-    """Surrogate escapes and nesting past the pass-over's depth go to the JSON decoder,
-    which gives the document without the member."""
+def test_skipped_strings_are_checked_as_built_ones_and_deep_nesting_declined() -> None:
+    """A skipped string is checked as a built one is: a surrogate pair passes, half of
+    one is declined, as the building decoder declines it. Nesting past the pass-over's
+    depth is declined. What is declined goes to the JSON decoder, which gives the
+    document without the member or raises as it would for the whole document."""
     tree = {"b": None}
-    for value in (b'"\\ud83d\\ude00"', b"[" * 300 + b"]" * 300):
+    text = b'{"a":1,"b":"\\ud83d\\ude00 \xc3\xa9"}'
+    assert sharing._sharing.decode(0, text, tree) == {"a": 1}
+    for value in (b'"\\ud83d"', b'"x\\ude00"', b"[" * 300 + b"]" * 300):
         text = b'{"a":1,"b":' + value + b"}"
         assert sharing._sharing.decode(0, text, tree) is sharing._sharing.DECLINED
+        built = sharing._sharing.decode(0, b'{"a":1,"b":' + value + b',"b2":1}', {})
+        assert built is sharing._sharing.DECLINED  # the building decoder declines it too
         decode = sharing.decoder(wire_loads, False, False, False, skip=tree)
-        assert decode is not None and decode(text) == {"a": 1}
+        assert decode is not None
+        try:
+            expected = drop_members(wire_loads(text), tree)
+        except ValueError:
+            with pytest.raises(ValueError):
+                decode(text)
+        else:
+            assert decode(text) == expected == {"a": 1}
 
 
 @needs_c

@@ -38,66 +38,58 @@
 #define SLOTS (1 << SLOT_BITS)
 #define MAX_LENGTH SHARED_LENGTH
 
-static PyObject *slots[SLOTS];
-static size_t hashes[SLOTS]; /* each held string's quick_hash */
+static Held slots[SLOTS] HELD_ALIGNED;
 /* dict: type -> its layout (bytes: frozen or not, then its fields' offsets), or None */
 static PyObject *struct_layouts;
 static Py_ssize_t hits, misses;
 
-/* A cheap hash of a short string's bytes (not Python's: computing that costs more
- * than the rest of a lookup, and the table needs no protection against chosen keys,
- * since a collision only costs a missed share). */
-size_t
-quick_hash(const unsigned char *data, size_t size)
-{
-    uint64_t hash = 0x9E3779B97F4A7C15ULL ^ size;
-    size_t i = 0;
-    for (; i + 8 <= size; i += 8) {
-        uint64_t word;
-        memcpy(&word, data + i, 8);
-        hash = (hash ^ word) * 0xFF51AFD7ED558CCDULL;
-    }
-    if (i < size) {
-        uint64_t word = 0;
-        memcpy(&word, data + i, size - i);
-        hash = (hash ^ word) * 0xFF51AFD7ED558CCDULL;
-    }
-    hash ^= hash >> 29;
-    return (size_t)hash;
-}
-
-/* The first of the two entries where a string of these bytes is held. */
-static size_t
+/* The bucket where a string of this hash is held. */
+static Held *
 bucket_of(size_t hash)
 {
-    return (hash & (SLOTS - 1)) & ~(size_t)1;
+    return &slots[(hash & (SLOTS - 1)) & ~(size_t)1];
 }
 
-/* The string held at first or first + 1 whose hash, kind, length and bytes are these
- * (borrowed; moved first in its bucket), or NULL. The hashes are compared before the
- * strings are read: a string seen once costs no look at the strings held. */
+/* The string held in the bucket whose hash, kind, length and bytes are these (borrowed;
+ * moved first in its bucket), or NULL. The hashes are compared before the strings are
+ * read: a string seen once costs no look at the strings held. On a miss, the entry a
+ * hold would drop is fetched into the cache while the caller makes the new string. */
 static PyObject *
-held_equal(size_t first, size_t hash, const void *data, Py_ssize_t length, int kind)
+held_equal(Held *bucket, size_t hash, const void *data, Py_ssize_t length, int kind)
 {
-    for (size_t i = first; i < first + 2; i++) {
-        PyObject *held = slots[i];
-        if (held != NULL && hashes[i] == hash && PyUnicode_GET_LENGTH(held) == length
+    for (int i = 0; i < 2; i++) {
+        PyObject *held = bucket[i].obj;
+        if (bucket[i].hash == hash && held != NULL && PyUnicode_GET_LENGTH(held) == length
             && PyUnicode_KIND(held) == kind
             && memcmp(PyUnicode_DATA(held), data, (size_t)length * (size_t)kind) == 0) {
             hits++;
-            bucket_promote(slots, hashes, first, i);
+            bucket_promote(bucket, i);
             return held;
         }
     }
+    PREFETCH(bucket[1].obj);
     return NULL;
 }
 
+/* The last DROPS strings dropped from the table, released DROPS drops later: the entry
+ * a miss drops is rarely in the cache, and by then its prefetch (held_equal) has
+ * brought it in, so the release does not wait for memory. */
+#define DROPS 16
+static PyObject *drops[DROPS];
+static unsigned next_drop;
+
 /* Hold s first in its bucket, moving the first entry second and dropping the second. */
 static void
-hold(size_t first, size_t hash, PyObject *s)
+hold(Held *bucket, size_t hash, PyObject *s)
 {
     misses++;
-    Py_XDECREF(bucket_hold(slots, hashes, first, hash, s));
+    PyObject *dropped = bucket_hold(bucket, hash, s);
+    if (dropped != NULL) {
+        PyObject *released = drops[next_drop];
+        drops[next_drop] = dropped;
+        next_drop = (next_drop + 1) % DROPS;
+        Py_XDECREF(released); /* freeing a str runs no Python code */
+    }
 }
 
 /* The shared string equal to s (borrowed in, borrowed out): s itself when it is new
@@ -117,15 +109,15 @@ canonical_of(PyObject *s, int *fresh)
 #endif
     int kind = PyUnicode_KIND(s);
     size_t hash = quick_hash(PyUnicode_DATA(s), (size_t)length * (size_t)kind);
-    size_t first = bucket_of(hash);
-    if (slots[first] == s || slots[first + 1] == s) {
+    Held *bucket = bucket_of(hash);
+    if (bucket[0].obj == s || bucket[1].obj == s) {
         return s;
     }
-    PyObject *held = held_equal(first, hash, PyUnicode_DATA(s), length, kind);
+    PyObject *held = held_equal(bucket, hash, PyUnicode_DATA(s), length, kind);
     if (held != NULL) {
         return held;
     }
-    hold(first, hash, s);
+    hold(bucket, hash, s);
     *fresh = 1;
     return s;
 }
@@ -164,8 +156,8 @@ shared_ascii_of(const char *data, Py_ssize_t length, int *fresh)
         return s;
     }
     size_t hash = quick_hash((const unsigned char *)data, (size_t)length);
-    size_t first = bucket_of(hash);
-    PyObject *held = held_equal(first, hash, data, length, PyUnicode_1BYTE_KIND);
+    Held *bucket = bucket_of(hash);
+    PyObject *held = held_equal(bucket, hash, data, length, PyUnicode_1BYTE_KIND);
     if (held != NULL) {
         return Py_NewRef(held);
     }
@@ -174,7 +166,7 @@ shared_ascii_of(const char *data, Py_ssize_t length, int *fresh)
         return NULL;
     }
     memcpy(PyUnicode_DATA(s), data, (size_t)length);
-    hold(first, hash, s);
+    hold(bucket, hash, s);
     *fresh = 1;
     return s;
 }
@@ -489,7 +481,7 @@ stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 {
     Py_ssize_t held = 0;
     for (size_t i = 0; i < SLOTS; i++) {
-        held += slots[i] != NULL;
+        held += slots[i].obj != NULL;
     }
     Py_ssize_t made, shapes, shape_slots, interned, budget;
     shapes_stats(&made, &shapes, &shape_slots, &interned, &budget);
@@ -508,7 +500,10 @@ static PyObject *
 clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 {
     for (size_t i = 0; i < SLOTS; i++) {
-        Py_CLEAR(slots[i]);
+        Py_CLEAR(slots[i].obj);
+    }
+    for (size_t i = 0; i < DROPS; i++) {
+        Py_CLEAR(drops[i]);
     }
     PyDict_Clear(struct_layouts);
     values_clear();

@@ -3,6 +3,8 @@
 #define CLIENT_CACHE_SHARING_H
 
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
 /* The walk's flags: share strings, take containers out of the collector's sight, give
  * dicts of the same keys one key table. */
@@ -16,8 +18,60 @@
 /* The longest str the string table holds. */
 #define SHARED_LENGTH 64
 
-/* The table's hash of a string's bytes. */
-size_t quick_hash(const unsigned char *data, size_t size);
+/* A cheap hash of a short string's bytes, for the string and key tables (not Python's:
+ * computing that costs more than the rest of a lookup, and the tables need no protection
+ * against chosen keys, since a collision only costs a missed share). The bytes are read
+ * eight at a time; the last, partial word is read as two overlapping loads, not a copy of
+ * its length, which the compiler makes a call whose stored bytes the next load must wait
+ * for. The value is that of reading the tail into a zeroed word (little-endian). */
+static inline uint64_t
+load_tail(const unsigned char *data, size_t size, size_t i)
+{
+    size_t rest = size - i; /* 1..7 */
+    uint64_t word;
+    if (size >= 8) { /* the eight bytes ending at size, the first 8 - rest already read */
+        memcpy(&word, data + size - 8, 8);
+        return word >> (8 * (8 - rest));
+    }
+    if (rest >= 4) {
+        uint32_t low, high;
+        memcpy(&low, data, 4);
+        memcpy(&high, data + rest - 4, 4);
+        return (uint64_t)low | (((uint64_t)high >> (8 * (8 - rest))) << 32);
+    }
+    word = data[0];
+    if (rest >= 2) {
+        word |= (uint64_t)data[1] << 8;
+    }
+    if (rest == 3) {
+        word |= (uint64_t)data[2] << 16;
+    }
+    return word;
+}
+
+static inline size_t
+quick_hash(const unsigned char *data, size_t size)
+{
+    uint64_t hash = 0x9E3779B97F4A7C15ULL ^ size;
+    size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word;
+        memcpy(&word, data + i, 8);
+        hash = (hash ^ word) * 0xFF51AFD7ED558CCDULL;
+    }
+    if (i < size) {
+        hash = (hash ^ load_tail(data, size, i)) * 0xFF51AFD7ED558CCDULL;
+    }
+    /* each multiply carries a byte's bits only upward, so the tables' low index bits
+     * would never see the top bytes of a word: mix the high half down (murmur3's
+     * 64-bit finish) */
+    hash ^= hash >> 33;
+    hash *= 0xFF51AFD7ED558CCDULL;
+    hash ^= hash >> 33;
+    hash *= 0xC4CEB9FE1A85EC53ULL;
+    hash ^= hash >> 33;
+    return (size_t)hash;
+}
 
 /* The held string equal to s, or s itself, held from now on when its length is in
  * 2..MAX_LENGTH (new reference). */
@@ -42,34 +96,43 @@ PyObject *shared_ascii_of(const char *data, Py_ssize_t length, int *fresh);
  * NULL for any other type (also on error: check PyErr_Occurred). */
 PyObject *struct_layout(PyObject *type);
 
-/* The two-entry buckets of the string and value tables: objects[first] and
- * objects[first + 1], each with its hash beside it, the most recently seen first. */
+/* The two-entry buckets of the string and value tables: an object with its hash beside
+ * it, the most recently seen first. A bucket is 32 bytes and the tables are aligned to
+ * their cache lines (HELD_ALIGNED), so a lookup touches one line of the table. */
+typedef struct {
+    PyObject *obj;
+    size_t hash;
+} Held;
 
-/* Entry i of the bucket at first was seen again: move it first. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HELD_ALIGNED __attribute__((aligned(64)))
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define HELD_ALIGNED
+#define PREFETCH(address) ((void)(address))
+#endif
+
+/* Entry i (0 or 1) of the bucket was seen again: move it first. */
 static inline void
-bucket_promote(PyObject **objects, size_t *hashes, size_t first, size_t i)
+bucket_promote(Held *bucket, int i)
 {
-    if (i != first) {
-        PyObject *seen = objects[i];
-        size_t hash = hashes[i];
-        objects[i] = objects[first];
-        hashes[i] = hashes[first];
-        objects[first] = seen;
-        hashes[first] = hash;
+    if (i != 0) {
+        Held seen = bucket[i];
+        bucket[i] = bucket[0];
+        bucket[0] = seen;
     }
 }
 
-/* Hold obj first in the bucket at first (a new reference), moving the first entry
- * second; returns the dropped second entry (a reference to release, or NULL) for the
- * caller to release once it is done with the table. */
+/* Hold obj first in the bucket (a new reference), moving the first entry second; returns
+ * the dropped second entry (a reference to release, or NULL) for the caller to release
+ * once it is done with the table. */
 static inline PyObject *
-bucket_hold(PyObject **objects, size_t *hashes, size_t first, size_t hash, PyObject *obj)
+bucket_hold(Held *bucket, size_t hash, PyObject *obj)
 {
-    PyObject *dropped = objects[first + 1];
-    objects[first + 1] = objects[first];
-    hashes[first + 1] = hashes[first];
-    objects[first] = Py_NewRef(obj);
-    hashes[first] = hash;
+    PyObject *dropped = bucket[1].obj;
+    bucket[1] = bucket[0];
+    bucket[0].obj = Py_NewRef(obj);
+    bucket[0].hash = hash;
     return dropped;
 }
 

@@ -21,8 +21,7 @@
 #define VALUE_BITS 13
 #define VALUE_SLOTS (1 << VALUE_BITS)
 
-static PyObject *values[VALUE_SLOTS];
-static size_t value_hashes[VALUE_SLOTS];
+static Held values[VALUE_SLOTS] HELD_ALIGNED;
 static Py_ssize_t value_hits, value_misses;
 
 /* The i-th field (offsets) or item of obj; NULL for an unset field. */
@@ -95,21 +94,21 @@ shared_value(PyObject *obj, const Py_ssize_t *offsets, Py_ssize_t count)
         hash = (hash ^ part_hash(part(obj, offsets, i))) * (size_t)0x9E3779B97F4A7C15ULL;
         hash ^= hash >> 31;
     }
-    size_t first = (hash & (VALUE_SLOTS - 1)) & ~(size_t)1;
-    for (size_t i = first; i < first + 2; i++) {
-        PyObject *held = values[i];
+    Held *bucket = &values[(hash & (VALUE_SLOTS - 1)) & ~(size_t)1];
+    for (int i = 0; i < 2; i++) {
+        PyObject *held = bucket[i].obj;
         if (held == obj) {
             return Py_NewRef(obj);
         }
-        if (held != NULL && value_hashes[i] == hash && same_value(held, obj, offsets, count)) {
+        if (held != NULL && bucket[i].hash == hash && same_value(held, obj, offsets, count)) {
             value_hits++;
-            bucket_promote(values, value_hashes, first, i);
+            bucket_promote(bucket, i);
             return Py_NewRef(held);
         }
     }
     value_misses++;
     /* released once the table is consistent (freeing a value runs no Python code) */
-    Py_XDECREF(bucket_hold(values, value_hashes, first, hash, obj));
+    Py_XDECREF(bucket_hold(bucket, hash, obj));
     return Py_NewRef(obj);
 }
 
@@ -118,7 +117,7 @@ values_stats(Py_ssize_t *held, Py_ssize_t *slots, Py_ssize_t *hits, Py_ssize_t *
 {
     Py_ssize_t count = 0;
     for (size_t i = 0; i < VALUE_SLOTS; i++) {
-        count += values[i] != NULL;
+        count += values[i].obj != NULL;
     }
     *held = count;
     *slots = VALUE_SLOTS;
@@ -130,7 +129,7 @@ void
 values_clear(void)
 {
     for (size_t i = 0; i < VALUE_SLOTS; i++) {
-        Py_CLEAR(values[i]);
+        Py_CLEAR(values[i].obj);
     }
     value_hits = value_misses = 0;
 }

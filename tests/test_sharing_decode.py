@@ -145,6 +145,56 @@ def test_strings_are_the_tables_whichever_way_they_were_decoded() -> None:
     assert sharing.table_stats()["hits"] >= 4
 
 
+# What may stop a string's scan, as JSON text: the quote ends it; the others it must see
+# wherever they are in an eight-byte word (an escape, a raw control byte, non-ASCII, bytes
+# that are not UTF-8, a byte just above and below the ranges the word test flags).
+STOPS = [b'\\"', b"\\\\", b"\\n", b"\\u00e9", b"\x01", b"\x1f", b" ", b"\x7f",
+         "é".encode(), "😀".encode(), b"\xff", b"\xc3", b"!", b"#", b"[", b"]"]
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_a_string_is_read_alike_wherever_in_it_a_special_byte_is(stop: bytes) -> None:
+    """Every length to 40 and every place in it, as a value, a key and a member passed
+    over, and cut off before its closing quote: the one-pass decoder gives what the JSON
+    decoder gives, or declines where that raises."""
+    walk = sharing.walker(True, True, True)
+    assert walk is not None
+    skip = sharing.decoder(orjson.loads, True, True, True, skip={"s": None})
+    assert skip is not None
+    for length in range(41):
+        for at in range(length + 1):
+            text = b"a" * at + stop + b"b" * (length - at)
+            for data in (b'{"s":"' + text + b'"}', b'["' + text + b'",1]',
+                         b'{"' + text + b'":"' + text + b'"}', b'["' + text, b'"' + text):
+                decoded = _sharing.decode(7, data)
+                expected = outcome(lambda d: walk(orjson.loads(d)), data)
+                if decoded is _sharing.DECLINED:
+                    assert expected[0] == "error", data
+                else:
+                    assert typed(decoded) == expected, data
+                if data.startswith(b'{"s"'):
+                    assert outcome(skip, data) == outcome(
+                        lambda d: {k: v for k, v in orjson.loads(d).items() if k != "s"},
+                        data), data
+
+
+def test_a_string_of_any_length_is_found_by_its_bytes_alone() -> None:
+    """The table's hash reads a string's last, partial word without the bytes after it
+    and with each of its own: equal strings followed by other bytes are one str, and
+    strings a byte apart are held side by side (so none is dropped)."""
+    sharing.clear_table()
+    for length in range(2, 65):
+        base = "".join(chr(ord("a") + i % 26) for i in range(length))
+        for at in range(length):
+            near = [base[:at] + c + base[at + 1:] for c in "0123"]
+            first = _sharing.decode(_sharing.SHARE, json.dumps(near).encode())
+            again = _sharing.decode(_sharing.SHARE, json.dumps({"v": near, "w": 1}).encode())
+            assert all(a is b for a, b in zip(first, again["v"], strict=True)), (length, at)
+        keys = [_sharing.decode(0, b'{"' + base.encode() + tail)
+                for tail in (b'":1}', b'":[2,3],"z":0}')]
+        assert next(iter(keys[0])) is next(iter(keys[1])), length
+
+
 def test_dicts_of_a_known_shape_share_its_key_table_from_the_start() -> None:
     sharing.clear_table()
     data = b'[{"name": "a", "value": "1"}, {"name": "b", "value": "2"}]'

@@ -200,7 +200,7 @@ string(Parser *ps, int is_key)
             size_t slot = quick_hash((const unsigned char *)start, (size_t)length) & (KEYS - 1);
             PyObject *held = keys[slot];
             if (held != NULL && PyUnicode_GET_LENGTH(held) == length
-                && memcmp(PyUnicode_DATA(held), start, (size_t)length) == 0) {
+                && same_bytes(PyUnicode_DATA(held), start, (size_t)length)) {
                 return Py_NewRef(held);
             }
             PyObject *key = PyUnicode_New(length, 127);

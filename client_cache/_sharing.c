@@ -61,7 +61,7 @@ held_equal(Held *bucket, size_t hash, const void *data, Py_ssize_t length, int k
         PyObject *held = bucket[i].obj;
         if (bucket[i].hash == hash && held != NULL && PyUnicode_GET_LENGTH(held) == length
             && PyUnicode_KIND(held) == kind
-            && memcmp(PyUnicode_DATA(held), data, (size_t)length * (size_t)kind) == 0) {
+            && same_bytes(PyUnicode_DATA(held), data, (size_t)length * (size_t)kind)) {
             hits++;
             bucket_promote(bucket, i);
             return held;

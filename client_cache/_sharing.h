@@ -49,6 +49,29 @@ load_tail(const unsigned char *data, size_t size, size_t i)
     return word;
 }
 
+/* Whether the size bytes at a and b are the same: a word at a time, the last word read
+ * overlapping the one before it (or as load_tail reads a short string), inline where
+ * memcmp would be a call costing more than the compare of a short string. */
+static inline int
+same_bytes(const void *a, const void *b, size_t size)
+{
+    const unsigned char *x = a, *y = b;
+    if (size < 8) {
+        return size == 0 || load_tail(x, size, 0) == load_tail(y, size, 0);
+    }
+    uint64_t u, v;
+    for (size_t i = 0; i + 8 < size; i += 8) {
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        if (u != v) {
+            return 0;
+        }
+    }
+    memcpy(&u, x + size - 8, 8);
+    memcpy(&v, y + size - 8, 8);
+    return u == v;
+}
+
 static inline size_t
 quick_hash(const unsigned char *data, size_t size)
 {

@@ -179,9 +179,9 @@ def test_a_string_is_read_alike_wherever_in_it_a_special_byte_is(stop: bytes) ->
 
 
 def test_a_string_of_any_length_is_found_by_its_bytes_alone() -> None:
-    """The table's hash reads a string's last, partial word without the bytes after it
-    and with each of its own: equal strings followed by other bytes are one str, and
-    strings a byte apart are held side by side (so none is dropped)."""
+    """The tables' hash and compare read a string's last, partial word without the bytes
+    after it and with each of its own: equal strings followed by other bytes are one str,
+    and strings a byte apart are told apart and held side by side (none is dropped)."""
     sharing.clear_table()
     for length in range(2, 65):
         base = "".join(chr(ord("a") + i % 26) for i in range(length))
@@ -189,10 +189,14 @@ def test_a_string_of_any_length_is_found_by_its_bytes_alone() -> None:
             near = [base[:at] + c + base[at + 1:] for c in "0123"]
             first = _sharing.decode(_sharing.SHARE, json.dumps(near).encode())
             again = _sharing.decode(_sharing.SHARE, json.dumps({"v": near, "w": 1}).encode())
+            assert first == near and again["v"] == near, (length, at)
             assert all(a is b for a, b in zip(first, again["v"], strict=True)), (length, at)
         keys = [_sharing.decode(0, b'{"' + base.encode() + tail)
                 for tail in (b'":1}', b'":[2,3],"z":0}')]
         assert next(iter(keys[0])) is next(iter(keys[1])), length
+        for at in range(length):  # a key a byte apart is another key
+            other = base[:at] + "_" + base[at + 1:]
+            assert list(_sharing.decode(0, json.dumps({other: 1}).encode())) == [other]
 
 
 def test_dicts_of_a_known_shape_share_its_key_table_from_the_start() -> None:

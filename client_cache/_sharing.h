@@ -18,28 +18,40 @@
 /* The longest str the string table holds. */
 #define SHARED_LENGTH 64
 
-/* A cheap hash of a short string's bytes, for the string and key tables (not Python's:
- * computing that costs more than the rest of a lookup, and the tables need no protection
- * against chosen keys, since a collision only costs a missed share). The bytes are read
- * eight at a time; the last, partial word is read as two overlapping loads, not a copy of
- * its length, which the compiler makes a call whose stored bytes the next load must wait
- * for. The value is that of reading the tail into a zeroed word (little-endian). */
+/* The last n (0..7) bytes in memory of a word read from memory, as a number. */
+static inline uint64_t
+last_bytes(uint64_t word, size_t n)
+{
+#if PY_BIG_ENDIAN
+    return n == 0 ? 0 : word & ((UINT64_C(1) << (8 * n)) - 1);
+#else
+    return n == 0 ? 0 : word >> (8 * (8 - n));
+#endif
+}
+
+/* Bytes i..size-1 (1..7 of them, the tail after whole words) as one number, a different
+ * number for different bytes, read without a copy of their length: the compiler makes
+ * such a copy a call, and the load of the copied bytes then waits for their stores. The
+ * bytes are read as the word ending at size (when size >= 8) or as two overlapping
+ * four-byte words, never outside data[0..size). */
 static inline uint64_t
 load_tail(const unsigned char *data, size_t size, size_t i)
 {
-    size_t rest = size - i; /* 1..7 */
-    uint64_t word;
-    if (size >= 8) { /* the eight bytes ending at size, the first 8 - rest already read */
+    size_t rest = size - i;
+    if (size >= 8) {
+        uint64_t word;
         memcpy(&word, data + size - 8, 8);
-        return word >> (8 * (8 - rest));
+        return last_bytes(word, rest);
     }
-    if (rest >= 4) {
+    if (rest >= 4) { /* i is 0: bytes 0..3, then bytes 4..rest-1 from the word ending there */
         uint32_t low, high;
         memcpy(&low, data, 4);
         memcpy(&high, data + rest - 4, 4);
-        return (uint64_t)low | (((uint64_t)high >> (8 * (8 - rest))) << 32);
+        /* high as the last four bytes of a word read from memory */
+        uint64_t ending = PY_BIG_ENDIAN ? (uint64_t)high : (uint64_t)high << 32;
+        return (uint64_t)low | (last_bytes(ending, rest - 4) << 32);
     }
-    word = data[0];
+    uint64_t word = data[0];
     if (rest >= 2) {
         word |= (uint64_t)data[1] << 8;
     }
@@ -50,8 +62,8 @@ load_tail(const unsigned char *data, size_t size, size_t i)
 }
 
 /* Whether the size bytes at a and b are the same: a word at a time, the last word read
- * overlapping the one before it (or as load_tail reads a short string), inline where
- * memcmp would be a call costing more than the compare of a short string. */
+ * overlapping the one before it (or the tail as load_tail reads it), inline where memcmp
+ * would be a call costing more than the compare of a short string. */
 static inline int
 same_bytes(const void *a, const void *b, size_t size)
 {
@@ -72,6 +84,11 @@ same_bytes(const void *a, const void *b, size_t size)
     return u == v;
 }
 
+/* A cheap hash of a short string's bytes, for the string and key tables (not Python's:
+ * computing that costs more than the rest of a lookup, and the tables need no protection
+ * against chosen keys, since a collision only costs a missed share): eight bytes at a
+ * time, the tail by load_tail, then the high bits mixed down into the low ones, which
+ * pick the bucket. */
 static inline size_t
 quick_hash(const unsigned char *data, size_t size)
 {
@@ -85,9 +102,8 @@ quick_hash(const unsigned char *data, size_t size)
     if (i < size) {
         hash = (hash ^ load_tail(data, size, i)) * 0xFF51AFD7ED558CCDULL;
     }
-    /* each multiply carries a byte's bits only upward, so the tables' low index bits
-     * would never see the top bytes of a word: mix the high half down (murmur3's
-     * 64-bit finish) */
+    /* a multiply carries each bit only upward, so without this the top bytes of every
+     * word would never reach the bucket's bits (murmur3's 64-bit finish) */
     hash ^= hash >> 33;
     hash *= 0xFF51AFD7ED558CCDULL;
     hash ^= hash >> 33;

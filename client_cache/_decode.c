@@ -17,8 +17,9 @@
  * decode(flags, data, skip) also leaves paths out (client_cache.skip_paths): skip is a
  * tree of dicts, a key's value None where the member is left out, a dict where the tree
  * goes on into the member's value; an array's items are read with the array's own node.
- * A member left out is passed over by its brackets and strings, never built (nor
- * checked further: what it held is dropped anyway).
+ * A member left out is passed over, never built, its JSON checked as it goes
+ * (json_pass_over, _jsonscan.c): what would be declined built is declined passed over,
+ * so the caller's decoder raises on a document malformed there.
  * Everything runs with the GIL held. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "_shapes.h"
+#include "_sharing.h"
 
 #define SHAPE_BITS 11
 #define SHAPES (1 << SHAPE_BITS)
@@ -75,7 +76,7 @@ equal(PyObject *a, PyObject *b)
     Py_ssize_t length = PyUnicode_GET_LENGTH(a);
     int kind = PyUnicode_KIND(a);
     return PyUnicode_GET_LENGTH(b) == length && PyUnicode_KIND(b) == kind
-        && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)length * (size_t)kind) == 0;
+        && same_bytes(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)length * (size_t)kind);
 }
 
 static int

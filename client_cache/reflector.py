@@ -244,7 +244,12 @@ class Reflector:
 
     # -- resource versions -----------------------------------------------------------------------
     def last_sync_resource_version(self) -> str:
-        """The resourceVersion the store is known to be at."""
+        """The resourceVersion the store is known to be at (Go
+        ``LastSyncResourceVersion``).
+
+        It is recorded after the store is filled, in Go's order: a reader that already
+        sees a list's objects in the store may read the previous version here for a
+        moment."""
         with self._lock:
             return self._last_sync_resource_version
 

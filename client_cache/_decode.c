@@ -328,7 +328,7 @@ members(Parser *ps, int depth, char close, int keyed)
             more = -1;
             break;
         }
-        more = out ? (json_pass_over(ps) < 0 ? -1 : after_member(ps, close))
+        more = out ? (json_pass_over(ps, depth + 1) < 0 ? -1 : after_member(ps, close))
             : member(ps, depth, close);
         if (node != NULL) {
             ps->skip = node;

@@ -123,9 +123,9 @@ PyObject *json_string_text(Parser *ps, const char *start, const char *close, int
  * at most 63 characters and finite; NULL (declined) for the others. */
 PyObject *json_number(Parser *ps);
 
-/* The value at ps->p passed over without being built, its grammar checked as the
- * building decoder checks what it builds (see _jsonscan.c); -1 when declined, or with
- * the error set on a failure that is not the document's. */
-int json_pass_over(Parser *ps);
+/* The value at ps->p passed over without being built, its grammar and depth checked as
+ * the building decoder checks what it builds at depth `at` (see _jsonscan.c); -1 when
+ * declined, or with the error set on a failure that is not the document's. */
+int json_pass_over(Parser *ps, int at);
 
 #endif

@@ -102,9 +102,6 @@ json_number(Parser *ps)
 }
 
 
-/* The deepest nesting passed over; deeper is declined (the caller's decoder decides). */
-#define MAX_PASS_DEPTH 256
-
 /* Past the string at p (its opening quote), its text checked as string() checks what it
  * builds (json_string_text, made and dropped, for the rare string with escapes or bytes
  * above 0x7F); NULL when declined (ps->declined set) or on error. */
@@ -128,25 +125,26 @@ pass_string(Parser *ps, const char *p)
 }
 
 int
-json_pass_over(Parser *ps)
+json_pass_over(Parser *ps, int at)
 {
     /* A value's grammar checked without building it: the closers of the open arrays and
      * objects on a stack, each member's key, colon and comma where they belong. What
      * the building decoder would decline is declined here too, so a document with a
      * member left out decodes, or is declined to the caller's decoder (which raises on
-     * malformed JSON), as the whole document would. */
-    char closers[MAX_PASS_DEPTH];
+     * malformed JSON), as the whole document would: that includes any value, scalar or
+     * not, nested deeper than MAX_DEPTH counted from the document's top (at + depth). */
+    char closers[MAX_DEPTH + 1];
     int depth = 0, fraction;
     const char *p = space_end(ps->p, ps->end), *end = ps->end;
     for (;;) {
         /* a value at p */
-        if (p >= end) {
+        if (p >= end || at + depth > MAX_DEPTH) {
             goto declined;
         }
         switch (*p) {
         case '{':
         case '[':
-            if (depth == MAX_PASS_DEPTH) {
+            if (depth == MAX_DEPTH) { /* only with at < 1, which no caller passes */
                 goto declined;
             }
             closers[depth++] = *p == '{' ? '}' : ']';

@@ -179,6 +179,34 @@ def test_skipped_strings_are_checked_as_built_ones_and_deep_nesting_declined() -
 
 
 @needs_c
+@pytest.mark.parametrize("inner", [b"", b"1", b'"s"', b"{}", b'{"k":1}'])
+@pytest.mark.parametrize("where", ["top", "nested"])
+def test_a_skipped_member_is_declined_at_the_depth_a_built_one_is(
+        inner: bytes, where: str) -> None:
+    """Nesting is counted from the document's top whether a member is built or passed
+    over: around the building decoder's limit, a member left out is declined exactly when
+    the same member built is, innermost value a scalar or a container, the member at the
+    top or one level down."""
+    declined = []
+    for n in range(196, 204):
+        value = b"[" * n + inner + b"]" * n
+        member = b'{"a":1,"b":' + value + b"}"
+        text, tree = ((member, {"b": None}) if where == "top" else
+                      (b'{"o":' + member + b"}", {"o": {"b": None}}))
+        built = text.replace(b'"b"', b'"c"')  # the same member, not left out
+        passed_over = sharing._sharing.decode(0, text, tree)
+        built_whole = sharing._sharing.decode(0, built, tree)
+        assert (passed_over is sharing._sharing.DECLINED) == (
+            built_whole is sharing._sharing.DECLINED), (n, inner)
+        if passed_over is not sharing._sharing.DECLINED:
+            assert passed_over == ({"a": 1} if where == "top" else {"o": {"a": 1}})
+        declined.append(passed_over is sharing._sharing.DECLINED)
+    # the limit falls inside the range tried: some depths decode, the deeper decline
+    assert declined[0] is False and declined[-1] is True
+    assert declined == sorted(declined)
+
+
+@needs_c
 @pytest.mark.parametrize("flags", [0, ALL_FLAGS])
 def test_a_corrupted_document_decodes_or_fails_as_the_json_decoder_and_the_drop(
         flags: int) -> None:

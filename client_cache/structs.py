@@ -18,7 +18,11 @@ What a struct type is, generated from the model class's ``openapi_types`` and
 * arrays are tuples, maps are dicts, timestamps and base64 fields stay the wire strings,
   free-form fields (``object``: int-or-string, raw extensions) stay what JSON gives;
 * the paths in ``skip`` (default ``metadata.managedFields``) are not fields at all, so
-  the decoder passes over them without building anything;
+  the decoder passes over them without building anything. They are read as
+  :mod:`client_cache.skip_paths` reads them (dotted strings or sequences of keys,
+  followed through arrays into their items); a class leaves out fields, not the keys
+  of a map, so a path that goes into a map (``metadata.annotations.<key>``) leaves
+  nothing out, as a path naming no field does;
 * the classes are frozen by default (``frozen=False`` makes mutable ones): setting a
   field raises AttributeError, ``msgspec.structs.replace(obj, field=value)`` makes a
   changed copy (a transform returns one), and the list-watch gives the cached objects
@@ -53,6 +57,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from client_cache import wire
+from client_cache.skip_paths import SkipPath, Tree, skip_tree
 
 __all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "model_of", "struct_to_wire",
            "struct_type", "to_struct"]
@@ -66,7 +71,7 @@ _PRIMITIVES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": b
 _LIST = re.compile(r"^(?:List\[|list\[)(.+)\]$")
 _DICT = re.compile(r"^(?:Dict\[str, |dict\(str, )(.+)[\])]$")
 _lock = threading.Lock()
-_built: dict[tuple[type, tuple[str, ...], bool], type] = {}
+_built: dict[tuple[type, tuple[tuple[str, ...], ...], bool], type] = {}
 _models: dict[type, type] = {}  # each class struct_type made -> its model class
 
 
@@ -83,23 +88,27 @@ def is_struct_type(object_type: Any) -> bool:
     return isinstance(object_type, type) and hasattr(object_type, "__struct_fields__")
 
 
-def struct_type(model: type, *, skip: Iterable[str] = DEFAULT_SKIP,
+def struct_type(model: type, *, skip: SkipPath | Iterable[SkipPath] = DEFAULT_SKIP,
                 frozen: bool = True) -> type:
     """The struct class for the ``kubernetes`` model class ``model`` (see the module
     documentation), built on first request and cached. ``skip`` lists wire paths
-    (``metadata.managedFields``, ``status.conditions``) to leave out. ``frozen`` (the
-    default) makes the classes immutable (``msgspec``'s ``frozen=True``: setting a field
-    raises AttributeError; ``msgspec.structs.replace`` makes a changed copy), which lets
-    the list-watch share equal parts between cached objects; ``frozen=False`` gives
-    mutable classes, never shared. Raises TypeError for a class without the models'
-    ``openapi_types`` metadata."""
+    (``metadata.managedFields``, ``status.conditions``) to leave out, as
+    :func:`client_cache.skip_paths.skip_tree` takes them: a dotted string alone is one
+    path. ``frozen`` (the default) makes the classes immutable (``msgspec``'s
+    ``frozen=True``: setting a field raises AttributeError; ``msgspec.structs.replace``
+    makes a changed copy), which lets the list-watch share equal parts between cached
+    objects; ``frozen=False`` gives mutable classes, never shared. Raises TypeError for a
+    class without the models' ``openapi_types`` metadata, and TypeError or ValueError
+    for a path that is not one (an empty key, a key that is not a str)."""
     if not hasattr(model, "openapi_types") or not hasattr(model, "attribute_map"):
         raise TypeError(f"{model!r} is not a kubernetes model class (no openapi_types)")
-    skipped = tuple(sorted(set(skip)))
+    tree = skip_tree(skip)
+    skipped = tuple(sorted(set(tree.paths))) if tree is not None else ()
     with _lock:
         key = (model, skipped, frozen)
         if key not in _built:
-            _built[key] = _Builder(skipped, frozen).build(model, "", ())
+            _built[key] = _Builder(frozen).build(
+                model, tree.tree if tree is not None else None, ())
             _models[_built[key]] = model
         return _built[key]
 
@@ -112,14 +121,17 @@ def model_of(cls: type) -> type | None:
 
 
 class _Builder:
-    def __init__(self, skip: tuple[str, ...], frozen: bool) -> None:
-        self.skip = set(skip)
+    """Makes the struct classes of one model class; ``node`` is where the skip tree
+    (:data:`client_cache.skip_paths.Tree`) stands at the class being built (None: no
+    path goes on below it)."""
+
+    def __init__(self, frozen: bool) -> None:
         self.frozen = frozen
         self.msgspec = _msgspec()
         from kubernetes.client import models  # noqa: PLC0415 - kubernetes is imported late
         self.models = models
 
-    def build(self, model: type, path: str, building: tuple[type, ...]) -> Any:
+    def build(self, model: type, node: Tree | None, building: tuple[type, ...]) -> Any:
         if model in building:
             return Any  # a recursive schema: plain JSON from here down
         fields = []
@@ -128,27 +140,29 @@ class _Builder:
         names: dict[str, str] = getattr(model, "attribute_map", {})
         for attr, spec in types.items():
             wire_name = names[attr]
-            where = f"{path}.{wire_name}" if path else wire_name
-            if where in self.skip:
-                continue
-            kind = self.field_type(spec, where, (*building, model))
+            below: Tree | None = None
+            if node is not None and wire_name in node:
+                below = node[wire_name]
+                if below is None:
+                    continue  # the tree leaves this field out
+            kind = self.field_type(spec, below, (*building, model))
             fields.append((attr, kind | None, None))
             rename[attr] = wire_name
         return self.msgspec.defstruct(
             model.__name__, fields, rename=rename, kw_only=True, omit_defaults=True,
             gc=False, frozen=self.frozen, module=__name__)
 
-    def field_type(self, spec: str, path: str, building: tuple[type, ...]) -> Any:
+    def field_type(self, spec: str, node: Tree | None, building: tuple[type, ...]) -> Any:
         if spec in _PRIMITIVES:
             return _PRIMITIVES[spec]
-        if (match := _LIST.match(spec)) is not None:
-            return tuple[self.field_type(match.group(1), path, building), ...]  # type: ignore[misc]
-        if (match := _DICT.match(spec)) is not None:
-            return dict[str, self.field_type(match.group(1), path, building)]  # type: ignore[misc]
+        if (match := _LIST.match(spec)) is not None:  # paths go on into each item
+            return tuple[self.field_type(match.group(1), node, building), ...]  # type: ignore[misc]
+        if (match := _DICT.match(spec)) is not None:  # a path's next key is a map key
+            return dict[str, self.field_type(match.group(1), None, building)]  # type: ignore[misc]
         model = getattr(self.models, spec, None)
         if model is None:
             return Any
-        return self.build(model, path, building)
+        return self.build(model, node, building)
 
 
 class StructCodec:

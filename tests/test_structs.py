@@ -74,6 +74,34 @@ def test_skip_paths_and_recursive_schemas() -> None:
         struct_type(dict)
 
 
+def test_skip_paths_are_read_as_the_decoders_read_them() -> None:
+    """``skip`` takes what skip_paths takes: a dotted string alone is one path (it was
+    taken as its characters, leaving nothing out), a sequence of keys is the same path
+    dotted, a path goes on through arrays into each item, and a path that is not one
+    raises instead of leaving nothing out without a word."""
+    alone = struct_type(V1Pod, skip="status")
+    assert "status" not in alone.__struct_fields__
+    assert alone is struct_type(V1Pod, skip=("status",))
+    keys = struct_type(V1Pod, skip=[("metadata", "managedFields"), "spec.containers.env"])
+    assert keys is struct_type(V1Pod, skip=["spec.containers.env", "metadata.managedFields"])
+    pod = to_struct(POD, keys)
+    container_type = type(pod.spec.containers[0])
+    assert "env" not in container_type.__struct_fields__
+    assert "ports" in container_type.__struct_fields__
+    assert "managed_fields" not in type(pod.metadata).__struct_fields__
+    # the init containers are V1Containers too, at another path: they keep env
+    init = to_struct({"spec": {"initContainers": [{"name": "i", "env": [
+        {"name": "A", "value": "1"}]}]}}, keys)
+    assert init.spec.init_containers[0].env[0].value == "1"
+    # a key of a map is not a field: the labels stay whole
+    labelled = struct_type(V1Pod, skip=["metadata.labels.app"])
+    assert to_struct(POD, labelled).metadata.labels == {"app": "web"}
+    for bad, error in (("metadata..name", ValueError), ([("metadata", "")], ValueError),
+                       ([3], TypeError)):
+        with pytest.raises(error, match="skip path"):
+            struct_type(V1Pod, skip=bad)  # type: ignore[arg-type]
+
+
 def test_the_codec_decodes_lists_and_events() -> None:
     codec = StructCodec(struct_type(V1ConfigMap))
     body = json.dumps({"kind": "ConfigMapList", "apiVersion": "v1",

@@ -135,6 +135,9 @@ json_pass_over(Parser *ps, int at)
      * not, nested deeper than MAX_DEPTH counted from the document's top (at + depth). */
     char closers[MAX_DEPTH + 1];
     int depth = 0, fraction;
+    if (at < 0) {
+        at = 0;
+    }
     const char *p = space_end(ps->p, ps->end), *end = ps->end;
     for (;;) {
         /* a value at p */
@@ -144,9 +147,8 @@ json_pass_over(Parser *ps, int at)
         switch (*p) {
         case '{':
         case '[':
-            if (depth == MAX_DEPTH) { /* only with at < 1, which no caller passes */
-                goto declined;
-            }
+            /* room for it: a container opens only at a value with at + depth <=
+             * MAX_DEPTH (checked above) and at >= 0, so depth < MAX_DEPTH + 1 here */
             closers[depth++] = *p == '{' ? '}' : ']';
             p = space_end(p + 1, end);
             if (p < end && *p == closers[depth - 1]) {

@@ -88,13 +88,15 @@ def is_struct_type(object_type: Any) -> bool:
     return isinstance(object_type, type) and hasattr(object_type, "__struct_fields__")
 
 
-def struct_type(model: type, *, skip: SkipPath | Iterable[SkipPath] = DEFAULT_SKIP,
+def struct_type(model: type, *, skip: Iterable[SkipPath] = DEFAULT_SKIP,
                 frozen: bool = True) -> type:
     """The struct class for the ``kubernetes`` model class ``model`` (see the module
     documentation), built on first request and cached. ``skip`` lists wire paths
     (``metadata.managedFields``, ``status.conditions``) to leave out, as
-    :func:`client_cache.skip_paths.skip_tree` takes them: a dotted string alone is one
-    path. ``frozen`` (the default) makes the classes immutable (``msgspec``'s
+    :func:`client_cache.skip_paths.skip_tree` takes them: each item a dotted string or
+    a sequence of keys, and a dotted string alone one path (``("metadata",
+    "managedFields")`` is two paths; ``[("metadata", "managedFields")]`` is one).
+    ``frozen`` (the default) makes the classes immutable (``msgspec``'s
     ``frozen=True``: setting a field raises AttributeError; ``msgspec.structs.replace``
     makes a changed copy), which lets the list-watch share equal parts between cached
     objects; ``frozen=False`` gives mutable classes, never shared. Raises TypeError for a

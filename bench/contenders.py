@@ -15,7 +15,9 @@ with ``--latency-events``, print ``READY latency`` and report p50/p99 of the del
 the server's write (stamped in each object) to the handler for the next K events.
 
 Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-dict-own-keys`` (the same with
-``CLIENT_CACHE_COMPACT_DICTS=0``: each dict keeps its own key table), ``cc-model`` (client_cache,
+``CLIENT_CACHE_COMPACT_DICTS=0``: each dict keeps its own key table), ``cc-dict-rebuilt``
+(the same with ``CLIENT_CACHE_REUSE_UNCHANGED=0``: a watch event's object is built whole,
+nothing taken from the object it replaces), ``cc-model`` (client_cache,
 ``V1Pod`` models), ``cc-struct`` (client_cache, struct mode: msgspec structs without
 managedFields), all on any ``--sync`` path (list, watch-list, paged);
 ``k8s-informer`` (the ``kubernetes`` package's own ``kubernetes.informer.SharedInformer``),
@@ -156,7 +158,8 @@ def drop_managed_fields(obj: Any) -> Any:
 
 
 def client_cache_informer(models: bool, structs: bool = False, compact: bool = True,
-                          skip: tuple[str, ...] = ()) -> Callable[..., Any]:
+                          skip: tuple[str, ...] = (), reuse: bool = True,
+                          ) -> Callable[..., Any]:
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
               sync: str = "list", protobuf: bool = False) -> Callable[[], int]:
@@ -164,6 +167,8 @@ def client_cache_informer(models: bool, structs: bool = False, compact: bool = T
         from client_cache.controller import ResourceEventHandlerFuncs
         if not compact:  # read when the factory makes the list-watch
             os.environ[sharing.COMPACT_DICTS_ENV] = "0"
+        if not reuse:  # read when the informer starts
+            os.environ[sharing.REUSE_UNCHANGED_ENV] = "0"
         from client_cache.informers import (
             SharedInformerFactoryOptions,
             new_shared_informer_factory_with_options,
@@ -362,6 +367,7 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
 CONTENDERS: dict[str, Callable[..., Any]] = {
     "cc-dict": client_cache_informer(models=False),
     "cc-dict-own-keys": client_cache_informer(models=False, compact=False),
+    "cc-dict-rebuilt": client_cache_informer(models=False, reuse=False),
     "cc-model": client_cache_informer(models=True),
     "cc-dict-skip": client_cache_informer(models=False, skip=("metadata.managedFields",)),
     "cc-struct": client_cache_informer(models=False, structs=True),

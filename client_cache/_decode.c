@@ -27,6 +27,7 @@
 #include <string.h>
 #include "_decode.h"
 #include "_jsonparser.h"
+#include "_previous.h"
 #include "_shapes.h"
 #include "_sharing.h"
 
@@ -184,9 +185,9 @@ json_string_text(Parser *ps, const char *start, const char *close, int escaped)
 }
 
 /* A string at ps->p (its opening quote). A key is looked up among the keys seen; a
- * value is shared when the flags say so. */
+ * value is the hint when equal to it, else shared when the flags say so. */
 static PyObject *
-string(Parser *ps, int is_key)
+string(Parser *ps, int is_key, PyObject *hint)
 {
     const char *start = ++ps->p;
     int escaped = 0, ascii = 1;
@@ -216,13 +217,19 @@ string(Parser *ps, int is_key)
             Py_XSETREF(keys[slot], Py_NewRef(key));
             return key;
         }
+        if (hint != NULL && same_ascii(hint, start, length)) {
+            return Py_NewRef(hint);
+        }
         if (!is_key && (ps->flags & SHARE)) {
             return shared_ascii(start, length);
         }
         return PyUnicode_FromStringAndSize(start, length);
     }
     PyObject *s = json_string_text(ps, start, p, escaped);
-    if (s != NULL && !is_key && (ps->flags & SHARE)) {
+    if (hint != NULL) {
+        s = reused_scalar(s, hint);
+    }
+    if (s != NULL && s != hint && !is_key && (ps->flags & SHARE)) {
         Py_SETREF(s, shared_str(s));
     }
     return s;
@@ -258,12 +265,7 @@ static int
 empty(Parser *ps, char close)
 {
     ps->p++;
-    skip_space(ps);
-    if (ps->p < ps->end && *ps->p == close) {
-        ps->p++;
-        return 1;
-    }
-    return 0;
+    return take(ps, close);
 }
 
 /* A key and its colon at ps->p, the key pushed on the stack; -1 on error or when
@@ -276,16 +278,14 @@ key(Parser *ps)
         ps->declined = 1;
         return -1;
     }
-    PyObject *name = string(ps, 1);
+    PyObject *name = string(ps, 1, NULL);
     if (name == NULL || push(ps, name) < 0) {
         return -1;
     }
-    skip_space(ps);
-    if (ps->p >= ps->end || *ps->p != ':') {
+    if (!take(ps, ':')) {
         ps->declined = 1;
         return -1;
     }
-    ps->p++;
     return 0;
 }
 
@@ -308,14 +308,47 @@ skipped(Parser *ps, PyObject *node)
     return 0;
 }
 
+/* Whether the event whose members so far are on the stack (from its bottom: the
+ * document's top) is of a type whose object is new to the cache: ADDED (but in a
+ * watch-list's relist) or BOOKMARK. Not looked up, so an initial sync does not pay. */
+static int
+new_object(Parser *ps)
+{
+    for (Py_ssize_t i = 0; i + 1 < ps->parts.top; i += 2) {
+        PyObject *name = ps->parts.items[i], *type = ps->parts.items[i + 1];
+        if (PyUnicode_CompareWithASCIIString(name, "type") == 0) {
+            return PyUnicode_Check(type)
+                && (PyUnicode_CompareWithASCIIString(type, "ADDED") == 0
+                    || PyUnicode_CompareWithASCIIString(type, "BOOKMARK") == 0);
+        }
+    }
+    return 0;
+}
+
+/* The previous object's part where the member whose key was just pushed sits, in an
+ * object whose own part is hint: a new reference, NULL when there is none (or with the
+ * error set). At an event's top, the member "object" has the object the lookup finds
+ * (none for new_object's events). */
+static PyObject *
+member_part(Parser *ps, int depth, PyObject *hint, Py_ssize_t *pos)
+{
+    PyObject *name = ps->parts.items[ps->parts.top - 1];
+    if (depth == 0 && ps->previous != NULL
+        && PyUnicode_CompareWithASCIIString(name, "object") == 0) {
+        return new_object(ps) ? NULL : previous_of(ps, ps->previous);
+    }
+    return Py_XNewRef(member_hint(hint, name, pos));
+}
+
 /* The members of the container just opened at ps->p, up to its close, pushed on the
  * stack (each value after its key when keyed); -1 on error or when declined, with the
  * stack as it was. The members of an object read with a skip node are read with the
- * nodes below it, or left out; an array's with its own. */
+ * nodes below it, or left out; an array's with its own. Each is read with the part of
+ * hint (the previous object's container here) in its place. */
 static int
-members(Parser *ps, int depth, char close, int keyed)
+members(Parser *ps, int depth, char close, int keyed, PyObject *hint)
 {
-    Py_ssize_t base = ps->parts.top;
+    Py_ssize_t base = ps->parts.top, index = 0, pos = 0;
     PyObject *node = keyed ? ps->skip : NULL;
     int more = !empty(ps, close);
     while (more > 0) {
@@ -328,8 +361,25 @@ members(Parser *ps, int depth, char close, int keyed)
             more = -1;
             break;
         }
-        more = out ? (json_pass_over(ps, depth + 1) < 0 ? -1 : after_member(ps, close))
-            : member(ps, depth, close);
+        if (out) {
+            more = json_pass_over(ps, depth + 1) < 0 ? -1 : after_member(ps, close);
+        }
+        else {
+            /* the part in the previous object (none read without one: no call) */
+            PyObject *part = NULL;
+            if (hint != NULL || (depth == 0 && ps->previous != NULL)) {
+                part = keyed ? member_part(ps, depth, hint, &pos)
+                    : Py_XNewRef(item_hint(hint, index));
+            }
+            index++;
+            if (part == NULL && PyErr_Occurred()) {
+                more = -1;
+                break;
+            }
+            ps->hint = part; /* value() takes it */
+            more = member(ps, depth, close);
+            Py_XDECREF(part);
+        }
         if (node != NULL) {
             ps->skip = node;
         }
@@ -340,14 +390,19 @@ members(Parser *ps, int depth, char close, int keyed)
     return more;
 }
 
+/* An array, or hint itself when it is a list of the same items. */
 static PyObject *
-array(Parser *ps, int depth)
+array(Parser *ps, int depth, PyObject *hint)
 {
     Py_ssize_t base = ps->parts.top;
-    if (members(ps, depth, ']', 0) < 0) {
+    if (members(ps, depth, ']', 0, hint) < 0) {
         return NULL;
     }
     Py_ssize_t count = ps->parts.top - base;
+    if (hint != NULL && same_list(hint, ps->parts.items + base, count)) {
+        unwind(ps, base);
+        return Py_NewRef(hint);
+    }
     PyObject *list = PyList_New(count);
     if (list == NULL) {
         unwind(ps, base);
@@ -363,15 +418,20 @@ array(Parser *ps, int depth)
     return list;
 }
 
+/* An object as a dict, or hint itself when it is a dict of the same members. */
 static PyObject *
-object(Parser *ps, int depth)
+object(Parser *ps, int depth, PyObject *hint)
 {
     Py_ssize_t base = ps->parts.top;
-    if (members(ps, depth, '}', 1) < 0) {
+    if (members(ps, depth, '}', 1, hint) < 0) {
         return NULL;
     }
     Py_ssize_t count = (ps->parts.top - base) / 2;
     PyObject *const *pairs = ps->parts.items + base;
+    if (hint != NULL && same_dict(hint, pairs, count)) {
+        unwind(ps, base);
+        return Py_NewRef(hint);
+    }
     PyObject *dict = (ps->flags & COMPACT) ? shaped_from_pairs(pairs, count)
         : dict_of_pairs(pairs, count);
     if (dict != NULL && PyDict_GET_SIZE(dict) != count) {
@@ -402,9 +462,13 @@ literal(Parser *ps, const char *word, Py_ssize_t length)
     return 1;
 }
 
+/* The value at ps->p, read with the previous object's part in its place (ps->hint,
+ * taken and cleared). */
 static PyObject *
 value(Parser *ps, int depth)
 {
+    PyObject *hint = ps->hint;
+    ps->hint = NULL;
     if (depth > MAX_DEPTH) {
         return decline(ps); /* the walk leaves what is deeper as it is */
     }
@@ -414,11 +478,11 @@ value(Parser *ps, int depth)
     }
     switch (*ps->p) {
     case '{':
-        return object(ps, depth);
+        return object(ps, depth, hint);
     case '[':
-        return array(ps, depth);
+        return array(ps, depth, hint);
     case '"':
-        return string(ps, 0);
+        return string(ps, 0, hint);
     case 't':
         return literal(ps, "true", 4) ? Py_NewRef(Py_True) : decline(ps);
     case 'f':
@@ -426,14 +490,16 @@ value(Parser *ps, int depth)
     case 'n':
         return literal(ps, "null", 4) ? Py_NewRef(Py_None) : decline(ps);
     default:
-        return json_number(ps);
+        return hint != NULL ? reused_scalar(json_number(ps), hint) : json_number(ps);
     }
 }
 
 PyObject *
-decode_json_skipping(int flags, PyObject *skip, const char *data, Py_ssize_t length)
+decode_json_with(int flags, PyObject *skip, PyObject *previous, const char *data,
+                 Py_ssize_t length)
 {
-    Parser ps = {.p = data, .end = data + length, .flags = flags, .skip = skip};
+    Parser ps = {.p = data, .end = data + length, .flags = flags, .skip = skip,
+                 .previous = previous};
     PyObject *result = value(&ps, 0);
     if (result != NULL) {
         skip_space(&ps);
@@ -454,7 +520,7 @@ decode_json_skipping(int flags, PyObject *skip, const char *data, Py_ssize_t len
 PyObject *
 decode_json(int flags, const char *data, Py_ssize_t length)
 {
-    return decode_json_skipping(flags, NULL, data, length);
+    return decode_json_with(flags, NULL, NULL, data, length);
 }
 
 int
@@ -467,13 +533,22 @@ PyObject *
 decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     int flags;
-    PyObject *skip = nargs == 3 ? args[2] : Py_None;
-    if (skip != Py_None && !PyDict_CheckExact(skip)) {
-        PyErr_SetString(PyExc_TypeError, "decode(flags, data[, skip]): skip is a dict");
+    const char *usage = "decode(flags, data[, skip[, previous]])";
+    PyObject *skip = nargs >= 3 ? args[2] : Py_None;
+    PyObject *previous = nargs == 4 ? args[3] : Py_None;
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "%s: at most 4 arguments", usage);
         return NULL;
     }
-    if (walk_arguments("decode(flags, data[, skip])", args, nargs == 3 ? 2 : nargs,
-                       &flags) < 0) {
+    if (skip != Py_None && !PyDict_CheckExact(skip)) {
+        PyErr_Format(PyExc_TypeError, "%s: skip is a dict or None", usage);
+        return NULL;
+    }
+    if (previous != Py_None && !PyCallable_Check(previous)) {
+        PyErr_Format(PyExc_TypeError, "%s: previous is a callable or None", usage);
+        return NULL;
+    }
+    if (walk_arguments(usage, args, nargs >= 3 ? 2 : nargs, &flags) < 0) {
         return NULL;
     }
     if (!PyObject_CheckBuffer(args[1])) {
@@ -483,8 +558,9 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    PyObject *result = decode_json_skipping(flags, skip == Py_None ? NULL : skip, view.buf,
-                                            view.len);
+    PyObject *result = decode_json_with(flags, skip == Py_None ? NULL : skip,
+                                        previous == Py_None ? NULL : previous, view.buf,
+                                        view.len);
     PyBuffer_Release(&view);
     return result;
 }

@@ -5,8 +5,8 @@
 
 #include <Python.h>
 
-/* decode(flags, data[, skip]): what walk(flags, json.loads(data)) gives, the skip
- * tree's paths left out, or DECLINED (METH_FASTCALL). */
+/* decode(flags, data[, skip[, previous]]): what walk(flags, json.loads(data)) gives, the
+ * skip tree's paths left out, or DECLINED (METH_FASTCALL); see decode_json_with. */
 PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* The JSON document data[0:length] decoded with the walk's flags applied: what
@@ -14,9 +14,10 @@ PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 PyObject *decode_json(int flags, const char *data, Py_ssize_t length);
 
 /* decode_json with the paths of skip (a tree of dicts: see _decode.c; NULL: none) left
- * out. */
-PyObject *decode_json_skipping(int flags, PyObject *skip, const char *data,
-                               Py_ssize_t length);
+ * out, and an event's object read beside the one previous (a callable taking a cache
+ * key: see _previous.c; NULL: none) gives for it. */
+PyObject *decode_json_with(int flags, PyObject *skip, PyObject *previous, const char *data,
+                           Py_ssize_t length);
 
 /* Whether obj is DECLINED. */
 int is_declined(PyObject *obj);

@@ -18,6 +18,9 @@ typedef struct {
     Py_ssize_t text_size;
     int declined;            /* set when NULL is returned for a reason not in PyErr */
     PyObject *skip;          /* the skip tree's node of the value read next (NULL: none) */
+    PyObject *hint;          /* the previous object's part where the value read next sits
+                              * (_previous.c; borrowed, NULL: none) */
+    PyObject *previous;      /* the lookup of an event's previous object (NULL: none) */
 } Parser;
 
 /* NULL, the document declined (not an error: the caller's JSON decoder says). */
@@ -42,6 +45,18 @@ static inline void
 skip_space(Parser *ps)
 {
     ps->p = space_end(ps->p, ps->end);
+}
+
+/* Whether the next byte at ps->p that is not white space is c (then consumed). */
+static inline int
+take(Parser *ps, char c)
+{
+    skip_space(ps);
+    if (ps->p < ps->end && *ps->p == c) {
+        ps->p++;
+        return 1;
+    }
+    return 0;
 }
 
 /* Whether string_close reads eight bytes at a time (it needs the lowest set bit's

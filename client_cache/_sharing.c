@@ -520,10 +520,12 @@ static PyMethodDef methods[] = {
      "collector's sight (flags & UNTRACK) and its dicts by equal ones sharing key tables "
      "(flags & COMPACT); returns what takes obj's place; see client_cache.sharing."},
     {"decode", (PyCFunction)(void (*)(void))decode_entry, METH_FASTCALL,
-     "decode(flags, data) -> obj: the JSON document in data (bytes-like) decoded, with "
-     "what walk(flags, ...) does done while decoding; DECLINED when data is not one this "
-     "decoder takes (malformed, numbers it would round, repeated keys...): decode it "
-     "with a JSON decoder and walk it instead."},
+     "decode(flags, data[, skip[, previous]]) -> obj: the JSON document in data "
+     "(bytes-like) decoded, with what walk(flags, ...) does done while decoding; DECLINED "
+     "when data is not one this decoder takes (malformed, numbers it would round, "
+     "repeated keys...): decode it with a JSON decoder and walk it instead. skip: a skip "
+     "tree's node; previous: a callable giving, for an event's object's cache key, the "
+     "object whose equal parts the event's takes as they are (or None)."},
     {"list_items", list_items, METH_O,
      "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
      "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "

@@ -23,7 +23,8 @@ from client_cache.skip_paths import SkipPath, Tree, drop_members, skip_tree
 from client_cache.stream_watcher import bookmark_object
 from client_cache.structs import StructCodec, is_struct_type
 
-__all__ = ["Loads", "ObjectDecoding", "dropped", "model_decoder", "walked", "walked_events"]
+__all__ = ["Loads", "ObjectDecoding", "dropped", "model_decoder", "reuse_cached", "walked",
+           "walked_events"]
 
 _log = logging.getLogger(__name__)
 
@@ -58,6 +59,27 @@ def walked(loads: Loads, walk: Callable[[Any], Any]) -> Loads:
     return decode
 
 
+def reuse_cached(lister_watcher: Any, store: Any) -> None:
+    """Have ``lister_watcher``'s watches take, for each event, the unchanged parts of the
+    object ``store`` (a store with ``get_by_key``) holds under its key, when the
+    lister-watcher can (``set_previous_objects``: a
+    :class:`~client_cache.listwatch.ClientListerWatcher`) and
+    ``CLIENT_CACHE_REUSE_UNCHANGED`` is not ``0``; ``store`` None lets go of the store
+    (what an informer does when it stops, so the lister-watcher does not keep its cache
+    alive)."""
+    setter = getattr(lister_watcher, "set_previous_objects", None)
+    if setter is None:
+        return
+    if store is None or not sharing.reused_by_default():
+        setter(None)
+        return
+    get_by_key = store.get_by_key
+
+    def cached(key: str) -> Any:
+        return get_by_key(key)[0]
+    setter(cached)
+
+
 def walked_events(decode_event: Callable[[bytes], tuple[str, Any]],
                   walk: Callable[[Any], Any]) -> Callable[[bytes], tuple[str, Any]]:
     """``decode_event`` followed by ``walk`` of the event's object."""
@@ -72,7 +94,8 @@ class ObjectDecoding:
     are :class:`~client_cache.listwatch.ClientListerWatcher`'s, which documents them.
 
     :attr:`loads` decodes a JSON document whole, walked (a Status body); :attr:`event_loads`
-    a watch line (its object's members left out); :attr:`list_body` reads LIST bodies;
+    a watch line (its object's members left out), :meth:`event_loads_reusing` one taking
+    the unchanged parts of the object it replaces; :attr:`list_body` reads LIST bodies;
     :attr:`decode` turns a dict into a model (None for dicts and structs);
     :attr:`decode_event` is the struct codec's line decoder (None unless structs);
     :meth:`protobuf_event` decodes a protobuf watch frame. :attr:`protobuf` says whether
@@ -100,8 +123,11 @@ class ObjectDecoding:
         self.loads = self._json_loads(loads, None)
         item_loads = self.loads if self.skip is None else self._json_loads(loads,
                                                                            self.skip.tree)
+        self._event_tree = None if self.skip is None else self.skip.under("object")
         self.event_loads = self.loads if self.skip is None else self._json_loads(
-            loads, self.skip.under("object"))
+            loads, self._event_tree)
+        # watch lines read by the C decoder into dicts can take parts of cached dicts
+        self._reusable = loads is wire.loads and not object_type and sharing.AVAILABLE
         body_loads = self.loads if self.skip is None else self._json_loads(
             loads, self.skip.under("items"))
         self.codec: Any = None
@@ -135,6 +161,18 @@ class ObjectDecoding:
         self.list_body = ListBodyReader(
             item_loads, loads, self.codec, self._walk, self.flags, dicts=not object_type,
             body_loads=body_loads, skip=self.skip)
+
+    def event_loads_reusing(self, previous: Callable[[str], Any] | None) -> Loads:
+        """The watch line decoder whose event objects take the parts equal to those of
+        the object ``previous`` gives for their key (:func:`client_cache.sharing.decoder`
+        says how): dict objects read by the C decoder only; :attr:`event_loads` for the
+        others, or when ``previous`` is None."""
+        if previous is None or not self._reusable:
+            return self.event_loads
+        reusing = sharing.decoder(wire.loads, self.share_strings, self.untrack,
+                                  self.compact_dicts, skip=self._event_tree,
+                                  previous=previous)
+        return reusing if reusing is not None else self.event_loads
 
     def _json_loads(self, loads: Loads, tree: Tree | None) -> Loads:
         """The JSON decoder of documents whose members ``tree`` names are left out, walked

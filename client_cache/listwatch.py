@@ -281,7 +281,8 @@ class ClientListerWatcher:
     members they name out of every object while decoding it, for dict and model objects
     (:mod:`client_cache.skip_paths`; a struct class leaves out its own fields, and is
     refused them with ValueError). :attr:`decoding` (an
-    :class:`~client_cache.decoding.ObjectDecoding`) decodes each answer.
+    :class:`~client_cache.decoding.ObjectDecoding`) decodes each answer;
+    :meth:`set_previous_objects` lets watch events share what they leave unchanged.
     """
 
     def __init__(
@@ -325,9 +326,24 @@ class ClientListerWatcher:
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once
+        self._previous: Callable[[str], Any] | None = None
 
     def __repr__(self) -> str:
         return f"<ClientListerWatcher {self.gvr} namespace={self.namespace!r}>"
+
+    def set_previous_objects(self, lookup: Callable[[str], Any] | None) -> None:
+        """Where the watches started from now on find the object an event replaces:
+        ``lookup`` takes a cache key (``namespace/name``, or ``name``) and gives the
+        cached object or None; None stops it. Each JSON event's object then takes the
+        parts equal to that object's as they are (shared, not built again: see
+        :func:`client_cache.sharing.decoder`), for dict objects read by the C decoder;
+        other objects, and protobuf, are decoded as before. A port addition: shared
+        informers set it to their indexer unless a transform is set (a transform changes
+        the new object in place, and must not reach the old one through a shared
+        part), or ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""
+        if lookup is not None and not callable(lookup):
+            raise TypeError(f"lookup must be callable or None, not {type(lookup).__name__}")
+        self._previous = lookup
 
     # -- HTTP ---------------------------------------------------------------------------------
     def _headers(self, watch: bool) -> dict[str, str]:
@@ -472,7 +488,8 @@ class ClientListerWatcher:
                                  frames=protobuf.FrameReader())
         return StreamWatcher(
             response, self.decoding.decode, name=self.gvr.label(),
-            loads=self.decoding.event_loads, decode_event=self.decoding.decode_event,
+            loads=self.decoding.event_loads_reusing(self._previous),
+            decode_event=self.decoding.decode_event,
         )
 
 

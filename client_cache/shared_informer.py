@@ -46,6 +46,7 @@ from client_cache.controller import (
     process_deltas,
     process_deltas_in_batch,
 )
+from client_cache.decoding import reuse_cached
 from client_cache.delta_fifo import (
     Delta,
     DeltaFIFOOptions,
@@ -325,6 +326,8 @@ class SharedIndexInformer(Generic[T]):
                 process_batch=self.handle_batch_deltas,
             )
             self._controller = new_controller(config)
+            # a transform changes new objects in place: none may share parts with old ones
+            reuse_cached(self.lister_watcher, self.indexer if self._transform is None else None)
             self._started = True
         # No thread waits for stop: the listeners start here and are stopped when the
         # controller returns; the mutation detector gets a thread only when enabled.
@@ -341,6 +344,7 @@ class SharedIndexInformer(Generic[T]):
         finally:
             with self._started_lock:
                 self._stopped = True
+            reuse_cached(self.lister_watcher, None)
             detector_stop.set()
             self.indexer.close_subscriptions()
             self.processor.stop()

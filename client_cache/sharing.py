@@ -145,10 +145,10 @@ from typing import Any, TypeVar, cast
 from client_cache import native, wire
 from client_cache.skip_paths import drop_members
 
-__all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "SHARE_STRINGS_ENV", "UNTRACK_ENV", "ListSplitter",
-           "clear_table", "compact", "compacted_by_default", "decoder", "share",
-           "shared_by_default", "split_list", "table_stats", "untrack", "untracked_by_default",
-           "walker"]
+__all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "REUSE_UNCHANGED_ENV", "SHARE_STRINGS_ENV",
+           "UNTRACK_ENV", "ListSplitter", "clear_table", "compact", "compacted_by_default",
+           "decoder", "reused_by_default", "share", "shared_by_default", "split_list",
+           "table_stats", "untrack", "untracked_by_default", "walker"]
 
 T = TypeVar("T")
 
@@ -162,6 +162,10 @@ UNTRACK_ENV = "CLIENT_CACHE_UNTRACK"
 #: The environment variable that, when "0", leaves every list-watch's decoded dicts with
 #: key tables of their own.
 COMPACT_DICTS_ENV = "CLIENT_CACHE_COMPACT_DICTS"
+
+#: The environment variable that, when "0", has no informer's watch events take the
+#: unchanged parts of the objects they replace (see :func:`decoder`'s ``previous``).
+REUSE_UNCHANGED_ENV = "CLIENT_CACHE_REUSE_UNCHANGED"
 
 # None without a compiler, or when built from other sources (client_cache.native)
 _sharing: Any = native.load("_sharing")
@@ -192,6 +196,13 @@ def compacted_by_default() -> bool:
     return _enabled(COMPACT_DICTS_ENV)
 
 
+def reused_by_default() -> bool:
+    """Whether shared informers have their watch events take the unchanged parts of the
+    objects they replace: the C part is installed and ``CLIENT_CACHE_REUSE_UNCHANGED`` is
+    not ``0``."""
+    return _enabled(REUSE_UNCHANGED_ENV)
+
+
 def walk_flags(strings: bool, untrack: bool, compact: bool) -> int:
     """The C walk's flags for what is asked (0 where the C part is not installed)."""
     if _sharing is None:  # pragma: no cover - depends on the installation
@@ -216,6 +227,7 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
 
 def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
             compact: bool = False, skip: dict[str, Any] | None = None,
+            previous: Callable[[str], Any] | None = None,
             ) -> Callable[[bytes], Any] | None:
     """A JSON decoder giving what ``walker(strings, untrack, compact)`` gives for what
     ``loads`` decodes, in one pass where it can: the C decoder (``_decode.c``) builds
@@ -231,14 +243,26 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     result or raise ``loads``'s error. ``skip`` (a node of a
     :class:`~client_cache.skip_paths.SkipTree`) leaves its members out: passed over by
     the C decoder, dropped after ``loads``. None when nothing is asked or the C part is
-    not installed."""
+    not installed.
+
+    ``previous`` (for watch events, ``{"type": ..., "object": ...}``) takes a cache key
+    (``namespace/name``, or ``name`` without a namespace, read from the event object's
+    metadata before it is built) and gives the object cached under it, or None. The C
+    decoder then reads the event's object beside that one: each string, number, array
+    and object equal to the one in the same place (same type, same keys in the same
+    order) is taken as it is rather than built again, so the parts an update leaves
+    unchanged are shared between the old object and the new one, and are neither built
+    nor freed (a port addition; objects are read only by contract). Every part is
+    compared, so any object ``previous`` gives is safe: a stale or unrelated one costs
+    the compares, and the result is always what the JSON says; what ``loads`` decodes
+    (a declined document) shares nothing."""
     walk = walker(strings, untrack, compact)
-    if _sharing is None or (walk is None and skip is None):
+    if _sharing is None or (walk is None and skip is None and previous is None):
         return None
     flags = walk_flags(strings, untrack, compact)
     decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
 
-    if skip is None:
+    if skip is None and previous is None:
         def decoded(data: bytes) -> Any:
             if len(data) < limit:
                 result = decode(flags, data)
@@ -249,10 +273,10 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
 
     def decoded_skipping(data: bytes) -> Any:
         if len(data) < limit:
-            result = decode(flags, data, skip)
+            result = decode(flags, data, skip, previous)
             if result is not declined:
                 return result
-        obj = drop_members(loads(data), skip)
+        obj = loads(data) if skip is None else drop_members(loads(data), skip)
         return walk(obj) if walk else obj
     return decoded_skipping
 

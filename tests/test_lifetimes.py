@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from client_cache.apis import ListOptions
 from client_cache.informers import new_shared_informer_factory
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions
@@ -59,8 +60,8 @@ def test_stopped_reflectors_are_collected(server: EmbeddedApiServer) -> None:
     assert_collected(refs)
 
 
-def test_a_stopped_informer_is_collected(server: EmbeddedApiServer) -> None:
-    lw = ClientListerWatcher(server.api_client(), PODS)
+def synced_and_stopped(lw: ClientListerWatcher) -> Any:
+    """An informer on ``lw`` with a handler, run until synced, then stopped."""
     informer = new_shared_index_informer(lw, None, 0, {})
     informer.add_event_handler_with_resync_period(_Handler(), 0)
     stop = threading.Event()
@@ -70,10 +71,28 @@ def test_a_stopped_informer_is_collected(server: EmbeddedApiServer) -> None:
     stop.set()
     thread.join(5)
     assert not thread.is_alive()
+    return informer
+
+
+def test_a_stopped_informer_is_collected(server: EmbeddedApiServer) -> None:
+    lw = ClientListerWatcher(server.api_client(), PODS)
+    informer = synced_and_stopped(lw)
     refs = {"informer": weakref.ref(informer), "indexer": weakref.ref(informer.get_indexer()),
             "listwatch": weakref.ref(lw)}
-    del informer, lw, thread
+    del informer, lw
     assert_collected(refs)
+
+
+def test_a_lister_watcher_kept_keeps_no_stopped_informers_cache(
+        server: EmbeddedApiServer) -> None:
+    """The informer lends its cache to the lister-watcher's watches (the objects events
+    replace: ClientListerWatcher.set_previous_objects) and takes it back when it stops."""
+    lw = ClientListerWatcher(server.api_client(), PODS)
+    informer = synced_and_stopped(lw)
+    refs = {"informer": weakref.ref(informer), "indexer": weakref.ref(informer.get_indexer())}
+    del informer
+    assert_collected(refs)
+    assert lw.list(ListOptions())["items"] == []  # still usable
 
 
 def test_a_stopped_factory_is_collected(server: EmbeddedApiServer) -> None:

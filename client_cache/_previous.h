@@ -1,0 +1,38 @@
+/* The previous object of a watch event, and the parts of it an event leaves unchanged:
+ * part of client_cache._sharing (see _previous.c). */
+#ifndef CLIENT_CACHE_PREVIOUS_H
+#define CLIENT_CACHE_PREVIOUS_H
+
+#include <Python.h>
+#include "_jsonparser.h"
+
+/* What lookup (a callable taking a cache key) gives for the key of the object whose JSON
+ * starts at ps->p, read without moving ps->p: a new reference; NULL without an error when
+ * there is none (None, or a key the scan cannot read), NULL with the error set when the
+ * lookup raised. */
+PyObject *previous_of(Parser *ps, PyObject *lookup);
+
+/* The value hint (a dict) holds under name, the member read after the entry *pos points
+ * at (PyDict_Next's position, moved past it when the keys come in the hint's order);
+ * borrowed, NULL when there is none or hint is not a dict. */
+PyObject *member_hint(PyObject *hint, PyObject *name, Py_ssize_t *pos);
+
+/* hint's item at index when hint is a list that long; borrowed, else NULL. */
+PyObject *item_hint(PyObject *hint, Py_ssize_t index);
+
+/* Whether hint is a dict of these count pairs (key, value, ...): the same keys, in the
+ * same order, each value hint's own object. */
+int same_dict(PyObject *hint, PyObject *const *pairs, Py_ssize_t count);
+
+/* Whether hint is a list of these count items, each hint's own object. */
+int same_list(PyObject *hint, PyObject *const *items, Py_ssize_t count);
+
+/* Whether hint is a str of exactly the length ASCII bytes at start. */
+int same_ascii(PyObject *hint, const char *start, Py_ssize_t length);
+
+/* obj (a new str, int or float; NULL passes through) or, when hint is equal to it and of
+ * its exact type (a float's bits the same, so -0.0 is not 0.0), hint in its place: the
+ * reference to obj is given up, one to the result returned. */
+PyObject *reused_scalar(PyObject *obj, PyObject *hint);
+
+#endif

@@ -1,0 +1,99 @@
+"""Watch events share with the objects they replace the parts an update left unchanged
+(client_cache.sharing.decoder's ``previous``), in a shared informer on each server: not
+with a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""
+
+from __future__ import annotations
+
+import queue
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from client_cache import sharing
+from client_cache.apis import ListOptions
+from client_cache.informers import SharedInformerFactoryOptions
+from client_cache.informers import new_shared_informer_factory_with_options as new_factory
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.schema import GroupVersionResource
+from tests.conformance.util import synced
+from tests.fixtures import missing
+
+PODS = GroupVersionResource("", "v1", "pods")
+
+if not sharing.AVAILABLE:
+    missing("client_cache._sharing was not built (no C compiler)")
+
+
+class Updates:
+    """A handler putting each update's (old, new) on a queue."""
+
+    def __init__(self) -> None:
+        self.updates: queue.Queue[tuple[Any, Any]] = queue.Queue()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        pass
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.updates.put((old, new))
+
+    def on_delete(self, obj: Any) -> None:
+        pass
+
+
+def relabelled(api: Any, ns: str, **options: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """A pod created, a pods informer (a factory with ``options``) synced on it, the pod's
+    labels changed: the update's old and new object, and the pod as a fresh LIST gives
+    it."""
+    core = CoreV1Api(api)
+    core.create_namespaced_pod(ns, {
+        "metadata": {"name": "web-0", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "registry.example.com/web:1",
+                                 "ports": [{"containerPort": 8080}],
+                                 "resources": {"limits": {"cpu": "1"}}}]}})
+    factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns, **options))
+    informer = factory.core().v1().pods().informer()
+    handler = Updates()
+    informer.add_event_handler(handler)
+    with synced([factory]):
+        core.patch_namespaced_pod("web-0", ns, {"metadata": {"labels": {"seen": "yes"}}})
+        old, new = handler.updates.get(timeout=30)
+    listed = ClientListerWatcher(api, PODS, ns).list(ListOptions())["items"]
+    return old, new, next(pod for pod in listed if pod["metadata"]["name"] == "web-0")
+
+
+def without_type(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without kind and apiVersion (a LIST's items may have none)."""
+    return {key: value for key, value in obj.items() if key not in ("kind", "apiVersion")}
+
+
+def test_an_update_shares_what_it_left_unchanged(api: Any, ns: str) -> None:
+    old, new, fresh = relabelled(api, ns)
+    assert without_type(new) == without_type(fresh)  # what the JSON says
+    assert list(without_type(new)) == list(without_type(fresh))  # in its order
+    assert list(new["spec"]) == list(fresh["spec"])
+    assert old["metadata"]["labels"] == {"app": "web"}
+    assert new["metadata"]["labels"] == {"app": "web", "seen": "yes"}
+    assert new["spec"] is old["spec"]
+    assert new["metadata"] is not old["metadata"]
+    assert new["metadata"]["uid"] is old["metadata"]["uid"]
+    assert new["metadata"]["labels"] is not old["metadata"]["labels"]
+
+
+def test_a_transform_gets_objects_of_their_own(api: Any, ns: str) -> None:
+    def transform(obj: Any) -> Any:
+        obj["metadata"].pop("managedFields", None)
+        return obj
+
+    old, new, fresh = relabelled(api, ns, transform=transform)
+    assert new["spec"] == old["spec"] == fresh["spec"]
+    assert new["spec"] is not old["spec"]
+
+
+def test_the_environment_turns_it_off(api: Any, ns: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sharing.REUSE_UNCHANGED_ENV, "0")
+    old, new, fresh = relabelled(api, ns)
+    assert without_type(new) == without_type(fresh)
+    assert new["spec"] == old["spec"]
+    assert new["spec"] is not old["spec"]

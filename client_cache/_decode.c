@@ -184,8 +184,8 @@ json_string_text(Parser *ps, const char *start, const char *close, int escaped)
     return s;
 }
 
-/* A string at ps->p (its opening quote). A key is looked up among the keys seen; a
- * value is the hint when equal to it, else shared when the flags say so. */
+/* A string at ps->p (its opening quote): the hint when equal to it; else a key is
+ * looked up among the keys seen, a value shared when the flags say so. */
 static PyObject *
 string(Parser *ps, int is_key, PyObject *hint)
 {
@@ -198,6 +198,9 @@ string(Parser *ps, int is_key, PyObject *hint)
     ps->p = p + 1;
     Py_ssize_t length = p - start;
     if (!escaped && ascii) {
+        if (hint != NULL && same_ascii(hint, start, length)) {
+            return Py_NewRef(hint);
+        }
         if (is_key && length <= MAX_KEY_LENGTH) {
             size_t slot = quick_hash((const unsigned char *)start, (size_t)length) & (KEYS - 1);
             PyObject *held = keys[slot];
@@ -216,9 +219,6 @@ string(Parser *ps, int is_key, PyObject *hint)
             }
             Py_XSETREF(keys[slot], Py_NewRef(key));
             return key;
-        }
-        if (hint != NULL && same_ascii(hint, start, length)) {
-            return Py_NewRef(hint);
         }
         if (!is_key && (ps->flags & SHARE)) {
             return shared_ascii(start, length);
@@ -268,17 +268,17 @@ empty(Parser *ps, char close)
     return take(ps, close);
 }
 
-/* A key and its colon at ps->p, the key pushed on the stack; -1 on error or when
- * declined. */
+/* A key and its colon at ps->p, the key pushed on the stack (expected itself when
+ * equal to it); -1 on error or when declined. */
 static int
-key(Parser *ps)
+key(Parser *ps, PyObject *expected)
 {
     skip_space(ps);
     if (ps->p >= ps->end || *ps->p != '"') {
         ps->declined = 1;
         return -1;
     }
-    PyObject *name = string(ps, 1, NULL);
+    PyObject *name = string(ps, 1, expected);
     if (name == NULL || push(ps, name) < 0) {
         return -1;
     }
@@ -330,14 +330,14 @@ new_object(Parser *ps)
  * error set). At an event's top, the member "object" has the object the lookup finds
  * (none for new_object's events). */
 static PyObject *
-member_part(Parser *ps, int depth, PyObject *hint, Py_ssize_t *pos)
+member_part(Parser *ps, int depth, PyObject *hint)
 {
     PyObject *name = ps->parts.items[ps->parts.top - 1];
     if (depth == 0 && ps->previous != NULL
         && PyUnicode_CompareWithASCIIString(name, "object") == 0) {
         return new_object(ps) ? NULL : previous_of(ps, ps->previous);
     }
-    return Py_XNewRef(member_hint(hint, name, pos));
+    return Py_XNewRef(member_hint(hint, name));
 }
 
 /* The members of the container just opened at ps->p, up to its close, pushed on the
@@ -346,13 +346,22 @@ member_part(Parser *ps, int depth, PyObject *hint, Py_ssize_t *pos)
  * nodes below it, or left out; an array's with its own. Each is read with the part of
  * hint (the previous object's container here) in its place. */
 static int
-members(Parser *ps, int depth, char close, int keyed, PyObject *hint)
+members(Parser *ps, int depth, char close, int keyed, PyObject *hint, int *same)
 {
     Py_ssize_t base = ps->parts.top, index = 0, pos = 0;
     PyObject *node = keyed ? ps->skip : NULL;
+    /* an object's members are read beside hint's entries in order (pos: PyDict_Next's);
+     * *same stays set while each was the next entry, with that entry's own value */
+    PyObject *entries = keyed && hint != NULL && PyDict_CheckExact(hint) ? hint : NULL;
+    *same = entries != NULL;
     int more = !empty(ps, close);
     while (more > 0) {
-        if (keyed && key(ps) < 0) {
+        PyObject *expected = NULL, *value = NULL;
+        Py_ssize_t next = pos;
+        if (entries != NULL && !PyDict_Next(entries, &next, &expected, &value)) {
+            expected = NULL;
+        }
+        if (keyed && key(ps, expected) < 0) {
             more = -1;
             break;
         }
@@ -367,9 +376,16 @@ members(Parser *ps, int depth, char close, int keyed, PyObject *hint)
         else {
             /* the part in the previous object (none read without one: no call) */
             PyObject *part = NULL;
-            if (hint != NULL || (depth == 0 && ps->previous != NULL)) {
-                part = keyed ? member_part(ps, depth, hint, &pos)
-                    : Py_XNewRef(item_hint(hint, index));
+            if (expected != NULL && ps->parts.items[ps->parts.top - 1] == expected) {
+                part = Py_NewRef(value);
+                pos = next;
+            }
+            else {
+                *same = 0;
+                if (hint != NULL || (depth == 0 && ps->previous != NULL)) {
+                    part = keyed ? member_part(ps, depth, hint)
+                        : Py_XNewRef(item_hint(hint, index));
+                }
             }
             index++;
             if (part == NULL && PyErr_Occurred()) {
@@ -378,6 +394,9 @@ members(Parser *ps, int depth, char close, int keyed, PyObject *hint)
             }
             ps->hint = part; /* value() takes it */
             more = member(ps, depth, close);
+            if (more >= 0 && ps->parts.items[ps->parts.top - 1] != part) {
+                *same = 0;
+            }
             Py_XDECREF(part);
         }
         if (node != NULL) {
@@ -395,7 +414,8 @@ static PyObject *
 array(Parser *ps, int depth, PyObject *hint)
 {
     Py_ssize_t base = ps->parts.top;
-    if (members(ps, depth, ']', 0, hint) < 0) {
+    int same;
+    if (members(ps, depth, ']', 0, hint, &same) < 0) {
         return NULL;
     }
     Py_ssize_t count = ps->parts.top - base;
@@ -423,12 +443,13 @@ static PyObject *
 object(Parser *ps, int depth, PyObject *hint)
 {
     Py_ssize_t base = ps->parts.top;
-    if (members(ps, depth, '}', 1, hint) < 0) {
+    int same;
+    if (members(ps, depth, '}', 1, hint, &same) < 0) {
         return NULL;
     }
     Py_ssize_t count = (ps->parts.top - base) / 2;
     PyObject *const *pairs = ps->parts.items + base;
-    if (hint != NULL && same_dict(hint, pairs, count)) {
+    if (same && PyDict_GET_SIZE(hint) == count) { /* each of its entries, in order */
         unwind(ps, base);
         return Py_NewRef(hint);
     }

@@ -5,8 +5,9 @@
  * its cache key is read from its metadata (name and namespace, passed over as
  * _jsonscan.c passes values over) and the lookup gives the object the cache holds under
  * it. The decoder (_decode.c) then reads the event with that object beside it: a string
- * or number equal to the one in the same place is taken as it is, and an array or object
- * whose parts all were taken (same keys in the same order) is taken whole. What is
+ * or number equal to the one in the same place is taken as it is (a key equal to the
+ * next key of the dict in its place too, never looked up), and an array or object whose
+ * parts all were taken (same keys in the same order) is taken whole. What is
  * unchanged is neither built again nor, when the old object goes, freed. Equality is
  * checked on every part, so a stale or unrelated previous object only costs the
  * compares: the result is always what the JSON says. Everything runs with the GIL
@@ -135,27 +136,13 @@ previous_of(Parser *ps, PyObject *lookup)
     return previous;
 }
 
-/* Whether the dict key k is the str name. */
-static int
-same_key(PyObject *k, PyObject *name)
-{
-    return k == name || (PyUnicode_CheckExact(k) && PyUnicode_Compare(k, name) == 0);
-}
-
 PyObject *
-member_hint(PyObject *hint, PyObject *name, Py_ssize_t *pos)
+member_hint(PyObject *hint, PyObject *name)
 {
     if (hint == NULL || !PyDict_CheckExact(hint)) {
         return NULL;
     }
-    Py_ssize_t at = *pos;
-    PyObject *k, *v;
-    if (PyDict_Next(hint, &at, &k, &v) && same_key(k, name)) {
-        *pos = at;
-        return v;
-    }
-    v = PyDict_GetItemWithError(hint, name); /* name is a str: nothing to raise */
-    return v;
+    return PyDict_GetItemWithError(hint, name); /* name is a str: nothing to raise */
 }
 
 PyObject *
@@ -165,23 +152,6 @@ item_hint(PyObject *hint, Py_ssize_t index)
         return NULL;
     }
     return PyList_GET_ITEM(hint, index);
-}
-
-int
-same_dict(PyObject *hint, PyObject *const *pairs, Py_ssize_t count)
-{
-    if (hint == NULL || !PyDict_CheckExact(hint) || PyDict_GET_SIZE(hint) != count) {
-        return 0;
-    }
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (!PyDict_Next(hint, &pos, &k, &v) || v != pairs[2 * i + 1]
-            || !same_key(k, pairs[2 * i])) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 int

@@ -12,17 +12,12 @@
  * lookup raised. */
 PyObject *previous_of(Parser *ps, PyObject *lookup);
 
-/* The value hint (a dict) holds under name, the member read after the entry *pos points
- * at (PyDict_Next's position, moved past it when the keys come in the hint's order);
- * borrowed, NULL when there is none or hint is not a dict. */
-PyObject *member_hint(PyObject *hint, PyObject *name, Py_ssize_t *pos);
+/* The value hint (a dict) holds under name: borrowed, NULL when there is none or hint
+ * is not a dict. */
+PyObject *member_hint(PyObject *hint, PyObject *name);
 
 /* hint's item at index when hint is a list that long; borrowed, else NULL. */
 PyObject *item_hint(PyObject *hint, Py_ssize_t index);
-
-/* Whether hint is a dict of these count pairs (key, value, ...): the same keys, in the
- * same order, each value hint's own object. */
-int same_dict(PyObject *hint, PyObject *const *pairs, Py_ssize_t count);
 
 /* Whether hint is a list of these count items, each hint's own object. */
 int same_list(PyObject *hint, PyObject *const *items, Py_ssize_t count);

@@ -234,7 +234,8 @@ def test_a_document_the_c_decoder_declines_shares_nothing() -> None:
 
 def test_objects_other_than_dicts_are_no_previous_objects() -> None:
     pod = {"metadata": {"name": "web"}, "spec": {"x": [1, "a"]}}
-    for previous in ([1, "a"], "web", 5, object(), {"metadata": 1, "spec": [1, "a"]}):
+    for previous in ([1, "a"], "web", 5, object(), {"metadata": 1, "spec": [1, "a"]},
+                     {1: "web", "metadata": {"name": "web"}, "spec": {"x": [1, "a"]}}):
         got = reader(lambda key, p=previous: p)(event(pod))
         assert same(got, json.loads(event(pod)))
 

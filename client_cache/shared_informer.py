@@ -303,7 +303,11 @@ class SharedIndexInformer(Generic[T]):
         return queue  # type: ignore[return-value]
 
     def run(self, stop: threading.Event) -> None:
-        """Run until ``stop`` is set; handlers are stopped after the controller returns."""
+        """Run until ``stop`` is set; handlers are stopped after the controller returns.
+        While it runs, a lister-watcher that can (``set_previous_objects``) reads watch
+        events beside the cached objects they replace, sharing what is unchanged
+        (:func:`client_cache.decoding.reuse_cached`; a port addition, not with a
+        transform)."""
         with self._started_lock:
             if self._started:
                 _log.warning("The sharedIndexInformer has started, run more than once is not "

@@ -443,14 +443,22 @@ def test_caller_owned_stop_and_shared_watch(server: EmbeddedApiServer, core: Cor
     assert second.calls == [("a", ReasonKind.OBJECT_UPDATED)]
 
 
+@pytest.mark.parametrize("to", ["process", "worker"])
 def test_shutdown_on_signal(server: EmbeddedApiServer, core: CoreV1Api,
-                            factory: SharedInformerFactory) -> None:
+                            factory: SharedInformerFactory, to: str) -> None:
+    """The signal handled on the main thread, in run, whichever thread the OS hands it
+    to: here the process (usually the main thread), or the reconciling worker's own
+    thread, which does not interrupt a main thread blocked in a lock (a hang before
+    client_cache.util.signals)."""
     cm(core, "a")
     previous = signal.getsignal(signal.SIGTERM)
     reconciled = threading.Event()
 
     def reconcile(obj: Any, ctx: Context[Any]) -> Action:
-        os.kill(os.getpid(), signal.SIGTERM)  # handled on the main thread, in run
+        if to == "process":
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
         reconciled.set()
         return Action.await_change()
 

@@ -111,6 +111,7 @@ from client_cache.shared_informer import (
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
+from client_cache.util.signals import SignalWaker
 from client_cache.util.stop import on_stop
 
 __all__ = ["Controller", "ControllerConfig", "ErrorPolicy", "Mapper", "Reconciler"]
@@ -396,6 +397,8 @@ class Controller(Generic[D]):
         if stop is not None:
             hooks.append(on_stop(stop, self._stopping.set))
         previous = self._install_signals() if self._on_signal else {}
+        # woken by a signal whichever thread the OS hands it to (util.signals)
+        waker = SignalWaker().start() if self._on_signal else None
         workers: list[threading.Thread] = []
         pumps: list[threading.Thread] = []
         try:
@@ -417,7 +420,10 @@ class Controller(Generic[D]):
                 workers = [self._thread(self._work, f"worker-{i}", sync_reconcile,
                                         sync_policy, data, recorder, metrics)
                            for i in range(config.concurrency)]
-            self._stopping.wait()
+            if waker is not None:
+                waker.wait(self._stopping)
+            else:
+                self._stopping.wait()
             _log.info("controller %s: shutting down; waiting up to %.1f s for %d running "
                       "reconciles", self.name, config.shutdown_timeout, len(self._running))
         finally:
@@ -448,6 +454,8 @@ class Controller(Generic[D]):
                 self._factory.shutdown(timeout=5.0)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            if waker is not None:
+                waker.close()
         if self._summary.unfinished:
             _log.error("controller %s: reconciles still running at the shutdown deadline: %s",
                        self.name, ", ".join(map(str, self._summary.unfinished)))

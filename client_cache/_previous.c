@@ -142,7 +142,11 @@ member_hint(PyObject *hint, PyObject *name)
     if (hint == NULL || !PyDict_CheckExact(hint)) {
         return NULL;
     }
-    return PyDict_GetItemWithError(hint, name); /* name is a str: nothing to raise */
+    PyObject *value = PyDict_GetItemWithError(hint, name);
+    if (value == NULL) {
+        PyErr_Clear(); /* a key of hint's own that raised on compare: no part here */
+    }
+    return value;
 }
 
 PyObject *

@@ -12,8 +12,8 @@
  * lookup raised. */
 PyObject *previous_of(Parser *ps, PyObject *lookup);
 
-/* The value hint (a dict) holds under name: borrowed, NULL when there is none or hint
- * is not a dict. */
+/* The value hint (a dict) holds under name: borrowed, NULL (no error set) when there is
+ * none, hint is not a dict, or one of its keys raised when compared. */
 PyObject *member_hint(PyObject *hint, PyObject *name);
 
 /* hint's item at index when hint is a list that long; borrowed, else NULL. */

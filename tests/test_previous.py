@@ -232,10 +232,21 @@ def test_a_document_the_c_decoder_declines_shares_nothing() -> None:
     assert new == json.loads(text)["object"] and new["spec"]["x"] is not old["spec"]["x"]
 
 
+class Raising:
+    """A dict key that collides with "spec" and raises when compared."""
+
+    def __hash__(self) -> int:
+        return hash("spec")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("compared")
+
+
 def test_objects_other_than_dicts_are_no_previous_objects() -> None:
     pod = {"metadata": {"name": "web"}, "spec": {"x": [1, "a"]}}
     for previous in ([1, "a"], "web", 5, object(), {"metadata": 1, "spec": [1, "a"]},
-                     {1: "web", "metadata": {"name": "web"}, "spec": {"x": [1, "a"]}}):
+                     {1: "web", "metadata": {"name": "web"}, "spec": {"x": [1, "a"]}},
+                     {Raising(): 1, "metadata": {"name": "web"}}):
         got = reader(lambda key, p=previous: p)(event(pod))
         assert same(got, json.loads(event(pod)))
 

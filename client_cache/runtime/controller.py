@@ -259,7 +259,11 @@ class Controller(Generic[D]):
         return self
 
     def shutdown_on_signal(self) -> Controller[D]:
-        """Shut down gracefully on SIGINT or SIGTERM (kube-rs ``shutdown_on_signal``)."""
+        """Shut down gracefully on SIGINT or SIGTERM (kube-rs ``shutdown_on_signal``).
+        ``run`` then waits on the main thread through the interpreter's signal wakeup
+        file descriptor (:class:`client_cache.util.signals.SignalWaker`), so a signal the
+        OS hands to any thread wakes it; the descriptor before is put back when ``run``
+        returns."""
         self._on_signal = True
         return self
 

@@ -350,10 +350,11 @@ members(Parser *ps, int depth, char close, int keyed, PyObject *hint, int *same)
 {
     Py_ssize_t base = ps->parts.top, index = 0, pos = 0;
     PyObject *node = keyed ? ps->skip : NULL;
-    /* an object's members are read beside hint's entries in order (pos: PyDict_Next's);
-     * *same stays set while each was the next entry, with that entry's own value */
+    /* an object's members are read beside hint's entries in order (pos: PyDict_Next's),
+     * an array's beside its items; *same stays set while each member was hint's next
+     * entry or item, with that one's own value */
     PyObject *entries = keyed && hint != NULL && PyDict_CheckExact(hint) ? hint : NULL;
-    *same = entries != NULL;
+    *same = entries != NULL || (!keyed && hint != NULL && PyList_CheckExact(hint));
     int more = !empty(ps, close);
     while (more > 0) {
         PyObject *expected = NULL, *value = NULL;
@@ -380,12 +381,15 @@ members(Parser *ps, int depth, char close, int keyed, PyObject *hint, int *same)
                 part = Py_NewRef(value);
                 pos = next;
             }
-            else {
+            else if (keyed) {
                 *same = 0;
                 if (hint != NULL || (depth == 0 && ps->previous != NULL)) {
-                    part = keyed ? member_part(ps, depth, hint)
-                        : Py_XNewRef(item_hint(hint, index));
+                    part = member_part(ps, depth, hint);
                 }
+            }
+            else {
+                part = Py_XNewRef(item_hint(hint, index));
+                *same = *same && part != NULL;
             }
             index++;
             if (part == NULL && PyErr_Occurred()) {
@@ -409,7 +413,7 @@ members(Parser *ps, int depth, char close, int keyed, PyObject *hint, int *same)
     return more;
 }
 
-/* An array, or hint itself when it is a list of the same items. */
+/* An array, or hint itself when it is a list of the same items (members' same). */
 static PyObject *
 array(Parser *ps, int depth, PyObject *hint)
 {
@@ -419,7 +423,7 @@ array(Parser *ps, int depth, PyObject *hint)
         return NULL;
     }
     Py_ssize_t count = ps->parts.top - base;
-    if (hint != NULL && same_list(hint, ps->parts.items + base, count)) {
+    if (same && PyList_GET_SIZE(hint) == count) { /* each of its items, in order */
         unwind(ps, base);
         return Py_NewRef(hint);
     }

@@ -159,20 +159,6 @@ item_hint(PyObject *hint, Py_ssize_t index)
 }
 
 int
-same_list(PyObject *hint, PyObject *const *items, Py_ssize_t count)
-{
-    if (hint == NULL || !PyList_CheckExact(hint) || PyList_GET_SIZE(hint) != count) {
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (PyList_GET_ITEM(hint, i) != items[i]) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int
 same_ascii(PyObject *hint, const char *start, Py_ssize_t length)
 {
     return hint != NULL && PyUnicode_CheckExact(hint) && PyUnicode_IS_COMPACT_ASCII(hint)

@@ -19,9 +19,6 @@ PyObject *member_hint(PyObject *hint, PyObject *name);
 /* hint's item at index when hint is a list that long; borrowed, else NULL. */
 PyObject *item_hint(PyObject *hint, Py_ssize_t index);
 
-/* Whether hint is a list of these count items, each hint's own object. */
-int same_list(PyObject *hint, PyObject *const *items, Py_ssize_t count);
-
 /* Whether hint is a str of exactly the length ASCII bytes at start. */
 int same_ascii(PyObject *hint, const char *start, Py_ssize_t length);
 

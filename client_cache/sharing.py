@@ -271,14 +271,14 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
             return walk(loads(data)) if walk else loads(data)
         return decoded
 
-    def decoded_skipping(data: bytes) -> Any:
+    def decoded_with(data: bytes) -> Any:
         if len(data) < limit:
             result = decode(flags, data, skip, previous)
             if result is not declined:
                 return result
         obj = loads(data) if skip is None else drop_members(loads(data), skip)
         return walk(obj) if walk else obj
-    return decoded_skipping
+    return decoded_with
 
 
 def share(obj: T) -> T:

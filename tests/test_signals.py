@@ -69,12 +69,17 @@ def test_a_signal_taken_by_another_thread_wakes_the_main_threads_wait(
 
 def test_the_wait_ends_when_any_thread_sets_the_event() -> None:
     done = threading.Event()
+
+    def setter() -> None:
+        eventually(lambda: stop_callbacks(done) > 0, DEADLINE)  # the wait registered
+        done.set()
+
     with SignalWaker() as waker:
-        timer = threading.Timer(0.05, done.set)
-        timer.start()
+        thread = threading.Thread(target=setter, name="test-event-setter", daemon=True)
+        thread.start()
         waker.wait(done)
-        timer.join()
-    assert done.is_set()
+        thread.join(DEADLINE)
+    assert done.is_set() and stop_callbacks(done) == 0  # its registration cancelled
 
 
 def test_the_wakeup_fd_before_is_put_back() -> None:

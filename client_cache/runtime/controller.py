@@ -401,11 +401,12 @@ class Controller(Generic[D]):
         if stop is not None:
             hooks.append(on_stop(stop, self._stopping.set))
         previous = self._install_signals() if self._on_signal else {}
-        # woken by a signal whichever thread the OS hands it to (util.signals)
-        waker = SignalWaker().start() if self._on_signal else None
+        waker: SignalWaker | None = None
         workers: list[threading.Thread] = []
         pumps: list[threading.Thread] = []
         try:
+            if self._on_signal:  # woken whichever thread the OS hands a signal to
+                waker = SignalWaker().start()
             for watched in self._watched:
                 registrations.append((watched.informer,
                                       watched.informer.add_event_handler(watched.handler)))

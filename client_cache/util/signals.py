@@ -8,8 +8,8 @@ not woken, and the handler waits with it until something else wakes it. What alw
 happens is the C-level handler: it writes the signal's number to the wakeup file
 descriptor (:func:`signal.set_wakeup_fd`), in whichever thread took the signal.
 
-:class:`SignalWaker` gives that descriptor one end of a socket pair and waits in
-``select`` on the other: a signal taken by any thread wakes the main thread at once, which
+:class:`SignalWaker` gives that descriptor one end of a socket pair and waits on the
+other with a selector: a signal taken by any thread wakes the main thread at once, which
 then runs the Python handler. It also wakes when the event it waits for is set some other
 way (:func:`client_cache.util.stop.on_stop` writes a byte). Nothing polls.
 """
@@ -17,7 +17,7 @@ way (:func:`client_cache.util.stop.on_stop` writes a byte). Nothing polls.
 from __future__ import annotations
 
 import contextlib
-import select
+import selectors
 import signal
 import socket
 import threading
@@ -87,14 +87,19 @@ class SignalWaker:
         reader = self._reader
         if reader is None:
             raise ValueError("SignalWaker.wait outside its with block")
-        registration = on_stop(event, self._poke)
-        try:
-            while not event.is_set():
-                select.select([reader], [], [])
-                # the handler of a signal whose byte woke us has run by now (the
-                # interpreter runs pending handlers on the way back from select)
-                with contextlib.suppress(BlockingIOError, InterruptedError):
-                    while reader.recv(4096):
-                        pass
-        finally:
-            registration.cancel()
+        # a selector, not select.select: that refuses descriptors above FD_SETSIZE (1024),
+        # which a controller with many connections may well hand out
+        with selectors.DefaultSelector() as selector:
+            selector.register(reader, selectors.EVENT_READ)
+            registration = on_stop(event, self._poke)
+            try:
+                while not event.is_set():
+                    selector.select()
+                    # the interpreter runs a pending handler on the way back from the
+                    # select or at the latest on the next pass; if it sets the event,
+                    # the poke wakes that pass
+                    with contextlib.suppress(BlockingIOError, InterruptedError):
+                        while reader.recv(4096):
+                            pass
+            finally:
+                registration.cancel()

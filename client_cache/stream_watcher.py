@@ -152,19 +152,6 @@ class StreamWatcher(WatchIteration):
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def _deliver(self, event: Event) -> bool:
-        if self._done.closed():
-            return False
-        if self._result.try_send(event):  # room in the buffer: the common case, no select
-            return True
-        index, _ = select([self._done, SendReady(self._result)])
-        if index == 0:
-            return False
-        try:
-            return self._result.try_send(event) or self._deliver(event)
-        except ChanClosedError:
-            return False
-
     def _bursts(self) -> Iterator[list[Event]]:
         """The events of the stream, a list per chunk read: each chunk's events go to the
         channel together, as soon as the chunk is decoded."""
@@ -231,13 +218,22 @@ class StreamWatcher(WatchIteration):
         return Event(event_type, obj)
 
     def _deliver_all(self, events: list[Event]) -> bool:
-        if self._done.closed():
-            return False
-        try:
-            sent = self._result.try_send_batch(events) if events else 0
-        except ChanClosedError:
-            return False
-        return all(self._deliver(event) for event in events[sent:])
+        """Send ``events`` in order: what fits at once, then, each time the channel has
+        room again, as much of the rest as fits (one lock and one wake-up per refill, not
+        per event). False when the watch was stopped first."""
+        while True:
+            if self._done.closed():
+                return False
+            try:
+                sent = self._result.try_send_batch(events) if events else 0
+            except ChanClosedError:
+                return False
+            if sent == len(events):
+                return True
+            events = events[sent:]
+            index, _ = select([self._done, SendReady(self._result)])
+            if index == 0:
+                return False
 
     def _receive(self) -> None:
         try:
@@ -245,8 +241,9 @@ class StreamWatcher(WatchIteration):
                 if not self._deliver_all(burst):
                     return
         except _DecodeError as err:
-            if not self.is_stopped() and self._deliver_all(err.before):
-                self._deliver(Event(EventType.ERROR, decode_error_status(str(err))))
+            if not self.is_stopped():
+                self._deliver_all(
+                    [*err.before, Event(EventType.ERROR, decode_error_status(str(err)))])
         except Exception as err:  # connection reset, truncated chunk, read timeout...
             if not self.is_stopped():
                 _log.debug("watch stream ended: %s", err)

@@ -393,3 +393,19 @@ def test_stream_watcher_chunk_of_more_events_than_its_buffer(server: ScriptedSer
     events = drain(w)
     assert [e.object["metadata"]["resourceVersion"] for e in events] == [str(i) for i in range(25)]
     assert w.join(1)
+
+
+def test_stream_watcher_garbled_line_after_more_events_than_its_buffer(
+        server: ScriptedServer) -> None:
+    """A chunk whose events overflow the channel, then a garbled line: every event before
+    it reaches the consumer in order as room is made, then the decoding error."""
+    http = urllib3.PoolManager(retries=False)
+    resp = http.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
+    w = StreamWatcher(resp, name="test-burst-error", chan_size=2)
+    server.actions.put(b"".join(
+        json.dumps({"type": "ADDED", "object": pod(f"p{i}", str(i))}).encode() + b"\n"
+        for i in range(7)) + b"{garbled\n")
+    events = drain(w)
+    assert [e.type for e in events] == ["ADDED"] * 7 + ["ERROR"]
+    assert [e.object["metadata"]["name"] for e in events[:7]] == [f"p{i}" for i in range(7)]
+    assert w.join(1)

@@ -190,7 +190,10 @@ def _is_bookmark(event: Event) -> bool:
 
 class _EventSink:
     """Applies watch events to a store and records their resourceVersions (the body of
-    Go's ``handleAnyWatch`` loop for one event)."""
+    Go's ``handleAnyWatch`` loop for one event). The last resourceVersion applied is
+    handed to ``set_resource_version`` by :meth:`flush`, once per burst of events, not
+    after each (Go sets it after each event): it is never ahead of the store, and is
+    current whenever the watch loop waits for more."""
 
     def __init__(self, reflector: Reflector, store: Store | None,
                  set_resource_version: Callable[[str], None]) -> None:
@@ -198,6 +201,7 @@ class _EventSink:
         self.type_check = reflector.type_check
         self.target = reflector.store if store is None else store
         self.set_rv = set_resource_version
+        self.pending_rv: str | None = None
         self.updater = (self.target if store is None
                         and isinstance(self.target, ResourceVersionUpdater) else None)
 
@@ -224,13 +228,20 @@ class _EventSink:
         else:  # BOOKMARK (ERROR was handled above)
             annotations = meta.accessor(event.object).annotations
             bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
-        self.set_rv(rv)
+        self.pending_rv = rv
         if self.updater is not None:
             try:
                 self.updater.update_resource_version(rv)
             except Exception as err:
                 handle_error(f"{self.name}: update_resource_version failed: {err}")
         return bookmark_end
+
+    def flush(self) -> None:
+        """Record the last resourceVersion applied, if one was since the last flush."""
+        rv = self.pending_rv
+        if rv is not None:
+            self.pending_rv = None
+            self.set_rv(rv)
 
     def _apply(self, op: Callable[[Any], None], verb: str, prep: str, obj: Any) -> None:
         try:
@@ -254,8 +265,9 @@ def handle_watch(
 ) -> bool:
     """Apply ``watch``'s events to ``store`` (the reflector's own by default, which is
     then also told each resourceVersion if it is a :class:`ResourceVersionUpdater`) until
-    the watch ends (Go ``handleAnyWatch``). Each event's resourceVersion goes to
-    ``set_resource_version``; the reflector's metrics, status and logs record the watch.
+    the watch ends (Go ``handleAnyWatch``). The resourceVersion of the last event applied
+    goes to ``set_resource_version`` at the end of each burst (below), even when an event
+    of it raised; the reflector's metrics, status and logs record the watch.
     Returns True when it stopped at the initial-events-end bookmark; raises the error that
     ended the watch (:class:`~client_cache.errors.StopRequestedError` on stop,
     :class:`WatchStalledError` after ``idle`` seconds without an event,
@@ -308,17 +320,20 @@ def handle_watch(
             burst = [value]
             if ends_burst is None or not ends_burst(value):
                 burst += result.recv_batch(limit, ends_burst)
-            for event in burst:
-                r.status.watch_event(last_event)
-                bookmark_end = sink.apply(event)
-                if bookmark_end is None:
-                    continue  # skipped (logged)
-                count += 1
-                if exit_on_initial_events_end and bookmark_end:
-                    r.log.debug("exiting %s Watch because received the bookmark that marks "
-                                "the end of initial events stream, total %d items received",
-                                r.name, count)
-                    return True
+            r.status.watch_event(last_event, len(burst))
+            try:
+                for event in burst:
+                    bookmark_end = sink.apply(event)
+                    if bookmark_end is None:
+                        continue  # skipped (logged)
+                    count += 1
+                    if exit_on_initial_events_end and bookmark_end:
+                        r.log.debug("exiting %s Watch because received the bookmark that "
+                                    "marks the end of initial events stream, total %d items "
+                                    "received", r.name, count)
+                        return True
+            finally:
+                sink.flush()
     finally:
         idle_timer.stop()
         ticker.stop()

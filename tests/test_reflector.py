@@ -849,3 +849,20 @@ def test_model_typed_reflector_checks_list_items() -> None:
                                    V1Pod, store, ReflectorOptions(name="models"))
     assert r._list(threading.Event())
     assert store.list_keys() == ["ns/p"]
+
+
+def test_a_burst_records_its_last_resource_version_when_a_later_event_ends_the_watch() -> None:
+    """The reflector records the resourceVersion once per burst of buffered events: when
+    an ERROR event ends the watch inside a burst, the events before it are applied and
+    the last of their resourceVersions is recorded all the same, and every event of the
+    burst is counted as received."""
+    fw = new_fake_with_chan_size(10)
+    fw.add(pod("a", "10"))
+    fw.modify(pod("a", "20"))
+    fw.error({"kind": "Pod", "metadata": {"name": "not-a-status"}})
+    store = new_store(meta_namespace_key_func)
+    r = reflector(lw(lambda o: pod_list("5"), lambda o: fw), store)
+    r.list_and_watch(threading.Event())
+    assert store.get_by_key("ns/a")[0]["metadata"]["resourceVersion"] == "20"
+    assert r.last_sync_resource_version() == "20"
+    assert r.status.watch_events == 3

@@ -180,10 +180,11 @@ class ReflectorStatus:
             self._first_failure = None
             self._failures = 0
 
-    def watch_event(self, when: float) -> None:
-        """A watch event or bookmark arrived at monotonic time ``when`` (the hot path: one
-        count and one assignment, no lock: only the reflector's thread calls it)."""
-        self.watch_events += 1
+    def watch_event(self, when: float, count: int = 1) -> None:
+        """``count`` watch events or bookmarks arrived at monotonic time ``when`` (the hot
+        path, called once per burst: one count and one assignment, no lock: only the
+        reflector's thread calls it)."""
+        self.watch_events += count
         self._last_activity = when
 
     def failed(self, err: BaseException) -> str:

@@ -340,7 +340,12 @@ def process_deltas(
     is_in_initial_list: bool,
 ) -> None:
     """Apply ``deltas`` (oldest first) to ``client_state`` and notify ``handler`` (Go
-    ``processDeltas``); a store error stops at that delta and propagates."""
+    ``processDeltas``); a store error stops at that delta and propagates. A store with a
+    ``swap`` method (the stores of :func:`~client_cache.store.new_store` and
+    :func:`~client_cache.store.new_indexer`, so an informer's indexer) has
+    each added or updated object stored and the one it replaces returned in one call;
+    any other is read with ``get`` and written with ``add`` or ``update``, as in Go."""
+    swap = getattr(client_state, "swap", None)
     for d in deltas:
         obj = d.object
         if d.type is DeltaType.REPLACED_ALL:
@@ -350,12 +355,17 @@ def process_deltas(
             client_state.delete(obj)
             handler.on_delete(obj)
             continue
-        old, exists = client_state.get(obj)
+        if swap is not None:
+            old, exists = swap(obj)
+        else:
+            old, exists = client_state.get(obj)
+            if exists:
+                client_state.update(obj)
+            else:
+                client_state.add(obj)
         if exists:
-            client_state.update(obj)
             handler.on_update(old, obj)
         else:
-            client_state.add(obj)
             handler.on_add(obj, is_in_initial_list)
 
 

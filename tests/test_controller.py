@@ -127,10 +127,39 @@ class Recorder:
         self.calls.append(("delete", name))
 
 
-def test_process_deltas_rules() -> None:
+class ReadThenWrite:
+    """A store without ``swap``: process_deltas reads it, then adds or updates, as Go's
+    does; its writes are recorded."""
+
+    def __init__(self) -> None:
+        self.inner = new_store(deletion_handling_meta_namespace_key_func)
+        self.writes: list[str] = []
+
+    def get(self, obj: Any) -> tuple[Any, bool]:
+        return self.inner.get(obj)
+
+    def add(self, obj: Any) -> None:
+        self.writes.append("add")
+        self.inner.add(obj)
+
+    def update(self, obj: Any) -> None:
+        self.writes.append("update")
+        self.inner.update(obj)
+
+    def delete(self, obj: Any) -> None:
+        self.inner.delete(obj)
+
+    def list(self) -> list[Any]:
+        return self.inner.list()
+
+
+@pytest.mark.parametrize("swapping", [True, False], ids=["swap", "get-then-write"])
+def test_process_deltas_rules(swapping: bool) -> None:
     """An Added for a known object is an update; a relisted unknown object is an add;
-    tombstones reach on_delete."""
-    store = new_store(deletion_handling_meta_namespace_key_func)
+    tombstones reach on_delete. The same with a store that swaps (the library's) and one
+    that can only be read, then written."""
+    store: Any = new_store(deletion_handling_meta_namespace_key_func) if swapping \
+        else ReadThenWrite()
     rec = Recorder()
     a, a2 = pod("a"), {**pod("a"), "metadata": {"name": "a", "rv": "2"}}
     process_deltas(rec, store, Deltas([Delta(DeltaType.REPLACED, a)]), True)
@@ -141,6 +170,8 @@ def test_process_deltas_rules() -> None:
     assert rec.calls == [("add", "a", True), ("update", "a", "2"), ("update", "a", "2"),
                          ("delete", "a")]
     assert store.list() == []
+    if not swapping:
+        assert store.writes == ["add", "update", "update"]
 
 
 def test_filtering_handler() -> None:

@@ -96,6 +96,32 @@ def test_store_key_error_leaves_store_unchanged() -> None:
     assert store.list_keys() == ["ns/keep"]
 
 
+def test_swap_stores_and_returns_what_was_there() -> None:
+    """swap stores an object as add does and returns what get would have returned
+    before; a key error or an index error changes nothing."""
+    def picky(obj: Any) -> list[str]:
+        if obj.val == "bad":
+            raise ValueError("cannot index bad")
+        return [obj.val]
+
+    indexer = new_indexer(store_key_func, {"by_val": by_val, "picky": picky})
+    first = StoreObject("a", "red")
+    assert indexer.swap(first) == (None, False)
+    second = StoreObject("a", "blue")
+    old, existed = indexer.swap(second)
+    assert existed and old is first
+    assert indexer.get_by_key("a") == (second, True)
+    assert indexer.index_keys("by_val", "blue") == ["a"]
+    assert indexer.index_keys("by_val", "red") == []
+    with pytest.raises(IndexFuncError):
+        indexer.swap(StoreObject("a", "bad"))
+    with pytest.raises(KeyFuncError):
+        new_store(meta_namespace_key_func).swap({"no": "metadata"})
+    assert indexer.get_by_key("a") == (second, True)
+    assert indexer.index_keys("by_val", "blue") == ["a"]
+    check_indexer_consistency(indexer)
+
+
 def test_replace_later_duplicate_wins_and_rebuilds_indices() -> None:
     indexer = new_indexer(store_key_func, {"by_val": by_val})
     indexer.add(StoreObject("old", "gone"))

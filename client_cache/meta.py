@@ -225,7 +225,7 @@ def get_annotations(obj: Any) -> Mapping[str, str]:
 
 def type_meta(obj: Any) -> tuple[str, str]:
     """Return ``(apiVersion, kind)`` of ``obj``; ``""`` for what it does not carry."""
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):  # dict first: no ABC check (0.3 us)
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
     else:
         api_version = getattr(obj, "api_version", None) or getattr(obj, "apiVersion", None)

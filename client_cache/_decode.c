@@ -355,6 +355,9 @@ members(Parser *ps, int depth, char close, int keyed, PyObject *hint, int *same)
      * entry or item, with that one's own value */
     PyObject *entries = keyed && hint != NULL && PyDict_CheckExact(hint) ? hint : NULL;
     *same = entries != NULL || (!keyed && hint != NULL && PyList_CheckExact(hint));
+    if (*same) {
+        prefetch_parts(hint);
+    }
     int more = !empty(ps, close);
     while (more > 0) {
         PyObject *expected = NULL, *value = NULL;

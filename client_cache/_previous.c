@@ -158,6 +158,40 @@ item_hint(PyObject *hint, Py_ssize_t index)
     return PyList_GET_ITEM(hint, index);
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
+/* an object's header and, for a str, the start of its characters after it */
+static void
+prefetch_object(PyObject *obj)
+{
+    PREFETCH(obj);
+    PREFETCH((const char *)obj + 64);
+}
+
+void
+prefetch_parts(PyObject *hint)
+{
+    if (hint == NULL) {
+        return;
+    }
+    if (PyDict_CheckExact(hint)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(hint, &pos, &key, &value)) {
+            prefetch_object(value);
+        }
+    }
+    else if (PyList_CheckExact(hint)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(hint); i++) {
+            prefetch_object(PyList_GET_ITEM(hint, i));
+        }
+    }
+}
+
 int
 same_ascii(PyObject *hint, const char *start, Py_ssize_t length)
 {

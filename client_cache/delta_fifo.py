@@ -248,7 +248,8 @@ class DeltaFIFO(QueueBase):
         key = self.key_of(obj)
         obj = self._transform(obj)
         with self._lock:
-            self._populated = True
+            if not self._synced_reported:  # after that it is set for good: skip the setter
+                self._populated = True
             self._append_locked(key, delta_type, obj)
 
     def add(self, obj: Any) -> None:

@@ -134,7 +134,8 @@ class RealFIFO(QueueBase):
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
         obj = self._prepare(obj)
         with self._lock:
-            self._populated = True
+            if not self._synced_reported:  # after that it is set for good: skip the setter
+                self._populated = True
             self._append_locked(delta_type, obj)
 
     def add(self, obj: Any) -> None:

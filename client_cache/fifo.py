@@ -138,6 +138,13 @@ class QueueBase:
         self.__populated = value
         self._report_synced_locked()
 
+    def _mark_populated_locked(self) -> None:
+        """Set ``_populated``, as every write does: through the setter until the queue has
+        reported synced, then not at all (it is set for good by then, and the setter's
+        sync check cost two calls on every add)."""
+        if not self._synced_reported:
+            self._populated = True
+
     @property
     def _initial_population_count(self) -> int:
         return self.__initial_population_count
@@ -320,7 +327,7 @@ class FIFO(QueueBase):
         """Queue ``obj`` (replacing a queued object with the same key in place)."""
         key = self._key(obj)
         with self._lock:
-            self._populated = True
+            self._mark_populated_locked()
             if key not in self._items:  # (a stored key is always in line)
                 self._push_locked(self._queue, key)
             self._items[key] = obj
@@ -334,7 +341,7 @@ class FIFO(QueueBase):
             self._add_if_not_present_locked(key, obj)
 
     def _add_if_not_present_locked(self, key: str, obj: Any) -> None:
-        self._populated = True
+        self._mark_populated_locked()
         if key in self._items:
             return
         self._push_locked(self._queue, key)
@@ -344,7 +351,7 @@ class FIFO(QueueBase):
         """Forget the object; its key stays in line and is skipped by ``pop``."""
         key = self._key(obj)
         with self._lock:
-            self._populated = True
+            self._mark_populated_locked()
             self._items.pop(key, None)
 
     def list(self) -> _Objects:
@@ -402,7 +409,7 @@ class FIFO(QueueBase):
         with self._lock:
             if not self._populated:
                 self._initial_population_count = len(new)  # (count first: see _populated)
-                self._populated = True
+                self._mark_populated_locked()
             self._items = new
             self._queue = deque(new)
             if self._queue:

@@ -134,8 +134,7 @@ class RealFIFO(QueueBase):
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
         obj = self._prepare(obj)
         with self._lock:
-            if not self._synced_reported:  # after that it is set for good: skip the setter
-                self._populated = True
+            self._mark_populated_locked()
             self._append_locked(delta_type, obj)
 
     def add(self, obj: Any) -> None:
@@ -161,7 +160,7 @@ class RealFIFO(QueueBase):
                 self._append_locked(DeltaType.REPLACED_ALL, info)
                 if not self._populated:
                     self._initial_population_count = len(self._items)
-                    self._populated = True
+                    self._mark_populated_locked()
             return
         prepared = [(self.key_of(item), self._prepare(item)) for item in items]
         new_keys = {key for key, _ in prepared}
@@ -196,7 +195,7 @@ class RealFIFO(QueueBase):
                 self._append_locked(DeltaType.REPLACED, obj)
             if not self._populated:
                 self._initial_population_count = len(self._items)
-                self._populated = True
+                self._mark_populated_locked()
 
     def resync(self) -> None:
         """Queue ``Sync`` for each known object whose key has nothing queued (nothing at all

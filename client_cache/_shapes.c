@@ -12,9 +12,13 @@
  * ma_values field of PyDictObject, to check that a dict came out sharing its keys: a
  * shape whose dicts do not is never tried again).
  *
- * Shapes are kept in a fixed table of SHAPES entries, two per bucket, the most recently
- * seen first (as the string table). A shape gets its prototype the second time it is
- * seen, so keys seen once (a map of unique labels) cost nothing but the look-up. The
+ * Shapes are kept in a fixed table of SHAPES entries, WAYS per bucket, the most recently
+ * seen first. A shape gets its prototype the second time it is seen, so keys seen once (a
+ * map of unique labels) cost nothing but the look-up. Four ways, not the string table's
+ * two: the shapes of one object are seen in turn, again for each object of its kind, and
+ * three of them in a two-way bucket would push each other out for good (with one hash
+ * seed of 700 tried, six dicts of a real apiserver pod were never compacted); five
+ * of an object's few dozen shapes in one bucket of 512 is about one seed in a million. The
  * class is dropped once the prototype is made (the key table lives on in the dicts).
  * CPython shares only interned names, so a shape's keys are interned when it gets its
  * prototype, not before; on 3.12, where an interned string is never freed, the number of
@@ -30,6 +34,7 @@
 
 #define SHAPE_BITS 11
 #define SHAPES (1 << SHAPE_BITS)
+#define WAYS 4 /* entries per bucket */
 #define MAX_KEYS 29 /* 30 is CPython's largest shared key table; 3.11-3.13 share 29 here */
 #define INSTANCES 32
 #define DEFAULT_INTERN_BUDGET 8192 /* on 3.12: at most about 0.5 MB of key strings kept */
@@ -95,6 +100,25 @@ same_keys(PyObject *seen, PyObject *dict)
     return 1;
 }
 
+/* The first entry of the bucket of shapes of this hash. */
+static Shape *
+bucket_of(Py_hash_t hash)
+{
+    return &shapes[(size_t)hash & (SHAPES - 1) & ~(size_t)(WAYS - 1)];
+}
+
+/* entry moved first in its bucket, the entries before it one down (the bucket's first). */
+static Shape *
+to_front(Shape *bucket, Shape *entry)
+{
+    if (entry != bucket) {
+        Shape moved = *entry;
+        memmove(&bucket[1], &bucket[0], (size_t)(entry - bucket) * sizeof(Shape));
+        bucket[0] = moved;
+    }
+    return bucket;
+}
+
 /* A new entry for dict's keys, first in its bucket: seen once, or not shareable. The
  * keys are kept as the dict has them; they are interned only when the shape gets its
  * prototype (interned_keys). */
@@ -115,10 +139,10 @@ remember(Shape *bucket, Py_hash_t hash, PyObject *dict)
             shareable = 0;
         }
     }
-    Py_XDECREF(bucket[1].seen);
-    Py_XDECREF(bucket[1].keys);
-    Py_XDECREF(bucket[1].proto);
-    bucket[1] = bucket[0];
+    Py_XDECREF(bucket[WAYS - 1].seen);
+    Py_XDECREF(bucket[WAYS - 1].keys);
+    Py_XDECREF(bucket[WAYS - 1].proto);
+    memmove(&bucket[1], &bucket[0], (WAYS - 1) * sizeof(Shape));
     bucket[0].hash = hash;
     bucket[0].seen = seen;
     bucket[0].keys = NULL;
@@ -211,7 +235,7 @@ shaped_copy(PyObject *proto, PyObject *keys, PyObject *dict)
 static Shape *
 entry_of(Shape *bucket, PyObject *seen)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < WAYS; i++) {
         if (bucket[i].seen == seen) {
             return &bucket[i];
         }
@@ -230,9 +254,9 @@ shaped_dict(PyObject *dict)
     if (hash == -1) {
         return Py_NewRef(dict);
     }
-    Shape *bucket = &shapes[(hash & (SHAPES - 1)) & ~(Py_hash_t)1];
+    Shape *bucket = bucket_of(hash);
     Shape *found = NULL;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < WAYS; i++) {
         if (bucket[i].seen != NULL && bucket[i].hash == hash
             && same_keys(bucket[i].seen, dict)) {
             found = &bucket[i];
@@ -242,12 +266,7 @@ shaped_dict(PyObject *dict)
     if (found == NULL) {
         return remember(bucket, hash, dict) < 0 ? NULL : Py_NewRef(dict);
     }
-    if (found != bucket) { /* seen again: first in its bucket */
-        Shape first = bucket[0];
-        bucket[0] = *found;
-        *found = first;
-        found = bucket;
-    }
+    found = to_front(bucket, found); /* seen again: first in its bucket */
     if (found->proto == Py_None) {
         return Py_NewRef(dict);
     }
@@ -323,9 +342,9 @@ shaped_from_pairs(PyObject *const *pairs, Py_ssize_t n)
     }
     hash ^= (Py_uhash_t)n;
     Py_hash_t shape_hash = hash == (Py_uhash_t)-1 ? -2 : (Py_hash_t)hash;
-    Shape *bucket = &shapes[(shape_hash & (SHAPES - 1)) & ~(Py_hash_t)1];
+    Shape *bucket = bucket_of(shape_hash);
     Shape *found = NULL;
-    for (int i = 0; i < 2 && found == NULL; i++) {
+    for (int i = 0; i < WAYS && found == NULL; i++) {
         PyObject *seen = bucket[i].seen;
         if (seen == NULL || bucket[i].hash != shape_hash || PyTuple_GET_SIZE(seen) != n
             || bucket[i].proto == NULL || bucket[i].proto == Py_None) {
@@ -348,12 +367,7 @@ shaped_from_pairs(PyObject *const *pairs, Py_ssize_t n)
         Py_DECREF(dict);
         return result;
     }
-    if (found != bucket) { /* seen again: first in its bucket */
-        Shape first = bucket[0];
-        bucket[0] = *found;
-        *found = first;
-        found = bucket;
-    }
+    found = to_front(bucket, found); /* seen again: first in its bucket */
     /* making the dict can run Python code (a collection's callbacks, which may let
      * another thread change the table): hold strong references, and find the entry
      * again before changing it */

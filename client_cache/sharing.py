@@ -69,11 +69,13 @@ dicts that share one key table and hold only their values (PEP 412's key-sharing
 dictionaries): 80 bytes plus 8 per key. The walk puts in place of each decoded dict of 1
 to 29 str keys such a dict, equal to it and of type ``dict`` (``type(d) is dict``, same
 order, same equality, same JSON), made by copying a prototype dict of the same keys and
-setting the values. The prototypes are kept in a fixed table of 2,048 entries (two per
-bucket, the most recent first, as the strings); a sequence of keys gets one the second
-time it is seen, so maps whose keys are seen once (unique labels) are left as decoded and
-cost nothing but the look-up. CPython shares only interned keys, so a shape's keys are
-interned when it gets its prototype. Python 3.12 never frees an interned string: there
+setting the values. The prototypes are kept in a fixed table of 2,048 entries (four per
+bucket, the most recent first: an object's shapes come round again with each object of
+its kind, and three of them in a bucket of two would push each other out for the life of
+the process); a sequence of keys gets one the second time it is seen, so maps whose keys
+are seen once (unique labels) are left as decoded and cost nothing but the look-up.
+CPython shares only interned keys, so a shape's keys are interned when it gets its
+prototype. Python 3.12 never frees an interned string: there
 the walk interns at most 8,192 keys that were not interned already over the process's
 life (about 0.5 MB), and after that makes no new prototypes; other versions free an
 interned string with its last reference and have no limit.

@@ -401,6 +401,42 @@ def test_the_same_keys_in_another_order_are_another_shape() -> None:
     assert sharing.table_stats()["shapes"] == 2
 
 
+def one_bucket_of_keys(count: int) -> list[str]:
+    """``count`` keys whose one-key shapes fall into one bucket of the shape table, in a
+    table of two entries per bucket as in one of four. The shape's hash is _shapes.c's
+    keys_hash, written again here: were it changed there, these keys would not collide,
+    and the five-shape half of the test below would fail."""
+    slots = sharing.table_stats()["shape_slots"]
+    mask = 2 ** 64 - 1
+    groups: dict[int, list[str]] = {}
+    for i in range(1_000_000):
+        key = f"way-{i}"
+        shape = (((0x345678 ^ (hash(key) & mask)) * 1000003) & mask) ^ 1
+        group = groups.setdefault((shape & (slots - 1)) >> 1, [])
+        group.append(key)
+        if len(group) == count:
+            return group
+    raise AssertionError("no bucket got the keys")  # pragma: no cover
+
+
+def test_shapes_seen_in_turn_keep_their_prototypes_when_four_share_a_bucket() -> None:
+    # the dicts of an object, seen again for each object of its kind: with two entries
+    # per bucket, three shapes there would push each other out and never be compacted
+    keys = one_bucket_of_keys(5)
+    for _ in range(2):
+        first = [sharing.compact({key: 1}) for key in keys[:4]]
+    assert all(sys.getsizeof(a) < sys.getsizeof({key: 1})
+               for a, key in zip(first, keys, strict=False))
+    assert sharing.table_stats()["compacted"] == 4
+    # a fifth shape in that bucket: five taking turns push each other out
+    sharing.clear_table()
+    for _ in range(2):
+        fifth = [sharing.compact({key: 1}) for key in keys]
+    assert sharing.table_stats()["compacted"] == 0
+    assert all(sys.getsizeof(a) == sys.getsizeof({key: 1})
+               for a, key in zip(fifth, keys, strict=True))
+
+
 @pytest.mark.parametrize("obj", [
     {"__class__": "x", "a": 1}, {"__dict__": {}, "a": 1}, {1: "x", "a": 1}, {},
     {f"k{i}": i for i in range(30)}])

@@ -523,12 +523,25 @@ value(Parser *ps, int depth)
 }
 
 PyObject *
-decode_json_with(int flags, PyObject *skip, PyObject *previous, const char *data,
-                 Py_ssize_t length)
+decode_json_with(int flags, PyObject *skip, PyObject *previous, int whole,
+                 const char *data, Py_ssize_t length)
 {
     Parser ps = {.p = data, .end = data + length, .flags = flags, .skip = skip,
                  .previous = previous};
+    PyObject *top = NULL; /* whole: the object the document replaces */
+    if (whole && previous != NULL) {
+        ps.previous = NULL; /* no member of the document is an event's object */
+        skip_space(&ps);
+        if (ps.p < ps.end && *ps.p == '{') {
+            top = previous_of(&ps, previous);
+            if (top == NULL && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+    }
+    ps.hint = top;
     PyObject *result = value(&ps, 0);
+    Py_XDECREF(top);
     if (result != NULL) {
         skip_space(&ps);
         if (ps.p != ps.end) { /* something after the document */
@@ -548,7 +561,7 @@ decode_json_with(int flags, PyObject *skip, PyObject *previous, const char *data
 PyObject *
 decode_json(int flags, const char *data, Py_ssize_t length)
 {
-    return decode_json_with(flags, NULL, NULL, data, length);
+    return decode_json_with(flags, NULL, NULL, 0, data, length);
 }
 
 int
@@ -561,11 +574,15 @@ PyObject *
 decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     int flags;
-    const char *usage = "decode(flags, data[, skip[, previous]])";
+    const char *usage = "decode(flags, data[, skip[, previous[, whole]]])";
     PyObject *skip = nargs >= 3 ? args[2] : Py_None;
-    PyObject *previous = nargs == 4 ? args[3] : Py_None;
-    if (nargs > 4) {
-        PyErr_Format(PyExc_TypeError, "%s: at most 4 arguments", usage);
+    PyObject *previous = nargs >= 4 ? args[3] : Py_None;
+    if (nargs > 5) {
+        PyErr_Format(PyExc_TypeError, "%s: at most 5 arguments", usage);
+        return NULL;
+    }
+    int whole = nargs == 5 ? PyObject_IsTrue(args[4]) : 0;
+    if (whole < 0) {
         return NULL;
     }
     if (skip != Py_None && !PyDict_CheckExact(skip)) {
@@ -587,8 +604,8 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *result = decode_json_with(flags, skip == Py_None ? NULL : skip,
-                                        previous == Py_None ? NULL : previous, view.buf,
-                                        view.len);
+                                        previous == Py_None ? NULL : previous, whole,
+                                        view.buf, view.len);
     PyBuffer_Release(&view);
     return result;
 }

@@ -174,6 +174,20 @@ class ObjectDecoding:
                                   previous=previous)
         return reusing if reusing is not None else self.event_loads
 
+    def item_loads_reusing(self, previous: Callable[[str], Any] | None) -> Loads | None:
+        """The LIST item decoder whose objects take the parts equal to those of the
+        object ``previous`` gives for their key, an item equal to it decoding to that
+        object itself (a relist then builds only what changed; see
+        :func:`client_cache.sharing.decoder`'s ``whole``): dict objects read by the C
+        decoder only. None where that is not so, or when ``previous`` is None: the
+        lister-watcher's own item decoder then reads the items."""
+        if previous is None or not self._reusable:
+            return None
+        return sharing.decoder(wire.loads, self.share_strings, self.untrack,
+                               self.compact_dicts,
+                               skip=None if self.skip is None else self.skip.tree,
+                               previous=previous, whole=True)
+
     def _json_loads(self, loads: Loads, tree: Tree | None) -> Loads:
         """The JSON decoder of documents whose members ``tree`` names are left out, walked
         as asked: in one pass by the C decoder when ``loads`` is the default one, else

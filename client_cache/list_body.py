@@ -48,7 +48,7 @@ class ListBodyReader:
         self._flags = flags if dicts or codec is not None else 0
         self._skip = skip if codec is None else None
 
-    def read(self, response: Any) -> Any:
+    def read(self, response: Any, item_loads: Loads | None = None) -> Any:
         """A LIST response's body, decoded. Where the C part is installed a JSON body is
         read :data:`LIST_READ_SIZE` bytes at a time and each item is decoded as soon as
         it has arrived (:class:`~client_cache.sharing.ListSplitter`), so decoding
@@ -56,7 +56,9 @@ class ListBodyReader:
         whole; each item's decoder copies are freed before the next is decoded
         (:func:`client_cache.sharing.split_list` says why that matters). A JSON body
         that is not a list is decoded whole. A protobuf body is read the same way by
-        :class:`client_cache.protobuf.ListReader`."""
+        :class:`client_cache.protobuf.ListReader`. ``item_loads`` (dict objects only)
+        decodes each JSON item in place of the reader's own decoder (a relist's, reading
+        items beside the cached objects: ``Decoding.item_loads_reusing``)."""
         content_type = response.headers.get("Content-Type", "") if response.headers else ""
         if content_type.startswith(protobuf.CONTENT_TYPE):
             return self._read_protobuf(response)
@@ -64,7 +66,7 @@ class ListBodyReader:
             return self._decode_whole(response.read())
         splitter = sharing.ListSplitter()
         # an item decoded and walked (not walked: no walk asked), in one pass for dicts
-        decode = self._loads if self._codec is None else self._walked_item
+        decode = self._walked_item if self._codec is not None else item_loads or self._loads
         items: list[Any] = []
         with wire.gc_paused():  # as over a whole body (the reflector holds it too)
             while piece := response.read(LIST_READ_SIZE):

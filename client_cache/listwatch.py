@@ -332,14 +332,16 @@ class ClientListerWatcher:
         return f"<ClientListerWatcher {self.gvr} namespace={self.namespace!r}>"
 
     def set_previous_objects(self, lookup: Callable[[str], Any] | None) -> None:
-        """Where the watches started from now on find the object an event replaces:
-        ``lookup`` takes a cache key (``namespace/name``, or ``name``) and gives the
-        cached object or None; None stops it. Each JSON event's object then takes the
-        parts equal to that object's as they are (shared, not built again: see
-        :func:`client_cache.sharing.decoder`), for dict objects read by the C decoder;
-        other objects, and protobuf, are decoded as before. A port addition: shared
-        informers set it to their indexer unless a transform is set (a transform changes
-        the new object in place, and must not reach the old one through a shared
+        """Where the watches started and LISTs made from now on find the object an
+        event or a LIST item replaces: ``lookup`` takes a cache key (``namespace/name``,
+        or ``name``) and gives the cached object or None; None stops it. Each JSON
+        event's object, and each JSON LIST item, then takes the parts equal to that
+        object's as they are (shared, not built again: see
+        :func:`client_cache.sharing.decoder`); a LIST item equal to the cached object is
+        that object, so a relist builds only what changed. For dict objects read by the
+        C decoder; other objects, and protobuf, are decoded as before. A port addition:
+        shared informers set it to their indexer unless a transform is set (a transform
+        changes the new object in place, and must not reach the old one through a shared
         part), or ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""
         if lookup is not None and not callable(lookup):
             raise TypeError(f"lookup must be callable or None, not {type(lookup).__name__}")
@@ -468,7 +470,8 @@ class ClientListerWatcher:
         """A LIST response's body, decoded (:class:`~client_cache.list_body.ListBodyReader`)
         after its status is checked."""
         self._raise_for_status(response, None, "list")
-        return self.decoding.list_body.read(response)
+        return self.decoding.list_body.read(
+            response, self.decoding.item_loads_reusing(self._previous))
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
         """:meth:`watch`; ``stop`` interrupts the wait for the response headers (after

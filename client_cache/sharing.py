@@ -229,7 +229,7 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
 
 def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
             compact: bool = False, skip: dict[str, Any] | None = None,
-            previous: Callable[[str], Any] | None = None,
+            previous: Callable[[str], Any] | None = None, whole: bool = False,
             ) -> Callable[[bytes], Any] | None:
     """A JSON decoder giving what ``walker(strings, untrack, compact)`` gives for what
     ``loads`` decodes, in one pass where it can: the C decoder (``_decode.c``) builds
@@ -257,7 +257,9 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     nor freed (a port addition; objects are read only by contract). Every part is
     compared, so any object ``previous`` gives is safe: a stale or unrelated one costs
     the compares, and the result is always what the JSON says; what ``loads`` decodes
-    (a declined document) shares nothing."""
+    (a declined document) shares nothing. With ``whole``, each document is itself the
+    object looked up (a LIST item read for a relist: its key from its own metadata), and
+    a document equal to the whole object ``previous`` gives decodes to that object."""
     walk = walker(strings, untrack, compact)
     if _sharing is None or (walk is None and skip is None and previous is None):
         return None
@@ -275,7 +277,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
 
     def decoded_with(data: bytes) -> Any:
         if len(data) < limit:
-            result = decode(flags, data, skip, previous)
+            result = decode(flags, data, skip, previous, whole)
             if result is not declined:
                 return result
         obj = loads(data) if skip is None else drop_members(loads(data), skip)

@@ -70,6 +70,23 @@ def running(informer: Any, name: str = "test-informer") -> Iterator[threading.Ev
     assert not thread.is_alive(), f"{name} did not stop"
 
 
+class UpdateQueue:
+    """An event handler putting each update's (old, new) on a queue (adds and deletes
+    ignored)."""
+
+    def __init__(self) -> None:
+        self.updates: queue_module.Queue[tuple[Any, Any]] = queue_module.Queue()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        pass
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.updates.put((old, new))
+
+    def on_delete(self, obj: Any) -> None:
+        pass
+
+
 def store_key_func(obj: Any) -> str:
     assert isinstance(obj, StoreObject)
     return obj.id

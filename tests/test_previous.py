@@ -33,8 +33,8 @@ def event(obj: Any, kind: str = "MODIFIED") -> bytes:
 
 
 def reader(previous: Callable[[str], Any] | None, flags: tuple[bool, bool, bool] = FLAGS[1],
-           skip: Any = None) -> Callable[[bytes], Any]:
-    decode = sharing.decoder(wire.loads, *flags, skip=skip, previous=previous)
+           skip: Any = None, whole: bool = False) -> Callable[[bytes], Any]:
+    decode = sharing.decoder(wire.loads, *flags, skip=skip, previous=previous, whole=whole)
     if decode is None:  # nothing asked: what loads gives
         assert previous is None and skip is None and not any(flags)
         return wire.loads
@@ -118,24 +118,33 @@ def pods(rnd: random.Random) -> list[Any]:
     return chain
 
 
+def item(obj: Any) -> bytes:
+    """A LIST item's JSON: the object itself."""
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 @pytest.mark.parametrize("flags", FLAGS)
 @pytest.mark.parametrize("skipping", [False, True])
+@pytest.mark.parametrize("whole", [False, True], ids=["events", "list-items"])
 def test_the_result_is_what_the_json_says_whatever_the_previous_object(
-        flags: tuple[bool, bool, bool], skipping: bool) -> None:
-    rnd = random.Random(hash(flags) ^ skipping)
+        flags: tuple[bool, bool, bool], skipping: bool, whole: bool) -> None:
+    rnd = random.Random(hash(flags) ^ skipping ^ (whole << 1))
     tree = skip_tree(["metadata.managedFields", "spec.containers.env"]) if skipping else None
-    skip = tree.under("object") if tree is not None else None
+    skip = tree if tree is None or whole else tree.under("object")
+    document = item if whole else event
     chain = pods(rnd)
-    plain = reader(None, flags, skip)
-    decoded = [plain(event(pod)) for pod in chain]
+    plain = reader(None, flags, None if skip is None else skip.tree if whole else skip)
+    decoded = [plain(document(pod)) for pod in chain]
     for _ in range(120):
         before, after = rnd.randrange(len(chain)), rnd.randrange(len(chain))
-        previous = decoded[before]["object"]
-        want = json.loads(event(chain[after]))
+        previous = decoded[before] if whole else decoded[before]["object"]
+        want = json.loads(document(chain[after]))
         if tree is not None:
-            tree.drop(want["object"])
+            tree.drop(want if whole else want["object"])
         kept = copy.deepcopy(previous)
-        got = reader(lambda key, p=previous: p, flags, skip)(event(chain[after]))
+        got = reader(lambda key, p=previous: p, flags,
+                     None if skip is None else skip.tree if whole else skip,
+                     whole)(document(chain[after]))
         assert same(got, want), (before, after)
         assert same(previous, kept)  # the previous object is read, never changed
 
@@ -156,6 +165,57 @@ def test_the_parts_an_update_leaves_unchanged_are_the_previous_objects_own() -> 
     assert old["status"].get("message") != "changed"
     # the same bytes again: the whole object is the previous one
     assert reader(lambda key: new)(event(pod))["object"] is new
+
+
+def test_a_list_item_is_read_beside_the_object_cached_under_its_own_key() -> None:
+    pod = rich_pod()
+    pod["metadata"]["namespace"] = "ns"
+    old = reader(None)(item(pod))
+    asked: list[str] = []
+
+    def lookup(key: str) -> Any:
+        asked.append(key)
+        return old
+
+    relist = reader(lookup, whole=True)
+    assert relist(item(pod)) is old  # unchanged since: the cached object itself
+    pod["status"]["message"] = "changed"
+    new = relist(item(pod))
+    assert same(new, json.loads(item(pod)))
+    assert new["spec"] is old["spec"] and new["metadata"] is old["metadata"]
+    assert new["status"] is not old["status"] and "message" not in old["status"]
+    assert asked == ["ns/" + pod["metadata"]["name"]] * 2
+    # the same document as a watch event's object is not looked up by its own key
+    assert reader(lookup)(item(pod)) is not new and len(asked) == 2
+
+
+@pytest.mark.parametrize("doc, asked", [
+    ({"metadata": {"name": "web", "namespace": "ns"}}, ["ns/web"]),
+    ({"kind": "Pod", "metadata": {"namespace": "ns", "name": "web"}}, ["ns/web"]),
+    ({"metadata": {"name": "node-1"}}, ["node-1"]),
+    ({"metadata": {"namespace": "ns"}}, []),
+    ({"type": "MODIFIED", "object": {"metadata": {"name": "web"}}}, []),  # not an event
+    ([{"metadata": {"name": "web"}}], []),
+    ("web", []),
+])
+def test_a_list_item_is_looked_up_by_its_own_key(doc: Any, asked: list[str]) -> None:
+    keys: list[str] = []
+
+    def lookup(key: str) -> Any:
+        keys.append(key)
+        return None
+
+    text = b"  " + json.dumps(doc).encode()
+    assert reader(lookup, whole=True)(text) == json.loads(text)
+    assert keys == asked
+
+
+def test_what_the_lookup_raises_for_a_list_item_is_raised() -> None:
+    def lookup(key: str) -> Any:
+        raise LookupError(key)
+
+    with pytest.raises(LookupError, match="ns/web"):
+        reader(lookup, whole=True)(item({"metadata": {"name": "web", "namespace": "ns"}}))
 
 
 def test_a_part_moved_elsewhere_or_of_another_type_is_not_taken() -> None:
@@ -251,12 +311,19 @@ def test_objects_other_than_dicts_are_no_previous_objects() -> None:
         assert same(got, json.loads(event(pod)))
 
 
+class Falsy:
+    def __bool__(self) -> bool:
+        raise ZeroDivisionError
+
+
 def test_bad_arguments_are_refused() -> None:
     decode = sharing._sharing.decode  # the C entry's own checks
     with pytest.raises(TypeError, match="previous"):
         decode(0, b"{}", None, 5)
-    with pytest.raises(TypeError):
-        decode(0, b"{}", None, None, None)
+    with pytest.raises(TypeError, match="at most 5"):
+        decode(0, b"{}", None, None, True, None)
+    with pytest.raises(ZeroDivisionError):  # whole's truth asked, and its error kept
+        decode(0, b"{}", None, None, Falsy())
     config = Configuration()
     config.host = "http://127.0.0.1:1"
     lw = ClientListerWatcher(ApiClient(config), GroupVersionResource("", "v1", "pods"))

@@ -1,10 +1,10 @@
 """Watch events share with the objects they replace the parts an update left unchanged
 (client_cache.sharing.decoder's ``previous``), in a shared informer on each server: not
-with a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""
+with a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``; so do the items of a
+LIST read beside the cached objects (a relist's: ``whole``)."""
 
 from __future__ import annotations
 
-import queue
 from typing import Any
 
 import pytest
@@ -17,28 +17,12 @@ from client_cache.informers import new_shared_informer_factory_with_options as n
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from tests.conformance.util import synced
-from tests.fixtures import missing
+from tests.fixtures import UpdateQueue, missing
 
 PODS = GroupVersionResource("", "v1", "pods")
 
 if not sharing.AVAILABLE:
     missing("client_cache._sharing was not built (no C compiler)")
-
-
-class Updates:
-    """A handler putting each update's (old, new) on a queue."""
-
-    def __init__(self) -> None:
-        self.updates: queue.Queue[tuple[Any, Any]] = queue.Queue()
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        pass
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self.updates.put((old, new))
-
-    def on_delete(self, obj: Any) -> None:
-        pass
 
 
 def relabelled(api: Any, ns: str, **options: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -53,7 +37,7 @@ def relabelled(api: Any, ns: str, **options: Any) -> tuple[Any, Any, dict[str, A
                                  "resources": {"limits": {"cpu": "1"}}}]}})
     factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns, **options))
     informer = factory.core().v1().pods().informer()
-    handler = Updates()
+    handler = UpdateQueue()
     informer.add_event_handler(handler)
     with synced([factory]):
         core.patch_namespaced_pod("web-0", ns, {"metadata": {"labels": {"seen": "yes"}}})
@@ -97,3 +81,38 @@ def test_the_environment_turns_it_off(api: Any, ns: str,
     assert without_type(new) == without_type(fresh)
     assert new["spec"] == old["spec"]
     assert new["spec"] is not old["spec"]
+
+
+def test_a_list_reads_its_items_beside_the_cached_objects(api: Any, ns: str) -> None:
+    """What a relist does (ClientListerWatcher.set_previous_objects): each LIST item is
+    read beside the object cached under its key; one that did not change is that object,
+    a changed one shares what it left unchanged, and each is what the JSON says."""
+    core = CoreV1Api(api)
+    for i in range(3):
+        core.create_namespaced_pod(ns, {
+            "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.example.com/web:1",
+                                     "resources": {"limits": {"cpu": "1"}}}]}})
+    lw = ClientListerWatcher(api, PODS, ns)
+    cached = {f"{ns}/{pod['metadata']['name']}": pod
+              for pod in lw.list(ListOptions())["items"]}
+    asked: list[str] = []
+
+    def lookup(key: str) -> Any:
+        asked.append(key)
+        return cached.get(key)
+
+    lw.set_previous_objects(lookup)
+    core.patch_namespaced_pod("web-1", ns, {"metadata": {"labels": {"seen": "yes"}}})
+    relisted = lw.list(ListOptions())["items"]
+    fresh = ClientListerWatcher(api, PODS, ns).list(ListOptions())["items"]
+    assert relisted == fresh
+    assert [list(pod) for pod in relisted] == [list(pod) for pod in fresh]
+    assert sorted(asked) == sorted(cached)
+    new = {pod["metadata"]["name"]: pod for pod in relisted}
+    assert new["web-0"] is cached[f"{ns}/web-0"] and new["web-2"] is cached[f"{ns}/web-2"]
+    old = cached[f"{ns}/web-1"]
+    assert new["web-1"] is not old and new["web-1"]["metadata"]["labels"]["seen"] == "yes"
+    assert new["web-1"]["spec"] is old["spec"]
+    assert new["web-1"]["metadata"]["uid"] is old["metadata"]["uid"]
+    assert "seen" not in old["metadata"]["labels"]

@@ -1,0 +1,102 @@
+"""A shared informer's relist reads each LIST item beside the object cached under its key
+(ClientListerWatcher.set_previous_objects, sharing.decoder's ``whole``): an object that
+did not change is the cached one, a changed one shares what it left unchanged; not with
+a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``. On the embedded server,
+whose watch is ended by a 410 so that the reflector lists again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from client_cache import sharing
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.schema import GroupVersionResource
+from client_cache.shared_informer import new_shared_index_informer, wait_for_cache_sync
+from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import UpdateQueue, eventually, missing, running
+
+PODS = GroupVersionResource("", "v1", "pods")
+
+if not sharing.AVAILABLE:
+    missing("client_cache._sharing was not built (no C compiler)")
+
+
+def name_of(obj: Any) -> str:
+    return str(obj["metadata"]["name"])
+
+
+@pytest.fixture
+def synced_informer(server: EmbeddedApiServer, request: pytest.FixtureRequest,
+                    ) -> Iterator[tuple[Any, UpdateQueue]]:
+    """Three pods, and a pods informer (with the test's ``transform`` parameter, if any)
+    synced on them, its handler's updates on a queue."""
+    core = CoreV1Api(server.api_client())
+    for i in range(3):
+        core.create_namespaced_pod("ns", {
+            "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.example.com/web:1",
+                                     "resources": {"limits": {"cpu": "1"}}}]}})
+    informer = new_shared_index_informer(ClientListerWatcher(server.api_client(), PODS),
+                                         None, 0, {})
+    if getattr(request, "param", None) is not None:
+        informer.set_transform(request.param)
+    handler = UpdateQueue()
+    informer.add_event_handler(handler)
+    with running(informer, "informer-pods") as stop:
+        assert wait_for_cache_sync(stop, informer.has_synced)
+        eventually(lambda: server.open_watch_count() >= 1, 5, "the informer never watched")
+        yield informer, handler
+
+
+def relisted(server: EmbeddedApiServer, informer: Any, handler: UpdateQueue,
+             ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+    """The cached pods by name, then the update the relist that a 410 starts gives for
+    each."""
+    before = {name_of(obj): obj for obj in informer.get_indexer().list()}
+    server.send_watch_error(410)
+    updates: dict[str, tuple[Any, Any]] = {}
+    while len(updates) < 3:
+        old, new = handler.updates.get(timeout=30)
+        updates[name_of(new)] = (old, new)
+    return before, updates
+
+
+def test_a_relist_keeps_the_cached_objects_that_did_not_change(
+        server: EmbeddedApiServer, synced_informer: tuple[Any, UpdateQueue]) -> None:
+    informer, handler = synced_informer
+    before, updates = relisted(server, informer, handler)
+    for name, (old, new) in updates.items():
+        assert old is before[name]
+        assert new is old  # the LIST item read beside it, equal all through
+    after = {name_of(obj): obj for obj in informer.get_indexer().list()}
+    assert all(after[name] is before[name] for name in before)
+
+
+def without_managed_fields(obj: Any) -> Any:
+    obj["metadata"].pop("managedFields", None)
+    return obj
+
+
+@pytest.mark.parametrize("synced_informer", [without_managed_fields], indirect=True)
+def test_with_a_transform_a_relist_gives_objects_of_their_own(
+        server: EmbeddedApiServer, synced_informer: tuple[Any, UpdateQueue]) -> None:
+    informer, handler = synced_informer
+    before, updates = relisted(server, informer, handler)
+    for name, (old, new) in updates.items():
+        assert old is before[name] and new == old
+        assert new is not old and new["spec"] is not old["spec"]
+
+
+def test_the_environment_turns_it_off(server: EmbeddedApiServer,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      request: pytest.FixtureRequest) -> None:
+    monkeypatch.setenv(sharing.REUSE_UNCHANGED_ENV, "0")
+    informer, handler = request.getfixturevalue("synced_informer")
+    before, updates = relisted(server, informer, handler)
+    for name, (old, new) in updates.items():
+        assert old is before[name] and new == old
+        assert new is not old and new["spec"] is not old["spec"]

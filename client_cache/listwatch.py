@@ -338,8 +338,10 @@ class ClientListerWatcher:
         event's object, and each JSON LIST item, then takes the parts equal to that
         object's as they are (shared, not built again: see
         :func:`client_cache.sharing.decoder`); a LIST item equal to the cached object is
-        that object, so a relist builds only what changed. For dict objects read by the
-        C decoder; other objects, and protobuf, are decoded as before. A port addition:
+        that object, so a relist builds only what changed; a LIST made while ``lookup``
+        is false (a :class:`~client_cache.decoding.CachedObjects` of an empty store)
+        asks it nothing. For dict objects read by the C decoder; other objects, and
+        protobuf, are decoded as before. A port addition:
         shared informers set it to their indexer unless a transform is set (a transform
         changes the new object in place, and must not reach the old one through a shared
         part), or ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""

@@ -13,6 +13,8 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache import sharing
+from client_cache.apis import ListOptions
+from client_cache.decoding import CachedObjects
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import new_shared_index_informer, wait_for_cache_sync
@@ -100,3 +102,35 @@ def test_the_environment_turns_it_off(server: EmbeddedApiServer,
     for name, (old, new) in updates.items():
         assert old is before[name] and new == old
         assert new is not old and new["spec"] is not old["spec"]
+
+
+class CountingStore:
+    """The two things CachedObjects asks of a store, counting the look-ups."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, Any] = {}
+        self.asked: list[str] = []
+
+    def get_by_key(self, key: str) -> tuple[Any, bool]:
+        self.asked.append(key)
+        return self.objects.get(key), key in self.objects
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+
+def test_a_list_made_while_the_cache_is_empty_looks_nothing_up(
+        server: EmbeddedApiServer) -> None:
+    core = CoreV1Api(server.api_client())
+    for name in ("web-0", "web-1"):
+        core.create_namespaced_pod("ns", {"metadata": {"name": name}, "spec": {
+            "containers": [{"name": "c", "image": "i"}]}})
+    lw = ClientListerWatcher(server.api_client(), PODS)
+    store = CountingStore()
+    lw.set_previous_objects(CachedObjects(store))
+    first = lw.list(ListOptions())["items"]
+    assert store.asked == []  # an initial sync: nothing to find
+    store.objects = {f"ns/{name_of(pod)}": pod for pod in first}
+    again = lw.list(ListOptions())["items"]
+    assert sorted(store.asked) == ["ns/web-0", "ns/web-1"]
+    assert all(a is b for a, b in zip(again, first, strict=True))

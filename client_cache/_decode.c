@@ -309,8 +309,9 @@ skipped(Parser *ps, PyObject *node)
 }
 
 /* Whether the event whose members so far are on the stack (from its bottom: the
- * document's top) is of a type whose object is new to the cache: ADDED (but in a
- * watch-list's relist) or BOOKMARK. Not looked up, so an initial sync does not pay. */
+ * document's top) is of a type whose object is new to the cache: ADDED (unless asked
+ * for, as in a watch-list's relist) or BOOKMARK. Not looked up, so an initial sync does
+ * not pay. */
 static int
 new_object(Parser *ps)
 {
@@ -318,7 +319,7 @@ new_object(Parser *ps)
         PyObject *name = ps->parts.items[i], *type = ps->parts.items[i + 1];
         if (PyUnicode_CompareWithASCIIString(name, "type") == 0) {
             return PyUnicode_Check(type)
-                && (PyUnicode_CompareWithASCIIString(type, "ADDED") == 0
+                && ((!ps->added && PyUnicode_CompareWithASCIIString(type, "ADDED") == 0)
                     || PyUnicode_CompareWithASCIIString(type, "BOOKMARK") == 0);
         }
     }
@@ -523,13 +524,13 @@ value(Parser *ps, int depth)
 }
 
 PyObject *
-decode_json_with(int flags, PyObject *skip, PyObject *previous, int whole,
+decode_json_with(int flags, PyObject *skip, PyObject *previous, int mode,
                  const char *data, Py_ssize_t length)
 {
     Parser ps = {.p = data, .end = data + length, .flags = flags, .skip = skip,
-                 .previous = previous};
-    PyObject *top = NULL; /* whole: the object the document replaces */
-    if (whole && previous != NULL) {
+                 .previous = previous, .added = mode == LOOK_UP_ADDED};
+    PyObject *top = NULL; /* LOOK_UP_WHOLE: the object the document replaces */
+    if (mode == LOOK_UP_WHOLE && previous != NULL) {
         ps.previous = NULL; /* no member of the document is an event's object */
         skip_space(&ps);
         if (ps.p < ps.end && *ps.p == '{') {
@@ -561,7 +562,7 @@ decode_json_with(int flags, PyObject *skip, PyObject *previous, int whole,
 PyObject *
 decode_json(int flags, const char *data, Py_ssize_t length)
 {
-    return decode_json_with(flags, NULL, NULL, 0, data, length);
+    return decode_json_with(flags, NULL, NULL, LOOK_UP_EVENTS, data, length);
 }
 
 int
@@ -574,15 +575,20 @@ PyObject *
 decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     int flags;
-    const char *usage = "decode(flags, data[, skip[, previous[, whole]]])";
+    const char *usage = "decode(flags, data[, skip[, previous[, mode]]])";
     PyObject *skip = nargs >= 3 ? args[2] : Py_None;
     PyObject *previous = nargs >= 4 ? args[3] : Py_None;
     if (nargs > 5) {
         PyErr_Format(PyExc_TypeError, "%s: at most 5 arguments", usage);
         return NULL;
     }
-    int whole = nargs == 5 ? PyObject_IsTrue(args[4]) : 0;
-    if (whole < 0) {
+    long mode = nargs == 5 ? PyLong_AsLong(args[4]) : LOOK_UP_EVENTS;
+    if (mode == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (mode != LOOK_UP_EVENTS && mode != LOOK_UP_WHOLE && mode != LOOK_UP_ADDED) {
+        PyErr_Format(PyExc_ValueError, "%s: mode is 0 (events), 1 (whole) or 2 (added)",
+                     usage);
         return NULL;
     }
     if (skip != Py_None && !PyDict_CheckExact(skip)) {
@@ -604,7 +610,7 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *result = decode_json_with(flags, skip == Py_None ? NULL : skip,
-                                        previous == Py_None ? NULL : previous, whole,
+                                        previous == Py_None ? NULL : previous, (int)mode,
                                         view.buf, view.len);
     PyBuffer_Release(&view);
     return result;

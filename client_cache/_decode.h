@@ -5,7 +5,7 @@
 
 #include <Python.h>
 
-/* decode(flags, data[, skip[, previous[, whole]]]): what walk(flags, json.loads(data))
+/* decode(flags, data[, skip[, previous[, mode]]]): what walk(flags, json.loads(data))
  * gives, the skip tree's paths left out, or DECLINED (METH_FASTCALL); see
  * decode_json_with. */
 PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
@@ -14,11 +14,15 @@ PyObject *decode_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
  * decode(flags, data) gives (new reference; DECLINED, see is_declined; NULL on error). */
 PyObject *decode_json(int flags, const char *data, Py_ssize_t length);
 
+/* How previous is asked: for the object of a MODIFIED or DELETED event; for the
+ * document itself (a LIST item); for the object of an ADDED event too (a watch-list's
+ * relist). */
+enum { LOOK_UP_EVENTS = 0, LOOK_UP_WHOLE = 1, LOOK_UP_ADDED = 2 };
+
 /* decode_json with the paths of skip (a tree of dicts: see _decode.c; NULL: none) left
  * out, and an event's object read beside the one previous (a callable taking a cache
- * key: see _previous.c; NULL: none) gives for it; with whole set, the document is itself
- * the object looked up (a LIST item), not an event holding it. */
-PyObject *decode_json_with(int flags, PyObject *skip, PyObject *previous, int whole,
+ * key: see _previous.c; NULL: none) gives for it, as mode (a LOOK_UP_ value) says. */
+PyObject *decode_json_with(int flags, PyObject *skip, PyObject *previous, int mode,
                            const char *data, Py_ssize_t length);
 
 /* Whether obj is DECLINED. */

@@ -21,6 +21,7 @@ typedef struct {
     PyObject *hint;          /* the previous object's part where the value read next sits
                               * (_previous.c; borrowed, NULL: none) */
     PyObject *previous;      /* the lookup of an event's previous object (NULL: none) */
+    int added;               /* ADDED events looked up too (a watch-list's relist) */
 } Parser;
 
 /* NULL, the document declined (not an error: the caller's JSON decoder says). */

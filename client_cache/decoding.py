@@ -179,16 +179,18 @@ class ObjectDecoding:
             item_loads, loads, self.codec, self._walk, self.flags, dicts=not object_type,
             body_loads=body_loads, skip=self.skip)
 
-    def event_loads_reusing(self, previous: Callable[[str], Any] | None) -> Loads:
+    def event_loads_reusing(self, previous: Callable[[str], Any] | None,
+                            added: bool = False) -> Loads:
         """The watch line decoder whose event objects take the parts equal to those of
         the object ``previous`` gives for their key (:func:`client_cache.sharing.decoder`
         says how): dict objects read by the C decoder only; :attr:`event_loads` for the
-        others, or when ``previous`` is None."""
+        others, or when ``previous`` is None. ``ADDED`` events are looked up too with
+        ``added`` (a watch-list's relist)."""
         if previous is None or not self._reusable:
             return self.event_loads
         reusing = sharing.decoder(wire.loads, self.share_strings, self.untrack,
                                   self.compact_dicts, skip=self._event_tree,
-                                  previous=previous)
+                                  previous=previous, added=added)
         return reusing if reusing is not None else self.event_loads
 
     def item_loads_reusing(self, previous: Callable[[str], Any] | None) -> Loads | None:

@@ -340,8 +340,9 @@ class ClientListerWatcher:
         :func:`client_cache.sharing.decoder`); a LIST item equal to the cached object is
         that object, so a relist builds only what changed; a LIST made while ``lookup``
         is false (a :class:`~client_cache.decoding.CachedObjects` of an empty store)
-        asks it nothing. For dict objects read by the C decoder; other objects, and
-        protobuf, are decoded as before. A port addition:
+        asks it nothing. A watch-list started while ``lookup`` is true (a relist) looks
+        up the objects of its ``ADDED`` events as well. For dict objects read by the C
+        decoder; other objects, and protobuf, are decoded as before. A port addition:
         shared informers set it to their indexer unless a transform is set (a transform
         changes the new object in place, and must not reach the old one through a shared
         part), or ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""
@@ -491,9 +492,12 @@ class ClientListerWatcher:
             return StreamWatcher(response, name=self.gvr.label(),
                                  decode_event=self.decoding.protobuf_event,
                                  frames=protobuf.FrameReader())
+        # a watch-list's initial events are ADDED: looked up when the cache holds
+        # objects (a relist), not when it is empty (an initial sync)
+        relist = bool(options.send_initial_events) and bool(self._previous)
         return StreamWatcher(
             response, self.decoding.decode, name=self.gvr.label(),
-            loads=self.decoding.event_loads_reusing(self._previous),
+            loads=self.decoding.event_loads_reusing(self._previous, added=relist),
             decode_event=self.decoding.decode_event,
         )
 

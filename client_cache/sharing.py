@@ -230,7 +230,7 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
 def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
             compact: bool = False, skip: dict[str, Any] | None = None,
             previous: Callable[[str], Any] | None = None, whole: bool = False,
-            ) -> Callable[[bytes], Any] | None:
+            added: bool = False) -> Callable[[bytes], Any] | None:
     """A JSON decoder giving what ``walker(strings, untrack, compact)`` gives for what
     ``loads`` decodes, in one pass where it can: the C decoder (``_decode.c``) builds
     each object already walked, so a string the table holds is never made twice and a
@@ -259,12 +259,17 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     the compares, and the result is always what the JSON says; what ``loads`` decodes
     (a declined document) shares nothing. With ``whole``, each document is itself the
     object looked up (a LIST item read for a relist: its key from its own metadata), and
-    a document equal to the whole object ``previous`` gives decodes to that object."""
+    a document equal to the whole object ``previous`` gives decodes to that object. With
+    ``added``, the objects of ``ADDED`` events are looked up too (a watch-list's relist,
+    whose initial events are ``ADDED``)."""
+    if whole and added:
+        raise ValueError("whole documents are no events: whole and added both asked")
     walk = walker(strings, untrack, compact)
     if _sharing is None or (walk is None and skip is None and previous is None):
         return None
     flags = walk_flags(strings, untrack, compact)
     decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
+    mode = 1 if whole else 2 if added else 0  # _decode.h's LOOK_UP_ values
 
     if skip is None and previous is None:
         def decoded(data: bytes) -> Any:
@@ -277,7 +282,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
 
     def decoded_with(data: bytes) -> Any:
         if len(data) < limit:
-            result = decode(flags, data, skip, previous, whole)
+            result = decode(flags, data, skip, previous, mode)
             if result is not declined:
                 return result
         obj = loads(data) if skip is None else drop_members(loads(data), skip)

@@ -266,6 +266,24 @@ def test_events_of_objects_new_to_the_cache_are_not_looked_up() -> None:
     assert keys == ["ns/web", "ns/web", "ns/web"]
 
 
+def test_added_events_are_looked_up_when_asked() -> None:
+    """A watch-list's relist: its initial events are ADDED, of objects the cache holds."""
+    keys: list[str] = []
+    obj = {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"x": [1]}}
+    old = reader(None)(event(obj))["object"]
+
+    def lookup(key: str) -> Any:
+        keys.append(key)
+        return old
+
+    relist = sharing.decoder(wire.loads, True, True, True, previous=lookup, added=True)
+    assert relist is not None
+    assert relist(event(obj, "ADDED"))["object"] is old
+    assert relist(event(obj, "MODIFIED"))["object"] is old
+    assert relist(event(obj, "BOOKMARK")) == {"type": "BOOKMARK", "object": obj}
+    assert keys == ["ns/web", "ns/web"]
+
+
 def test_only_an_events_object_is_looked_up() -> None:
     keys: list[str] = []
     lookup = keys.append
@@ -311,19 +329,18 @@ def test_objects_other_than_dicts_are_no_previous_objects() -> None:
         assert same(got, json.loads(event(pod)))
 
 
-class Falsy:
-    def __bool__(self) -> bool:
-        raise ZeroDivisionError
-
-
 def test_bad_arguments_are_refused() -> None:
     decode = sharing._sharing.decode  # the C entry's own checks
     with pytest.raises(TypeError, match="previous"):
         decode(0, b"{}", None, 5)
     with pytest.raises(TypeError, match="at most 5"):
-        decode(0, b"{}", None, None, True, None)
-    with pytest.raises(ZeroDivisionError):  # whole's truth asked, and its error kept
-        decode(0, b"{}", None, None, Falsy())
+        decode(0, b"{}", None, None, 1, None)
+    with pytest.raises(ValueError, match="mode"):
+        decode(0, b"{}", None, None, 3)
+    with pytest.raises(TypeError):
+        decode(0, b"{}", None, None, "whole")
+    with pytest.raises(ValueError, match="whole and added"):
+        sharing.decoder(wire.loads, True, True, True, previous=print, whole=True, added=True)
     config = Configuration()
     config.host = "http://127.0.0.1:1"
     lw = ClientListerWatcher(ApiClient(config), GroupVersionResource("", "v1", "pods"))

@@ -1,8 +1,8 @@
-"""A shared informer's relist reads each LIST item beside the object cached under its key
-(ClientListerWatcher.set_previous_objects, sharing.decoder's ``whole``): an object that
-did not change is the cached one, a changed one shares what it left unchanged; not with
-a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``. On the embedded server,
-whose watch is ended by a 410 so that the reflector lists again."""
+"""A shared informer's relist reads each LIST item, or each ADDED event of a watch-list,
+beside the object cached under its key (ClientListerWatcher.set_previous_objects,
+sharing.decoder's ``whole`` and ``added``): an object that did not change is the cached
+one; not with a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``. On the
+embedded server, whose watch is ended by a 410 so that the reflector lists again."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ from client_cache.apis import ListOptions
 from client_cache.decoding import CachedObjects
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.shared_informer import new_shared_index_informer, wait_for_cache_sync
+from client_cache.shared_informer import (
+    SharedIndexInformerOptions,
+    new_shared_index_informer_with_options,
+    wait_for_cache_sync,
+)
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import UpdateQueue, eventually, missing, running
 
@@ -34,18 +38,21 @@ def name_of(obj: Any) -> str:
 @pytest.fixture
 def synced_informer(server: EmbeddedApiServer, request: pytest.FixtureRequest,
                     ) -> Iterator[tuple[Any, UpdateQueue]]:
-    """Three pods, and a pods informer (with the test's ``transform`` parameter, if any)
-    synced on them, its handler's updates on a queue."""
+    """Three pods, and a pods informer synced on them, its handler's updates on a queue.
+    The test's parameter, if any, is the informer's transform, or ``"watch-list"`` for an
+    informer that lists by watch-list."""
     core = CoreV1Api(server.api_client())
     for i in range(3):
         core.create_namespaced_pod("ns", {
             "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "registry.example.com/web:1",
                                      "resources": {"limits": {"cpu": "1"}}}]}})
-    informer = new_shared_index_informer(ClientListerWatcher(server.api_client(), PODS),
-                                         None, 0, {})
-    if getattr(request, "param", None) is not None:
-        informer.set_transform(request.param)
+    param = getattr(request, "param", None)
+    informer = new_shared_index_informer_with_options(
+        ClientListerWatcher(server.api_client(), PODS), None,
+        SharedIndexInformerOptions(use_watch_list=param == "watch-list"))
+    if callable(param):
+        informer.set_transform(param)
     handler = UpdateQueue()
     informer.add_event_handler(handler)
     with running(informer, "informer-pods") as stop:
@@ -67,13 +74,14 @@ def relisted(server: EmbeddedApiServer, informer: Any, handler: UpdateQueue,
     return before, updates
 
 
+@pytest.mark.parametrize("synced_informer", ["list", "watch-list"], indirect=True)
 def test_a_relist_keeps_the_cached_objects_that_did_not_change(
         server: EmbeddedApiServer, synced_informer: tuple[Any, UpdateQueue]) -> None:
     informer, handler = synced_informer
     before, updates = relisted(server, informer, handler)
     for name, (old, new) in updates.items():
         assert old is before[name]
-        assert new is old  # the LIST item read beside it, equal all through
+        assert new is old  # the LIST item or ADDED event read beside it, equal all through
     after = {name_of(obj): obj for obj in informer.get_indexer().list()}
     assert all(after[name] is before[name] for name in before)
 

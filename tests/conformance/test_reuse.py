@@ -16,7 +16,8 @@ from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from tests.conformance.util import synced
+from client_cache.watch import EventType
+from tests.conformance.util import collect, initial_events_ended, synced
 from tests.fixtures import UpdateQueue, missing
 
 PODS = GroupVersionResource("", "v1", "pods")
@@ -116,3 +117,33 @@ def test_a_list_reads_its_items_beside_the_cached_objects(api: Any, ns: str) -> 
     assert new["web-1"]["spec"] is old["spec"]
     assert new["web-1"]["metadata"]["uid"] is old["metadata"]["uid"]
     assert "seen" not in old["metadata"]["labels"]
+
+
+def initial_events(lw: ClientListerWatcher) -> dict[str, Any]:
+    """The objects of a watch-list's initial events, by name (the watch stopped after)."""
+    watch = lw.watch(ListOptions(send_initial_events=True, allow_watch_bookmarks=True,
+                                 resource_version_match="NotOlderThan"))
+    events, _ = collect(watch, initial_events_ended)
+    assert initial_events_ended(events), "the initial events did not end"
+    return {e.object["metadata"]["name"]: e.object for e in events if e.type == EventType.ADDED}
+
+
+def test_a_watch_list_reads_its_added_events_beside_the_cached_objects(
+        api: Any, ns: str) -> None:
+    """A watch-list's relist: once the cache holds objects, its ADDED events are read
+    beside them as well."""
+    core = CoreV1Api(api)
+    for i in range(3):
+        core.create_namespaced_pod(ns, {
+            "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.example.com/web:1"}]}})
+    lw = ClientListerWatcher(api, PODS, ns)
+    cached = {f"{ns}/{name}": pod for name, pod in initial_events(lw).items()}
+    assert len(cached) == 3
+    lw.set_previous_objects(cached.get)
+    core.patch_namespaced_pod("web-1", ns, {"metadata": {"labels": {"seen": "yes"}}})
+    again = initial_events(lw)
+    assert again["web-0"] is cached[f"{ns}/web-0"] and again["web-2"] is cached[f"{ns}/web-2"]
+    old = cached[f"{ns}/web-1"]
+    assert again["web-1"] is not old and again["web-1"]["metadata"]["labels"]["seen"] == "yes"
+    assert again["web-1"]["spec"] is old["spec"] and "seen" not in old["metadata"]["labels"]

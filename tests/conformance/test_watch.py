@@ -18,6 +18,7 @@ from tests.conformance.util import (
     collect,
     configmap,
     create_configmaps,
+    initial_events_ended,
     list_all,
     lister_watcher,
     name_of,
@@ -172,13 +173,8 @@ def test_send_initial_events_ends_with_the_bookmark(api: Any, ns: str) -> None:
     lw = lister_watcher(api, ns)
     watch = lw.watch(ListOptions(send_initial_events=True, allow_watch_bookmarks=True,
                                  resource_version_match="NotOlderThan"))
-
-    def initial_end(evs: list[Event]) -> bool:
-        return any(e.type == EventType.BOOKMARK and (e.object["metadata"].get("annotations")
-                                                     or {}).get("k8s.io/initial-events-end")
-                   for e in evs)
     try:
-        events, _ = collect_open(watch, initial_end)
+        events, _ = collect_open(watch, initial_events_ended)
         added = [e for e in events if e.type == EventType.ADDED]
         assert sorted(name_of(e.object) for e in added) == [f"i-{i}" for i in range(5)]
         end = events[-1]

@@ -179,6 +179,14 @@ def collect(watch: Watch, until: Callable[[list[Event]], bool],
     return events, ended
 
 
+def initial_events_ended(events: list[Event]) -> bool:
+    """Whether a watch-list's initial events have ended: the bookmark that says so is in
+    ``events``."""
+    return any(e.type == EventType.BOOKMARK and (e.object["metadata"].get("annotations")
+                                                 or {}).get("k8s.io/initial-events-end")
+               for e in events)
+
+
 def changes(events: list[Event]) -> list[tuple[str, str]]:
     """(type, name) of the events that are not bookmarks."""
     return [(e.type.value, name_of(e.object)) for e in events if e.type != EventType.BOOKMARK]

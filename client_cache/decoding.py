@@ -62,8 +62,8 @@ def walked(loads: Loads, walk: Callable[[Any], Any]) -> Loads:
 def reuse_cached(lister_watcher: Any, store: Any) -> None:
     """Have ``lister_watcher``'s watches take, for each event, the unchanged parts of the
     object ``store`` (a store with ``get_by_key`` and ``len``) holds under its key, and
-    its LISTs the same for each item while ``store`` is not empty, when the
-    lister-watcher can (``set_previous_objects``: a
+    its LISTs and watch-lists the same for each item or ``ADDED`` event while ``store``
+    is not empty (a relist), when the lister-watcher can (``set_previous_objects``: a
     :class:`~client_cache.listwatch.ClientListerWatcher`) and
     ``CLIENT_CACHE_REUSE_UNCHANGED`` is not ``0``; ``store`` None lets go of the store
     (what an informer does when it stops, so the lister-watcher does not keep its cache

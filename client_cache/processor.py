@@ -130,7 +130,7 @@ class ProcessorListener:
 
     def add(self, notification: Any) -> None:
         """Queue a notification (never blocks; the buffer is unbounded)."""
-        if isinstance(notification, AddNotification) and notification.is_in_initial_list:
+        if type(notification) is AddNotification and notification.is_in_initial_list:
             self.sync_tracker.start()
         self._pending.append(notification)
         if self._closed:  # stopped, before or during this call: a stopped one holds nothing
@@ -178,9 +178,10 @@ class ProcessorListener:
         # sleeping the thread announces it (_waiting) and looks once more, so a notification
         # added in between is either seen here or wakes it.
         pending = self._pending
+        popleft, dispatch = pending.popleft, self._dispatch
         while True:
             while pending and not self._closed:
-                self._dispatch(pending.popleft())
+                dispatch(popleft())
             if self._closed:
                 return
             self._waiting = True
@@ -190,15 +191,18 @@ class ProcessorListener:
             self._parker.park()
 
     def _dispatch(self, notification: Any) -> None:
+        # the notifications are this module's own classes, never subclassed: their exact
+        # type is checked, updates (most of them) first
+        kind = type(notification)
         try:
-            if isinstance(notification, UpdateNotification):
+            if kind is UpdateNotification:
                 self.handler.on_update(notification.old, notification.new)
-            elif isinstance(notification, AddNotification):
+            elif kind is AddNotification:
                 self.handler.on_add(notification.obj, notification.is_in_initial_list)
-            elif isinstance(notification, DeleteNotification):
+            elif kind is DeleteNotification:
                 self.handler.on_delete(notification.old)
             else:
-                handle_error(f"unrecognized notification: {type(notification).__name__}")
+                handle_error(f"unrecognized notification: {kind.__name__}")
         except Exception as err:
             self.errors += 1
             _log.error("event handler %s of %s failed, skipping the notification: %r",
@@ -206,7 +210,7 @@ class ProcessorListener:
                        extra={"resource": self._informer_name, "handler": self.name})
         finally:
             self.handled += 1
-            if isinstance(notification, AddNotification) and notification.is_in_initial_list:
+            if kind is AddNotification and notification.is_in_initial_list:
                 self.sync_tracker.finished()
 
     def has_synced(self) -> bool:

@@ -7,7 +7,12 @@ import threading
 from typing import Any
 
 from client_cache.controller import ResourceEventHandlerFuncs
-from client_cache.processor import AddNotification, ProcessorListener
+from client_cache.processor import (
+    AddNotification,
+    DeleteNotification,
+    ProcessorListener,
+    UpdateNotification,
+)
 from tests.fixtures import eventually
 
 
@@ -99,3 +104,31 @@ def test_a_batch_taken_before_stop_is_not_delivered_after_it() -> None:
     assert thread is not None
     thread.join(1)
     assert not thread.is_alive() and seen == [1]
+
+
+def test_each_kind_reaches_its_method_and_a_failing_initial_add_still_counts() -> None:
+    calls: queue.Queue[tuple[Any, ...]] = queue.Queue()
+
+    def on_add(obj: Any) -> None:
+        calls.put(("add", obj))
+        if obj == "bad":
+            raise ValueError("a handler bug")
+
+    pl = ProcessorListener(ResourceEventHandlerFuncs(
+        add_func=on_add, update_func=lambda old, new: calls.put(("update", old, new)),
+        delete_func=lambda obj: calls.put(("delete", obj))), 0, 0, 0.0, lambda: True, "test")
+    pl.add(AddNotification("bad", True))
+    pl.add(AddNotification("good", True))
+    pl.add(UpdateNotification("good", "better"))
+    pl.add(DeleteNotification("better"))
+    assert not pl.has_synced()  # two initial adds not handled yet
+    pl.start()
+    got = [calls.get(timeout=5) for _ in range(4)]
+    assert got == [("add", "bad"), ("add", "good"), ("update", "good", "better"),
+                   ("delete", "better")]
+    eventually(lambda: pl.handled == 4, 5, "not every notification was counted")
+    assert pl.errors == 1 and pl.has_synced()  # the failed add was handled all the same
+    thread = pl.stop()
+    assert thread is not None
+    thread.join(1)
+    assert not thread.is_alive()

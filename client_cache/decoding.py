@@ -23,8 +23,8 @@ from client_cache.skip_paths import SkipPath, Tree, drop_members, skip_tree
 from client_cache.stream_watcher import bookmark_object
 from client_cache.structs import StructCodec, is_struct_type
 
-__all__ = ["CachedObjects", "Loads", "ObjectDecoding", "dropped", "model_decoder",
-           "reuse_cached", "walked", "walked_events"]
+__all__ = ["Loads", "ObjectDecoding", "dropped", "model_decoder", "reuse_cached", "walked",
+           "walked_events"]
 
 _log = logging.getLogger(__name__)
 
@@ -74,27 +74,11 @@ def reuse_cached(lister_watcher: Any, store: Any) -> None:
     if store is None or not sharing.reused_by_default():
         setter(None)
         return
-    setter(CachedObjects(store))
+    get_by_key = store.get_by_key
 
-
-class CachedObjects:
-    """The objects of a store by key, as a lister-watcher reads events and LIST items
-    beside them (:meth:`~client_cache.listwatch.ClientListerWatcher.set_previous_objects`):
-    calling it with a key gives the object or None; it is false while the store is
-    empty, so that a LIST made then (an initial sync) does not pay for a look-up per
-    item that could not find anything."""
-
-    __slots__ = ("_get_by_key", "_store")
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self._get_by_key = store.get_by_key
-
-    def __call__(self, key: str) -> Any:
-        return self._get_by_key(key)[0]
-
-    def __len__(self) -> int:
-        return len(self._store)
+    def cached(key: str) -> Any:  # a plain function: the C decoder calls it per event
+        return get_by_key(key)[0]
+    setter(cached, held=store.__len__)
 
 
 def walked_events(decode_event: Callable[[bytes], tuple[str, Any]],
@@ -199,9 +183,8 @@ class ObjectDecoding:
         object itself (a relist then builds only what changed; see
         :func:`client_cache.sharing.decoder`'s ``whole``): dict objects read by the C
         decoder only. None where that is not so, or when ``previous`` is None: the
-        lister-watcher's own item decoder then reads the items; so does a ``previous``
-        that is false (a :class:`CachedObjects` of an empty store: nothing to find)."""
-        if not previous or not self._reusable:
+        lister-watcher's own item decoder then reads the items."""
+        if previous is None or not self._reusable:
             return None
         return sharing.decoder(wire.loads, self.share_strings, self.untrack,
                                self.compact_dicts,

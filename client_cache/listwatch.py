@@ -327,28 +327,37 @@ class ClientListerWatcher:
         self.transport = Transport(api_client)
         self._auth_failing = 0  # the 401/403 code of the current episode, logged once
         self._previous: Callable[[str], Any] | None = None
+        self._held: Callable[[], int] | None = None
 
     def __repr__(self) -> str:
         return f"<ClientListerWatcher {self.gvr} namespace={self.namespace!r}>"
 
-    def set_previous_objects(self, lookup: Callable[[str], Any] | None) -> None:
+    def set_previous_objects(self, lookup: Callable[[str], Any] | None,
+                             held: Callable[[], int] | None = None) -> None:
         """Where the watches started and LISTs made from now on find the object an
         event or a LIST item replaces: ``lookup`` takes a cache key (``namespace/name``,
         or ``name``) and gives the cached object or None; None stops it. Each JSON
         event's object, and each JSON LIST item, then takes the parts equal to that
         object's as they are (shared, not built again: see
         :func:`client_cache.sharing.decoder`); a LIST item equal to the cached object is
-        that object, so a relist builds only what changed; a LIST made while ``lookup``
-        is false (a :class:`~client_cache.decoding.CachedObjects` of an empty store)
-        asks it nothing. A watch-list started while ``lookup`` is true (a relist) looks
-        up the objects of its ``ADDED`` events as well. For dict objects read by the C
+        that object, so a relist builds only what changed. ``held`` (optional) says how
+        many objects the cache holds: a LIST made while it gives 0 (an initial sync)
+        asks ``lookup`` nothing, and a watch-list started while it gives more (a relist)
+        looks up the objects of its ``ADDED`` events as well. For dict objects read by the C
         decoder; other objects, and protobuf, are decoded as before. A port addition:
         shared informers set it to their indexer unless a transform is set (a transform
         changes the new object in place, and must not reach the old one through a shared
         part), or ``CLIENT_CACHE_REUSE_UNCHANGED=0``."""
-        if lookup is not None and not callable(lookup):
-            raise TypeError(f"lookup must be callable or None, not {type(lookup).__name__}")
+        for name, given in (("lookup", lookup), ("held", held)):
+            if given is not None and not callable(given):
+                raise TypeError(f"{name} must be callable or None, not {type(given).__name__}")
         self._previous = lookup
+        self._held = held
+
+    def _cache_held(self) -> bool:
+        """Whether the lookup's cache holds objects (so a LIST or watch-list now is a
+        relist, not an initial sync); true without ``held``."""
+        return self._previous is not None and (self._held is None or self._held() > 0)
 
     # -- HTTP ---------------------------------------------------------------------------------
     def _headers(self, watch: bool) -> dict[str, str]:
@@ -474,7 +483,8 @@ class ClientListerWatcher:
         after its status is checked."""
         self._raise_for_status(response, None, "list")
         return self.decoding.list_body.read(
-            response, self.decoding.item_loads_reusing(self._previous))
+            response, self.decoding.item_loads_reusing(
+                self._previous if self._cache_held() else None))
 
     def watch_with_context(self, stop: threading.Event, options: ListOptions) -> Watch:
         """:meth:`watch`; ``stop`` interrupts the wait for the response headers (after
@@ -494,7 +504,7 @@ class ClientListerWatcher:
                                  frames=protobuf.FrameReader())
         # a watch-list's initial events are ADDED: looked up when the cache holds
         # objects (a relist), not when it is empty (an initial sync)
-        relist = bool(options.send_initial_events) and bool(self._previous)
+        relist = bool(options.send_initial_events) and self._cache_held()
         return StreamWatcher(
             response, self.decoding.decode, name=self.gvr.label(),
             loads=self.decoding.event_loads_reusing(self._previous, added=relist),

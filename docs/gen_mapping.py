@@ -382,7 +382,6 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "REUSE_UNCHANGED_ENV": ("—", "CLIENT_CACHE_REUSE_UNCHANGED=0: events build every part"),
     "reused_by_default": ("—", "do informers' events take unchanged parts of cached objects?"),
     "reuse_cached": ("—", "lend an informer's cache to its lister-watcher's events and LISTs"),
-    "CachedObjects": ("—", "a store's objects by key, false while it is empty"),
     "C_CORE_AVAILABLE": ("—", "is the work queue's C core installed?"),
     "C_CORE_ENV": ("—", "CLIENT_CACHE_WORKQUEUE_C=0 runs work queues on the Python code"),
     "UNTRACK_ENV": ("—", "CLIENT_CACHE_UNTRACK=0 leaves decoded objects to the collector"),

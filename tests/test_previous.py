@@ -346,3 +346,5 @@ def test_bad_arguments_are_refused() -> None:
     lw = ClientListerWatcher(ApiClient(config), GroupVersionResource("", "v1", "pods"))
     with pytest.raises(TypeError, match="callable"):
         lw.set_previous_objects(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="held"):
+        lw.set_previous_objects(print, held=5)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from kubernetes.client import CoreV1Api
 
 from client_cache import sharing
 from client_cache.apis import ListOptions
-from client_cache.decoding import CachedObjects
+from client_cache.decoding import reuse_cached
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
@@ -113,7 +113,8 @@ def test_the_environment_turns_it_off(server: EmbeddedApiServer,
 
 
 class CountingStore:
-    """The two things CachedObjects asks of a store, counting the look-ups."""
+    """The two things an informer's lister-watcher asks of its store
+    (decoding.reuse_cached), counting the look-ups."""
 
     def __init__(self) -> None:
         self.objects: dict[str, Any] = {}
@@ -135,7 +136,7 @@ def test_a_list_made_while_the_cache_is_empty_looks_nothing_up(
             "containers": [{"name": "c", "image": "i"}]}})
     lw = ClientListerWatcher(server.api_client(), PODS)
     store = CountingStore()
-    lw.set_previous_objects(CachedObjects(store))
+    reuse_cached(lw, store)
     first = lw.list(ListOptions())["items"]
     assert store.asked == []  # an initial sync: nothing to find
     store.objects = {f"ns/{name_of(pod)}": pod for pod in first}

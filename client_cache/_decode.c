@@ -587,8 +587,8 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     if (mode != LOOK_UP_EVENTS && mode != LOOK_UP_WHOLE && mode != LOOK_UP_ADDED) {
-        PyErr_Format(PyExc_ValueError, "%s: mode is 0 (events), 1 (whole) or 2 (added)",
-                     usage);
+        PyErr_Format(PyExc_ValueError, "%s: mode is LOOK_UP_EVENTS, LOOK_UP_WHOLE or "
+                     "LOOK_UP_ADDED", usage);
         return NULL;
     }
     if (skip != Py_None && !PyDict_CheckExact(skip)) {
@@ -631,5 +631,8 @@ decode_init(PyObject *module)
     if (declined == NULL) {
         return -1;
     }
-    return PyModule_AddObjectRef(module, "DECLINED", declined);
+    return PyModule_AddObjectRef(module, "DECLINED", declined) < 0
+        || PyModule_AddIntConstant(module, "LOOK_UP_EVENTS", LOOK_UP_EVENTS) < 0
+        || PyModule_AddIntConstant(module, "LOOK_UP_WHOLE", LOOK_UP_WHOLE) < 0
+        || PyModule_AddIntConstant(module, "LOOK_UP_ADDED", LOOK_UP_ADDED) < 0 ? -1 : 0;
 }

@@ -269,7 +269,8 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
         return None
     flags = walk_flags(strings, untrack, compact)
     decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
-    mode = 1 if whole else 2 if added else 0  # _decode.h's LOOK_UP_ values
+    mode = (_sharing.LOOK_UP_WHOLE if whole else _sharing.LOOK_UP_ADDED if added
+            else _sharing.LOOK_UP_EVENTS)
 
     if skip is None and previous is None:
         def decoded(data: bytes) -> Any:

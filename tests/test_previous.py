@@ -334,9 +334,12 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError, match="previous"):
         decode(0, b"{}", None, 5)
     with pytest.raises(TypeError, match="at most 5"):
-        decode(0, b"{}", None, None, 1, None)
+        decode(0, b"{}", None, None, sharing._sharing.LOOK_UP_WHOLE, None)
+    modes = {sharing._sharing.LOOK_UP_EVENTS, sharing._sharing.LOOK_UP_WHOLE,
+             sharing._sharing.LOOK_UP_ADDED}
+    assert len(modes) == 3
     with pytest.raises(ValueError, match="mode"):
-        decode(0, b"{}", None, None, 3)
+        decode(0, b"{}", None, None, max(modes) + 1)
     with pytest.raises(TypeError):
         decode(0, b"{}", None, None, "whole")
     with pytest.raises(ValueError, match="whole and added"):

@@ -300,13 +300,15 @@ class _Controller:
     def _process_loop(self, stop: threading.Event) -> None:
         cfg = self.config
 
-        def process(obj: Any, is_in_initial_list: bool) -> None:
+        def requeuing(obj: Any, is_in_initial_list: bool) -> None:
             try:
                 cfg.process(obj, is_in_initial_list)
-            except Exception as err:
-                if cfg.retry_on_error:  # the queue puts the item back (Go AddIfNotPresent)
-                    raise RequeueError(err) from err
-                raise
+            except Exception as err:  # the queue puts the item back (Go AddIfNotPresent)
+                raise RequeueError(err) from err
+
+        # without retries an error goes up as it is: the process function itself, a call
+        # less on every item
+        process = requeuing if cfg.retry_on_error else cfg.process
 
         pop_batch = getattr(cfg.queue, "pop_batch", None)
         if (cfg.process_batch is not None and callable(pop_batch)

@@ -255,8 +255,9 @@ class DeltaFIFO(QueueBase):
             _dedup(deltas)
 
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
-        key = self.key_of(obj)
-        obj = self._transform(obj)
+        key = queue_key_of(self._key_func, obj)  # key_of's, a call less on every change
+        if self._transformer is not None:
+            obj = self._transform(obj)
         with self._lock:
             self._mark_populated_locked()
             self._append_locked(key, delta_type, obj)
@@ -434,7 +435,10 @@ class DeltaFIFO(QueueBase):
         """
         with self._lock:
             while True:
-                in_initial_list = self._wait_for_item_locked(timeout)
+                if self._queue and self._synced_reported:
+                    in_initial_list = False  # what the wait says then, without its calls
+                else:
+                    in_initial_list = self._wait_for_item_locked(timeout)
                 key = self._queue.popleft()
                 deltas = self._items.pop(key, None)
                 if deltas is None:

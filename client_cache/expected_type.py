@@ -65,6 +65,10 @@ class TypeCheck:
         dict example); a mismatch is reported and the object is to be skipped, as Go's
         typed decoding rejects it. A LIST item without apiVersion and kind is typed by its
         list (servers omit them there) and passes."""
+        gvk = self.expected_gvk
+        if (type(obj) is dict and gvk is not None and self.expected_type in (dict, None)
+                and obj.get("kind") == gvk[1] and obj.get("apiVersion") == gvk[0]):
+            return True  # a wire dict of the expected kind: every watch event's case
         if self.expected_type is not None and not isinstance(obj, self.expected_type):
             handle_error(f"{self.name}: expected type {self.description}, but {what} "
                          f"had type {type(obj).__name__}")

@@ -204,30 +204,43 @@ class _EventSink:
         self.pending_rv: str | None = None
         self.updater = (self.target if store is None
                         and isinstance(self.target, ResourceVersionUpdater) else None)
+        # the store's writes, bound once rather than looked up on every event
+        self.add, self.update, self.delete = (self.target.add, self.target.update,
+                                              self.target.delete)
 
     def apply(self, event: Event) -> bool | None:
         """Apply ``event``; returns whether it was the initial-events-end bookmark, or
         None when it was skipped. An ERROR event raises its status as an exception."""
-        if event.type is EventType.ERROR:
-            raise from_status(event.object)
-        if not self.type_check.accept(event.object):
+        kind, obj = event.type, event.object
+        if kind is EventType.ERROR:
+            raise from_status(obj)
+        if not self.type_check.accept(obj):
             return None
         try:
-            rv = meta.get_resource_version(event.object)
+            rv = meta.get_resource_version(obj)
         except MetaAccessError:
             handle_error(f"{self.name}: unable to understand watch event of "
                          f"{self.type_check.description}: {event!r}")
             return None
         bookmark_end = False
-        if event.type is EventType.ADDED:
-            self._apply(self.target.add, "add", "to", event.object)
-        elif event.type is EventType.MODIFIED:
-            self._apply(self.target.update, "update", "to", event.object)
-        elif event.type is EventType.DELETED:
-            self._apply(self.target.delete, "delete", "from", event.object)
+        op: Callable[[Any], None] | None
+        if kind is EventType.MODIFIED:  # the most common first
+            op, verb = self.update, "update"
+        elif kind is EventType.ADDED:
+            op, verb = self.add, "add"
+        elif kind is EventType.DELETED:
+            op, verb = self.delete, "delete"
         else:  # BOOKMARK (ERROR was handled above)
-            annotations = meta.accessor(event.object).annotations
+            op = None
+            annotations = meta.accessor(obj).annotations
             bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
+        if op is not None:
+            try:
+                op(obj)
+            except Exception as err:
+                prep = "from" if op is self.delete else "to"
+                handle_error(f"{self.name}: unable to {verb} watch event object "
+                             f"({meta.describe(obj)}) {prep} store: {err}")
         self.pending_rv = rv
         if self.updater is not None:
             try:
@@ -242,13 +255,6 @@ class _EventSink:
         if rv is not None:
             self.pending_rv = None
             self.set_rv(rv)
-
-    def _apply(self, op: Callable[[Any], None], verb: str, prep: str, obj: Any) -> None:
-        try:
-            op(obj)
-        except Exception as err:
-            handle_error(f"{self.name}: unable to {verb} watch event object "
-                         f"({meta.describe(obj)}) {prep} store: {err}")
 
 
 def handle_watch(

@@ -372,16 +372,18 @@ class SharedIndexInformer(Generic[T]):
     # ResourceEventHandler side: called under _block_deltas by process_deltas.
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         """Apply an added object to the handlers (the informer's own handler; Go ``OnAdd``)."""
-        self.cache_mutation_detector.add_object(obj)
+        if self.cache_mutation_detector.enabled:  # not a call on every change when off
+            self.cache_mutation_detector.add_object(obj)
         self.processor.distribute(AddNotification(obj, is_in_initial_list), False)
 
     def on_update(self, old: Any, new: Any) -> None:
         """Apply an updated object to the handlers (Go ``OnUpdate``)."""
         try:
-            is_sync = meta.get_resource_version(old) == meta.get_resource_version(new)
+            is_sync = meta.same_resource_version(old, new)
         except MetaAccessError:
             is_sync = False
-        self.cache_mutation_detector.add_object(new)
+        if self.cache_mutation_detector.enabled:
+            self.cache_mutation_detector.add_object(new)
         self.processor.distribute(UpdateNotification(old, new), is_sync)
 
     def on_delete(self, old: Any) -> None:

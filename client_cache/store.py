@@ -237,7 +237,7 @@ class _Cache:
         :meth:`get` would have: one key computation and one lock instead of two (a port
         addition; :func:`~client_cache.controller.process_deltas` uses it when a store
         has it). A key error raises before anything changes."""
-        return self._storage.swap(self._key(obj), obj)
+        return self._storage.swap(checked_key(self._key_func, obj), obj)  # _key, inlined
 
     def transaction(self, *txns: Transaction) -> None:
         """Apply ``txns`` in order under the map's one lock (Go ``Transaction``; this makes

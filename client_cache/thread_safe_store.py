@@ -231,9 +231,10 @@ class ThreadSafeMap:
 
     # -- writes ---------------------------------------------------------------------------
     def _compute_locked(self, key: str, obj: Any) -> _Values:
-        return {
-            name: _run_index_func(name, func, obj, key) for name, func in self._indexers.items()
-        }
+        values: _Values = {}
+        for name, func in self._indexers.items():  # a loop, not a comprehension's call
+            values[name] = _run_index_func(name, func, obj, key)
+        return values
 
     def _update_indices_locked(self, key: str, obj: Any, new_values: _Values) -> None:
         for name, new in new_values.items():

@@ -159,6 +159,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "accessor": ("meta.Accessor", "wire dicts, models, dynamic objects"),
     "type_meta": ("meta.TypeAccessor", ""),
     "namespace_and_name": ("(ObjectMeta GetNamespace, GetName)", ""),
+    "same_resource_version": ("—", "two objects' resourceVersions compared (port addition)"),
     "ObjectMetaAccessor": ("metav1.Object", ""),
     "OwnerReference": ("metav1.OwnerReference", ""),
     "decode_error_status": ("watch: decoding an ERROR event's Status", ""),

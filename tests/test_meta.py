@@ -195,6 +195,36 @@ def test_resource_version_fast_path_keeps_the_checks() -> None:
         meta.get_resource_version({"metadata": None})
 
 
+def rv(value: Any) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": value}}
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    (rv("7"), rv("7"), True),
+    (rv("7"), rv("8"), False),
+    ({"metadata": {}}, {"metadata": {}}, True),  # both "" as get_resource_version reads
+    ({"metadata": {}}, rv("8"), False),
+    (rv("9"), V1Pod(metadata=V1ObjectMeta(resource_version="9")), True),
+    (OrderedDict(metadata={"resourceVersion": "5"}), rv("5"), True),
+    (V1Pod(metadata=V1ObjectMeta(resource_version="5")),
+     V1Pod(metadata=V1ObjectMeta(resource_version="6")), False),
+])
+def test_same_resource_version_says_what_comparing_both_reads_says(
+        a: Any, b: Any, same: bool) -> None:
+    assert meta.same_resource_version(a, b) is same
+    assert (meta.get_resource_version(a) == meta.get_resource_version(b)) is same
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    (rv(12), rv(12)),  # equal, but not strings: the checked path raises
+    (rv("7"), {"metadata": None}),
+    ({"kind": "Pod"}, rv("7")),
+])
+def test_same_resource_version_raises_where_reading_them_does(a: Any, b: Any) -> None:
+    with pytest.raises(MetaAccessError):
+        meta.same_resource_version(a, b)
+
+
 def struct() -> Any:
     return to_struct(wire(), struct_type(V1Pod))
 

@@ -21,6 +21,7 @@ from client_cache.errors import (
     new_timeout_error,
     new_too_many_requests,
 )
+from client_cache.expected_type import TypeCheck, describe_expected_type
 from client_cache.fifo import pop
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import (
@@ -839,6 +840,42 @@ def test_typed_reflector_checks_list_items_too(caplog: pytest.LogCaptureFixture)
                                     ReflectorOptions(name="typed"))
     with pytest.raises(ListFailedError, match="expected a PodList of v1"):
         r2._list(threading.Event())
+
+
+@pytest.mark.parametrize(("obj", "accepted"), [
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, True),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}, False),
+    ({"apiVersion": "v2", "kind": "Pod", "metadata": {}}, False),
+    ({"metadata": {}}, False),  # a watch object says its kind
+    ({"apiVersion": "v1", "kind": 7, "metadata": {}}, False),
+    (V1Pod(api_version="v1", kind="Pod"), True),
+    (V1Service(api_version="v1", kind="Service"), False),
+])
+def test_a_gvk_typed_check_takes_what_says_its_kind_and_reports_the_rest(
+        obj: Any, accepted: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """The check of a reflector typed by an apiVersion and kind alone: a wire dict or
+    model of that kind passes quietly; anything else is refused and reported."""
+    check = TypeCheck("typed", "v1, Kind=Pod", None, ("v1", "Pod"))
+    assert check.accept(obj) is accepted
+    reported = [rec for rec in caplog.records if "expected gvk" in rec.getMessage()]
+    assert len(reported) == (0 if accepted else 1)
+
+
+@pytest.mark.parametrize(("obj", "accepted", "message"), [
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, True, ""),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}, False, "expected gvk"),
+    (V1Pod(api_version="v1", kind="Pod"), False, "expected type"),
+])
+def test_a_dict_example_checks_the_type_and_then_the_kind(
+        obj: Any, accepted: bool, message: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A dict example (an informer of wire dicts: ``describe_expected_type`` gives the
+    dict type and the example's apiVersion and kind) takes only dicts of its kind."""
+    _, expected_type, gvk = describe_expected_type({"apiVersion": "v1", "kind": "Pod"})
+    check = TypeCheck("typed", "v1, Kind=Pod", expected_type, gvk)
+    assert check.accept(obj) is accepted
+    reported = [rec.getMessage() for rec in caplog.records if "expected" in rec.getMessage()]
+    assert len(reported) == (0 if accepted else 1)
+    assert all(message in text for text in reported)
 
 
 def test_model_typed_reflector_checks_list_items() -> None:

@@ -225,11 +225,11 @@ class _EventSink:
         bookmark_end = False
         op: Callable[[Any], None] | None
         if kind is EventType.MODIFIED:  # the most common first
-            op, verb = self.update, "update"
+            op, verb, prep = self.update, "update", "to"
         elif kind is EventType.ADDED:
-            op, verb = self.add, "add"
+            op, verb, prep = self.add, "add", "to"
         elif kind is EventType.DELETED:
-            op, verb = self.delete, "delete"
+            op, verb, prep = self.delete, "delete", "from"
         else:  # BOOKMARK (ERROR was handled above)
             op = None
             annotations = meta.accessor(obj).annotations
@@ -238,7 +238,6 @@ class _EventSink:
             try:
                 op(obj)
             except Exception as err:
-                prep = "from" if op is self.delete else "to"
                 handle_error(f"{self.name}: unable to {verb} watch event object "
                              f"({meta.describe(obj)}) {prep} store: {err}")
         self.pending_rv = rv

@@ -748,6 +748,7 @@ def test_store_errors_never_kill_the_reflector(caplog: pytest.LogCaptureFixture)
     fw = new_fake_with_chan_size(5)
     fw.add(pod("a", "2"))
     fw.modify(pod("a", "3"))
+    fw.delete(pod("a", "4"))
     fw.stop()
     stop = threading.Event()
     calls = [0]
@@ -761,8 +762,11 @@ def test_store_errors_never_kill_the_reflector(caplog: pytest.LogCaptureFixture)
 
     r = reflector(lw(lambda o: pod_list("1"), watch), store)
     r.list_and_watch(stop)
-    assert store.attempts == 2 and r.last_sync_resource_version() == "3"
-    assert "unable to add watch event object" in caplog.text
+    assert store.attempts == 3 and r.last_sync_resource_version() == "4"
+    for what in ("add watch event object (Pod ns/a (resourceVersion 2)) to store",
+                 "update watch event object (Pod ns/a (resourceVersion 3)) to store",
+                 "delete watch event object (Pod ns/a (resourceVersion 4)) from store"):
+        assert f"unable to {what}: " in caplog.text
 
 
 class RecordingMetrics:

@@ -435,10 +435,7 @@ class DeltaFIFO(QueueBase):
         """
         with self._lock:
             while True:
-                if self._queue and self._synced_reported:
-                    in_initial_list = False  # what the wait says then, without its calls
-                else:
-                    in_initial_list = self._wait_for_item_locked(timeout)
+                in_initial_list = self._wait_for_item_locked(timeout)
                 key = self._queue.popleft()
                 deltas = self._items.pop(key, None)
                 if deltas is None:

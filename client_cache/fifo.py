@@ -286,8 +286,7 @@ class QueueBase:
             if err.err is not None:
                 raise err.err from err
         finally:
-            if self._synced_callbacks_due:  # _after_process_locked's, a call less per item
-                self._run_synced_callbacks_locked()
+            self._after_process_locked()
             if start is not None:
                 elapsed = time.monotonic() - start
                 if elapsed > _SLOW_PROCESS:

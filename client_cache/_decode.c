@@ -571,6 +571,20 @@ is_declined(PyObject *obj)
     return obj == declined;
 }
 
+int
+check_skip_and_previous(const char *usage, PyObject *skip, PyObject *previous)
+{
+    if (skip != Py_None && !PyDict_CheckExact(skip)) {
+        PyErr_Format(PyExc_TypeError, "%s: skip is a dict or None", usage);
+        return -1;
+    }
+    if (previous != Py_None && !PyCallable_Check(previous)) {
+        PyErr_Format(PyExc_TypeError, "%s: previous is a callable or None", usage);
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *
 decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -591,12 +605,7 @@ decode_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
                      "LOOK_UP_ADDED", usage);
         return NULL;
     }
-    if (skip != Py_None && !PyDict_CheckExact(skip)) {
-        PyErr_Format(PyExc_TypeError, "%s: skip is a dict or None", usage);
-        return NULL;
-    }
-    if (previous != Py_None && !PyCallable_Check(previous)) {
-        PyErr_Format(PyExc_TypeError, "%s: previous is a callable or None", usage);
+    if (check_skip_and_previous(usage, skip, previous) < 0) {
         return NULL;
     }
     if (walk_arguments(usage, args, nargs >= 3 ? 2 : nargs, &flags) < 0) {

@@ -25,6 +25,10 @@ enum { LOOK_UP_EVENTS = 0, LOOK_UP_WHOLE = 1, LOOK_UP_ADDED = 2 };
 PyObject *decode_json_with(int flags, PyObject *skip, PyObject *previous, int mode,
                            const char *data, Py_ssize_t length);
 
+/* 0 when skip is a dict or None and previous a callable or None, as the entries that
+ * take them want; else -1 with a TypeError naming usage. */
+int check_skip_and_previous(const char *usage, PyObject *skip, PyObject *previous);
+
 /* Whether obj is DECLINED. */
 int is_declined(PyObject *obj);
 

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "_decode.h"
+#include "_lines.h"
 #include "_pbstruct.h"
 #include "_protobuf.h"
 #include "_listscan.h"
@@ -526,6 +527,12 @@ static PyMethodDef methods[] = {
      "repeated keys...): decode it with a JSON decoder and walk it instead. skip: a skip "
      "tree's node; previous: a callable giving, for an event's object's cache key, the "
      "object whose equal parts the event's takes as they are (or None)."},
+    {"decode_lines", (PyCFunction)(void (*)(void))decode_lines, METH_FASTCALL,
+     "decode_lines(flags, data, pos, skip, previous, mode, limit, event_class, types) "
+     "-> (events, pos, stuck): the watch events of the whole JSON lines of data (bytes) "
+     "from pos, each decoded as decode(flags, line, skip, previous, mode) and made "
+     "event_class(types[type], object); stops at a line it leaves to the caller (stuck: "
+     "the offset of its newline; -1 when none), pos where it stopped."},
     {"list_items", list_items, METH_O,
      "list_items(body) -> (start, end, spans) | None: where a LIST body's items array "
      "is (body[start:end]) and each item in it (spans: start, end, start, end...); None "

@@ -20,8 +20,9 @@ from client_cache.list_body import ListBodyReader
 from client_cache.protobuf_schema import schema
 from client_cache.schema import GroupVersionResource
 from client_cache.skip_paths import SkipPath, Tree, drop_members, skip_tree
-from client_cache.stream_watcher import bookmark_object
+from client_cache.stream_watcher import EVENT_TYPES, LinesDecoder, bookmark_object
 from client_cache.structs import StructCodec, is_struct_type
+from client_cache.watch import Event
 
 __all__ = ["Loads", "ObjectDecoding", "dropped", "model_decoder", "reuse_cached", "walked",
            "walked_events"]
@@ -176,6 +177,19 @@ class ObjectDecoding:
                                   self.compact_dicts, skip=self._event_tree,
                                   previous=previous, added=added)
         return reusing if reusing is not None else self.event_loads
+
+    def event_lines(self, previous: Callable[[str], Any] | None,
+                    added: bool = False) -> LinesDecoder | None:
+        """The decoder of a buffer of watch lines in one call
+        (:func:`client_cache.sharing.line_decoder`) that decodes each line as
+        :meth:`event_loads_reusing` (``previous``, ``added``) does and makes it its
+        :class:`~client_cache.watch.Event`: dict objects read by the C decoder only, None
+        for the others (their lines are decoded one by one)."""
+        if not self._reusable:
+            return None
+        return sharing.line_decoder(self.share_strings, self.untrack, self.compact_dicts,
+                                    skip=self._event_tree, previous=previous, added=added,
+                                    event_class=Event, types=EVENT_TYPES)
 
     def item_loads_reusing(self, previous: Callable[[str], Any] | None) -> Loads | None:
         """The LIST item decoder whose objects take the parts equal to those of the

@@ -509,6 +509,7 @@ class ClientListerWatcher:
             response, self.decoding.decode, name=self.gvr.label(),
             loads=self.decoding.event_loads_reusing(self._previous, added=relist),
             decode_event=self.decoding.decode_event,
+            decode_lines=self.decoding.event_lines(self._previous, added=relist),
         )
 
 

@@ -148,9 +148,10 @@ from client_cache import native, wire
 from client_cache.skip_paths import drop_members
 
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "REUSE_UNCHANGED_ENV", "SHARE_STRINGS_ENV",
-           "UNTRACK_ENV", "ListSplitter", "clear_table", "compact", "compacted_by_default",
-           "decoder", "reused_by_default", "share", "shared_by_default", "split_list",
-           "table_stats", "untrack", "untracked_by_default", "walker"]
+           "UNTRACK_ENV", "LineDecoder", "ListSplitter", "clear_table", "compact",
+           "compacted_by_default", "decoder", "line_decoder", "reused_by_default", "share",
+           "shared_by_default", "split_list", "table_stats", "untrack",
+           "untracked_by_default", "walker"]
 
 T = TypeVar("T")
 
@@ -289,6 +290,42 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
         obj = loads(data) if skip is None else drop_members(loads(data), skip)
         return walk(obj) if walk else obj
     return decoded_with
+
+
+LineDecoder = Callable[[bytes, int], tuple[list[Any], int, int]]
+"""What :func:`line_decoder` gives: ``lines(data, pos)`` is ``(events, pos, stuck)``."""
+
+
+def line_decoder(strings: bool, untrack: bool, compact: bool = False,
+                 skip: dict[str, Any] | None = None,
+                 previous: Callable[[str], Any] | None = None, added: bool = False, *,
+                 event_class: Callable[[Any, Any], Any], types: dict[str, Any],
+                 ) -> LineDecoder | None:
+    """The decoder of a whole buffer of JSON watch lines in one call (a port addition:
+    the reader thread of a JSON watch made a few Python calls per event to cut and
+    decode its lines). ``lines(data, pos)`` reads the whole lines of ``data`` (bytes)
+    from offset ``pos`` on, each decoded as ``decoder(wire.loads, strings, untrack,
+    compact, skip=skip, previous=previous, added=added)`` decodes it, and makes each
+    ``{"type": t, "object": o}`` the event ``event_class(types[t], o)``; blank lines are
+    passed over. It returns ``(events, pos, stuck)``: ``stuck`` is -1 when it read every
+    whole line (``pos`` is then where the unfinished rest begins), else the offset of the
+    newline ending the line at ``pos``, which it leaves to the caller: a line of
+    :data:`client_cache.wire.GC_PAUSE_THRESHOLD` bytes or more, one the C decoder
+    declines or fails on, or one that is not such an event. The caller decodes that line
+    its own way (what the C decoder declines, the JSON decoder decodes or rejects) and
+    calls again after it. None when :func:`decoder` would be None."""
+    if _sharing is None or (walker(strings, untrack, compact) is None and skip is None
+                            and previous is None):
+        return None
+    flags = walk_flags(strings, untrack, compact)
+    mode = _sharing.LOOK_UP_ADDED if added else _sharing.LOOK_UP_EVENTS
+    decode_lines, limit = _sharing.decode_lines, wire.GC_PAUSE_THRESHOLD
+
+    def lines(data: bytes, pos: int) -> tuple[list[Any], int, int]:
+        found: tuple[list[Any], int, int] = decode_lines(
+            flags, data, pos, skip, previous, mode, limit, event_class, types)
+        return found
+    return lines
 
 
 def share(obj: T) -> T:

@@ -14,8 +14,8 @@ from client_cache import wire
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, SendReady, select
 from client_cache.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
 
-__all__ = ["EventDecoder", "ObjectDecoder", "StreamWatcher", "bookmark_object",
-           "decode_error_status"]
+__all__ = ["EVENT_TYPES", "EventDecoder", "LinesDecoder", "ObjectDecoder", "StreamWatcher",
+           "bookmark_object", "decode_error_status"]
 
 _log = logging.getLogger(__name__)
 
@@ -25,6 +25,10 @@ ObjectDecoder = Callable[[Any], Any]
 EventDecoder = Callable[[bytes], tuple[str, Any]]
 """Turns one line of a watch stream into its type and object, in one step (the struct
 mode's decoder, :class:`client_cache.structs.StructCodec`); raises ValueError."""
+LinesDecoder = Callable[[bytes, int], tuple[list[Event], int, int]]
+"""Turns the whole lines of a buffer, from an offset, into their events in one call, and
+says where it stopped and at which line it gave up (:func:`client_cache.sharing.line_decoder`
+documents the contract)."""
 
 
 def decode_error_status(message: str) -> dict[str, Any]:
@@ -78,7 +82,8 @@ def _split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
     return lines, buffer[start:]
 
 
-_EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
+EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
+"""Each event type by its name on the wire."""
 
 
 class StreamWatcher(WatchIteration):
@@ -95,6 +100,10 @@ class StreamWatcher(WatchIteration):
     the read timeout the request was made with: when it passes with nothing received, the
     watch ends. ``name`` names the reader thread (``watch-<name>``).
 
+    ``decode_lines``, when given (a :data:`LinesDecoder`; with neither ``decode_object``
+    nor ``decode_event``), decodes the whole lines of each chunk in one call; a line it
+    leaves goes through ``loads`` as any line does, so the events and errors are the same.
+
     The events of each chunk read go to the channel together (``Chan.try_send_batch``:
     what fits at once, the rest as room is made); an event that fails to decode is
     reported after the events before it in its chunk, and ends the watch.
@@ -110,8 +119,14 @@ class StreamWatcher(WatchIteration):
         chan_size: int = DEFAULT_CHAN_SIZE,
         decode_event: EventDecoder | None = None,
         frames: Any = None,
+        decode_lines: LinesDecoder | None = None,
     ) -> None:
+        if decode_lines is not None and (decode_object is not None or decode_event is not None
+                                         or frames is not None):
+            raise ValueError("decode_lines makes events of whole JSON lines: it takes no "
+                             "decode_object, decode_event or frames")
         self._response = response
+        self._decode_lines = decode_lines
         self._frames = frames
         self._decode_object = decode_object
         self._loads = loads
@@ -161,6 +176,10 @@ class StreamWatcher(WatchIteration):
         buffer = b""
         for chunk in self._response.stream(65536, decode_content=True):
             buffer = buffer + chunk if buffer else chunk
+            if self._decode_lines is not None:
+                burst, buffer = self._parse_buffer(buffer, self._decode_lines)
+                yield burst
+                continue
             lines, buffer = _split_lines(buffer)
             yield self._parse_all(lines)
         if buffer.strip():
@@ -193,17 +212,36 @@ class StreamWatcher(WatchIteration):
             raise
         return burst
 
+    def _parse_buffer(self, buffer: bytes, decode_lines: LinesDecoder,
+                      ) -> tuple[list[Event], bytes]:
+        """The events of ``buffer``'s whole lines, by ``decode_lines`` and, for each line
+        it leaves, :meth:`_parse`; and the bytes after the last newline. On a decode
+        error, the events before it travel with the error, as in :meth:`_parse_all`."""
+        burst: list[Event] = []
+        pos = 0
+        while True:
+            events, pos, stuck = decode_lines(buffer, pos)
+            burst += events
+            if stuck < 0:
+                return burst, buffer[pos:]
+            try:
+                burst.append(self._parse(buffer[pos:stuck]))
+            except _DecodeError as err:
+                err.before = burst
+                raise
+            pos = stuck + 1
+
     def _parse(self, line: bytes) -> Event:
         if self._decode_event is not None:
             try:
                 type_name, obj = self._decode_event(line)
-                return Event(_EVENT_TYPES[type_name], obj)
+                return Event(EVENT_TYPES[type_name], obj)
             except (ValueError, KeyError, TypeError) as err:
                 raise _DecodeError(
                     f"unable to decode an event from the watch stream: {err}") from err
         try:
             raw = self._loads(line)
-            event_type = _EVENT_TYPES[raw["type"]]
+            event_type = EVENT_TYPES[raw["type"]]
             obj = raw["object"]
         except (ValueError, KeyError, TypeError) as err:
             raise _DecodeError(f"unable to decode an event from the watch stream: {err}") from err

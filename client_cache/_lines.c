@@ -55,46 +55,13 @@ event_of(PyObject *doc, PyObject *event_class, PyObject *types)
     return PyObject_Vectorcall(event_class, args, 2, NULL);
 }
 
-PyObject *
-decode_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+/* What the lines of data[pos:size] decode to, as decode_lines returns it: (events, pos,
+ * stuck), or NULL with the error set. */
+static PyObject *
+events_of(const char *data, Py_ssize_t size, Py_ssize_t pos, int flags, PyObject *skip,
+          PyObject *previous, int mode, Py_ssize_t limit, PyObject *event_class,
+          PyObject *types)
 {
-    const char *usage = "decode_lines(flags, data, pos, skip, previous, mode, limit, "
-                        "event_class, types)";
-    if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "%s takes 9 arguments", usage);
-        return NULL;
-    }
-    long flags = PyLong_AsLong(args[0]);
-    Py_ssize_t pos = PyLong_AsSsize_t(args[2]);
-    long mode = PyLong_AsLong(args[5]);
-    Py_ssize_t limit = PyLong_AsSsize_t(args[6]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    PyObject *skip = args[3], *previous = args[4], *event_class = args[7], *types = args[8];
-    if (!PyBytes_CheckExact(args[1])) {
-        PyErr_Format(PyExc_TypeError, "%s: data is bytes", usage);
-        return NULL;
-    }
-    if (check_skip_and_previous(usage, skip, previous) < 0) {
-        return NULL;
-    }
-    if (mode != LOOK_UP_EVENTS && mode != LOOK_UP_ADDED) {
-        PyErr_Format(PyExc_ValueError, "%s: mode is LOOK_UP_EVENTS or LOOK_UP_ADDED",
-                     usage);
-        return NULL;
-    }
-    if (!PyCallable_Check(event_class) || !PyDict_CheckExact(types)) {
-        PyErr_Format(PyExc_TypeError, "%s: event_class is a callable, types a dict",
-                     usage);
-        return NULL;
-    }
-    const char *data = PyBytes_AS_STRING(args[1]);
-    Py_ssize_t size = PyBytes_GET_SIZE(args[1]);
-    if (pos < 0 || pos > size) {
-        PyErr_Format(PyExc_ValueError, "%s: pos %zd is outside data", usage, pos);
-        return NULL;
-    }
     PyObject *events = PyList_New(0);
     if (events == NULL) {
         return NULL;
@@ -114,9 +81,7 @@ decode_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
             stuck = end;
             break;
         }
-        PyObject *doc = decode_json_with((int)flags, skip == Py_None ? NULL : skip,
-                                         previous == Py_None ? NULL : previous, (int)mode,
-                                         data + pos, length);
+        PyObject *doc = decode_json_with(flags, skip, previous, mode, data + pos, length);
         if (doc == NULL || is_declined(doc)) {
             PyErr_Clear(); /* the caller decodes the line again and meets it there */
             Py_XDECREF(doc);
@@ -141,6 +106,57 @@ decode_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         }
         pos = end + 1;
     }
-    PyObject *result = Py_BuildValue("(Nnn)", events, pos, stuck);
+    return Py_BuildValue("(Nnn)", events, pos, stuck);
+}
+
+PyObject *
+decode_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "decode_lines(flags, data, pos, skip, previous, mode, limit, "
+                        "event_class, types)";
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "%s takes 9 arguments", usage);
+        return NULL;
+    }
+    long flags = PyLong_AsLong(args[0]);
+    Py_ssize_t pos = PyLong_AsSsize_t(args[2]);
+    long mode = PyLong_AsLong(args[5]);
+    Py_ssize_t limit = PyLong_AsSsize_t(args[6]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *skip = args[3], *previous = args[4], *event_class = args[7], *types = args[8];
+    if (check_skip_and_previous(usage, skip, previous) < 0) {
+        return NULL;
+    }
+    if (mode != LOOK_UP_EVENTS && mode != LOOK_UP_ADDED) {
+        PyErr_Format(PyExc_ValueError, "%s: mode is LOOK_UP_EVENTS or LOOK_UP_ADDED",
+                     usage);
+        return NULL;
+    }
+    if (!PyCallable_Check(event_class) || !PyDict_CheckExact(types)) {
+        PyErr_Format(PyExc_TypeError, "%s: event_class is a callable, types a dict",
+                     usage);
+        return NULL;
+    }
+    if (PyUnicode_Check(args[1]) || !PyObject_CheckBuffer(args[1])) {
+        PyErr_Format(PyExc_TypeError, "%s: data is bytes-like", usage);
+        return NULL;
+    }
+    Py_buffer view; /* held to the end: a bytearray cannot be resized meanwhile */
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (pos < 0 || pos > view.len) {
+        PyErr_Format(PyExc_ValueError, "%s: pos %zd is outside data", usage, pos);
+    }
+    else {
+        result = events_of(view.buf, view.len, pos, (int)flags,
+                           skip == Py_None ? NULL : skip,
+                           previous == Py_None ? NULL : previous, (int)mode, limit,
+                           event_class, types);
+    }
+    PyBuffer_Release(&view);
     return result;
 }

@@ -6,10 +6,10 @@
 #include <Python.h>
 
 /* decode_lines(flags, data, pos, skip, previous, mode, limit, event_class, types) ->
- * (events, pos, stuck) (METH_FASTCALL): the events of data's whole lines from pos on,
- * each line decoded as decode(flags, line, skip, previous, mode) decodes it and its
- * event made as event_class(types[doc["type"]], doc["object"]); blank lines passed
- * over. It returns where it stopped: the start of the next line not yet read, and
+ * (events, pos, stuck) (METH_FASTCALL): the events of the whole lines of data (bytes-like)
+ * from pos on, each line decoded as decode(flags, line, skip, previous, mode) decodes it
+ * and its event made as event_class(types[doc["type"]], doc["object"]); blank lines
+ * passed over. It returns where it stopped: the start of the next line not yet read, and
  * stuck, -1 when every whole line was read, else the offset of the newline ending the
  * line at pos, which it left to the caller (one of limit bytes or more, one it declined
  * or failed to decode, or one that is not such an event). */

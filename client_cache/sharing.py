@@ -303,9 +303,10 @@ def line_decoder(strings: bool, untrack: bool, compact: bool = False,
                  ) -> LineDecoder | None:
     """The decoder of a whole buffer of JSON watch lines in one call (a port addition:
     the reader thread of a JSON watch made a few Python calls per event to cut and
-    decode its lines). ``lines(data, pos)`` reads the whole lines of ``data`` (bytes)
-    from offset ``pos`` on, each decoded as ``decoder(wire.loads, strings, untrack,
-    compact, skip=skip, previous=previous, added=added)`` decodes it, and makes each
+    decode its lines). ``lines(data, pos)`` reads the whole lines of ``data``
+    (bytes-like; a str is refused) from offset ``pos`` on, each decoded as
+    ``decoder(wire.loads, strings, untrack, compact, skip=skip, previous=previous,
+    added=added)`` decodes it, and makes each
     ``{"type": t, "object": o}`` the event ``event_class(types[t], o)``; blank lines are
     passed over. It returns ``(events, pos, stuck)``: ``stuck`` is -1 when it read every
     whole line (``pos`` is then where the unfinished rest begins), else the offset of the

@@ -57,6 +57,11 @@ def test_every_whole_line_is_its_event_and_the_rest_is_left() -> None:
     assert same(events[2].object, first)
     assert stuck == -1 and data[pos:] == line("ADDED", second)[:40]
     assert lines_of()(data, pos) == ([], pos, -1)  # no whole line after pos
+    held = bytearray(data)
+    again, _, _ = lines_of()(held, 0)  # any bytes-like data, let go of after the call
+    held += b"\n"  # BufferError while the call still held it
+    assert [e.type for e in again] == [e.type for e in events]
+    assert all(same(a.object, b.object) for a, b in zip(again, events, strict=True))
 
 
 def test_a_line_it_cannot_take_is_left_at_its_place() -> None:
@@ -116,7 +121,7 @@ def test_the_previous_object_and_skipped_members_are_as_the_line_decoder_has_the
 def test_bad_arguments_are_refused() -> None:
     decode_lines = sharing._sharing.decode_lines
     args = [0, b"", 0, None, None, 0, 100, Event, EVENT_TYPES]
-    for index, bad, error in ((1, "text", TypeError), (2, 5, ValueError),
+    for index, bad, error in ((1, "text", TypeError), (1, 5, TypeError), (2, 5, ValueError),
                               (2, -1, ValueError), (3, [], TypeError), (4, 3, TypeError),
                               (5, sharing._sharing.LOOK_UP_WHOLE, ValueError),
                               (7, 3, TypeError), (8, [], TypeError)):

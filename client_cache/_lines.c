@@ -32,6 +32,10 @@ blank(const char *data, Py_ssize_t length)
     return 1;
 }
 
+/* The keys of an event document, made once (interned): looking a member up by a C string
+ * made and hashed a str for each event. */
+static PyObject *type_key, *object_key;
+
 /* The event of the decoded document doc (new reference), or NULL without an error when
  * doc is not an event this call builds (the caller's own path then says what it is);
  * NULL with the error set when the event class raised. */
@@ -41,10 +45,10 @@ event_of(PyObject *doc, PyObject *event_class, PyObject *types)
     if (!PyDict_CheckExact(doc)) {
         return NULL;
     }
-    PyObject *name = PyDict_GetItemString(doc, "type"); /* borrowed */
-    PyObject *obj = PyDict_GetItemString(doc, "object");
+    PyObject *name = PyDict_GetItemWithError(doc, type_key); /* borrowed */
+    PyObject *obj = name == NULL ? NULL : PyDict_GetItemWithError(doc, object_key);
     if (name == NULL || obj == NULL || !PyUnicode_CheckExact(name)) {
-        return NULL;
+        return NULL; /* no error: exact str keys compare without raising */
     }
     PyObject *type = PyDict_GetItemWithError(types, name); /* borrowed */
     if (type == NULL) {
@@ -117,6 +121,15 @@ decode_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     if (nargs != 9) {
         PyErr_Format(PyExc_TypeError, "%s takes 9 arguments", usage);
         return NULL;
+    }
+    if (type_key == NULL) { /* the first call: the GIL is held, so once */
+        type_key = PyUnicode_InternFromString("type");
+        object_key = PyUnicode_InternFromString("object");
+        if (type_key == NULL || object_key == NULL) {
+            Py_CLEAR(type_key);
+            Py_CLEAR(object_key);
+            return NULL;
+        }
     }
     long flags = PyLong_AsLong(args[0]);
     Py_ssize_t pos = PyLong_AsSsize_t(args[2]);

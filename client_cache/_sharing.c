@@ -529,7 +529,8 @@ static PyMethodDef methods[] = {
      "object whose equal parts the event's takes as they are (or None)."},
     {"decode_lines", (PyCFunction)(void (*)(void))decode_lines, METH_FASTCALL,
      "decode_lines(flags, data, pos, skip, previous, mode, limit, event_class, types) "
-     "-> (events, pos, stuck): the watch events of the whole JSON lines of data (bytes) "
+     "-> (events, pos, stuck): the watch events of the whole JSON lines of data "
+     "(bytes-like) "
      "from pos, each decoded as decode(flags, line, skip, previous, mode) and made "
      "event_class(types[type], object); stops at a line it leaves to the caller (stuck: "
      "the offset of its newline; -1 when none), pos where it stopped."},

@@ -228,6 +228,14 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
     return cast(Callable[[T], T], functools.partial(_sharing.walk, flags))
 
 
+def _asked(walk: Callable[[Any], Any] | None, skip: dict[str, Any] | None,
+           previous: Callable[[str], Any] | None) -> bool:
+    """Whether the C decoder is there and has something to do while decoding: a walk,
+    members to leave out or a previous object to read beside."""
+    return _sharing is not None and (walk is not None or skip is not None
+                                     or previous is not None)
+
+
 def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
             compact: bool = False, skip: dict[str, Any] | None = None,
             previous: Callable[[str], Any] | None = None, whole: bool = False,
@@ -266,7 +274,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     if whole and added:
         raise ValueError("whole documents are no events: whole and added both asked")
     walk = walker(strings, untrack, compact)
-    if _sharing is None or (walk is None and skip is None and previous is None):
+    if not _asked(walk, skip, previous):
         return None
     flags = walk_flags(strings, untrack, compact)
     decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
@@ -315,8 +323,7 @@ def line_decoder(strings: bool, untrack: bool, compact: bool = False,
     declines or fails on, or one that is not such an event. The caller decodes that line
     its own way (what the C decoder declines, the JSON decoder decodes or rejects) and
     calls again after it. None when :func:`decoder` would be None."""
-    if _sharing is None or (walker(strings, untrack, compact) is None and skip is None
-                            and previous is None):
+    if not _asked(walker(strings, untrack, compact), skip, previous):
         return None
     flags = walk_flags(strings, untrack, compact)
     mode = _sharing.LOOK_UP_ADDED if added else _sharing.LOOK_UP_EVENTS

@@ -13,16 +13,18 @@ import enum
 import logging
 import random
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from client_cache import meta
 from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
 from client_cache.errors import ClientCacheError, MetaAccessError, StopRequestedError, from_status
 from client_cache.store import Store
+from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.chan import CLOSED, STOPPED, TIMED_OUT, Chan, select_or_stop
-from client_cache.util.clock import WithTicker
+from client_cache.util.clock import Timer, WithTicker
 from client_cache.util.runtime import handle_error
+from client_cache.util.stop import on_stop
 from client_cache.watch import Event, EventType, Watch
 
 if TYPE_CHECKING:
@@ -202,6 +204,7 @@ class _EventSink:
         self.target = reflector.store if store is None else store
         self.set_rv = set_resource_version
         self.pending_rv: str | None = None
+        self.count = 0  # events applied (not skipped)
         self.updater = (self.target if store is None
                         and isinstance(self.target, ResourceVersionUpdater) else None)
         # the store's writes, bound once rather than looked up on every event
@@ -246,6 +249,7 @@ class _EventSink:
                 self.updater.update_resource_version(rv)
             except Exception as err:
                 handle_error(f"{self.name}: update_resource_version failed: {err}")
+        self.count += 1
         return bookmark_end
 
     def flush(self) -> None:
@@ -254,6 +258,116 @@ class _EventSink:
         if rv is not None:
             self.pending_rv = None
             self.set_rv(rv)
+
+
+_AfterFunc = Callable[[float, Callable[[], None]], Timer]
+"""A clock's ``after_func``: call a function on a thread of its own after a delay."""
+
+
+def _apply_channel(r: Reflector, sink: _EventSink, start: float, watch: Watch,
+                   stop: threading.Event, errors: Chan[BaseException], idle: float,
+                   exit_on_initial_events_end: bool) -> bool:
+    """:func:`handle_watch`'s loop over the watch's result channel; True when it ended at
+    the initial-events-end bookmark."""
+    last_event = r.clock.monotonic()
+    idle_timer = r.clock.new_timer(idle)
+    ticker = InitialEventsEndBookmarkTicker(r.name, r.clock, start, 10.0,
+                                            exit_on_initial_events_end)
+    try:
+        result = watch.result_chan()
+        chans: list[Chan[Any]] = [result, errors, idle_timer.c(), ticker.c()]
+        batch = result.cap() // 2 if exit_on_initial_events_end else 0
+        if batch < 2:
+            batch = 0  # an unbuffered or one-slot channel: nothing to batch
+        limit = result.cap()
+        ends_burst = _is_bookmark if exit_on_initial_events_end else None
+        while True:
+            case, value = _next_case(stop, result, chans, batch)
+            if case is _Case.RESYNC_FAILED:
+                raise value
+            if case is _Case.BOOKMARK_TICK:
+                ticker.warn_if_expired()
+                continue
+            if case is _Case.IDLE:
+                quiet = r.clock.monotonic() - last_event
+                if quiet >= idle:
+                    raise WatchStalledError(
+                        f"{r.name}: no watch event or bookmark for {quiet:.0f}s")
+                idle_timer.reset(idle - quiet)
+                continue
+            if value is CLOSED:
+                return False
+            last_event = r.clock.monotonic()
+            ticker.observe_last_event_time(last_event)
+            burst = [value]
+            if ends_burst is None or not ends_burst(value):
+                burst += result.recv_batch(limit, ends_burst)
+            r.status.watch_event(last_event, len(burst))
+            try:
+                for event in burst:
+                    if sink.apply(event) and exit_on_initial_events_end:
+                        r.log.debug("exiting %s Watch because received the bookmark that "
+                                    "marks the end of initial events stream, total %d items "
+                                    "received", r.name, sink.count)
+                        return True
+            finally:
+                sink.flush()
+    finally:
+        idle_timer.stop()
+        ticker.stop()
+
+
+def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event], None, None],
+                  interrupt: Callable[[], None], stop: threading.Event,
+                  errors: Chan[BaseException], idle: float, after_func: _AfterFunc,
+                  ) -> None:
+    """:func:`handle_watch`'s loop over a watch read in this thread
+    (:meth:`~client_cache.stream_watcher.StreamWatcher.take_bursts`): each chunk's events
+    applied as soon as they are read, with no reader thread handing them over. What ends
+    the loop from elsewhere calls ``interrupt`` (the watch's ``stop``), which ends a read
+    in progress:
+    ``stop`` (an :func:`~client_cache.util.stop.on_stop` callback), a resync failure (a
+    callback on ``errors``) and the idle timer (a clock ``after_func`` that stops the
+    watch once ``idle`` seconds passed without a chunk of events). Then it raises as the
+    channel loop does: :class:`~client_cache.errors.StopRequestedError`, the resync
+    error, :class:`WatchStalledError`."""
+    last_event = r.clock.monotonic()
+    stalled: list[float] = []  # how long it was quiet, once the idle timer stopped it
+
+    def on_idle() -> None:
+        quiet = r.clock.monotonic() - last_event
+        if quiet >= idle:
+            stalled.append(quiet)
+            interrupt()
+        else:
+            idle_timer.reset(idle - quiet)
+
+    idle_timer = after_func(idle, on_idle)
+    unhook = errors.on_change(interrupt)
+    stopping = on_stop(stop, interrupt)
+    try:
+        for burst in bursts:
+            if stop.is_set() or errors.ready() or stalled:
+                break
+            last_event = r.clock.monotonic()
+            r.status.watch_event(last_event, len(burst))
+            try:
+                for event in burst:
+                    sink.apply(event)
+            finally:
+                sink.flush()
+    finally:
+        stopping.cancel()
+        unhook()
+        idle_timer.stop()
+        bursts.close()  # closes the response
+    if stop.is_set():
+        raise StopRequestedError()
+    error, failed = errors.try_recv()
+    if failed:
+        raise cast(BaseException, error)
+    if stalled:
+        raise WatchStalledError(f"{r.name}: no watch event or bookmark for {stalled[0]:.0f}s")
 
 
 def handle_watch(
@@ -288,62 +402,32 @@ def handle_watch(
     initial-events-end bookmark (``exit_on_initial_events_end``) a burst ends at any
     bookmark, so the events after the end stay in the channel for the watch that goes
     on, and an empty result channel is given :data:`_INITIAL_EVENTS_BATCH_WAIT` to
-    fill."""
+    fill (:func:`_apply_channel`).
+
+    A :class:`~client_cache.stream_watcher.StreamWatcher` nobody has read yet (the
+    reflector's own watches, but not the rest of a watch-list after its initial events)
+    is read in this thread instead (:func:`_apply_bursts`, a port addition): each chunk's
+    events are applied as soon as they are decoded, with the same order, errors and
+    endings, and one thread fewer to hand them over (S2 from the replay source, by hand,
+    eight alternated pairs, medians: 47.7 us of CPU an event against 50.6, 21.3k
+    events/s against 20.0k, each spread over about a fifth)."""
     r = reflector
     sink = _EventSink(r, store, set_resource_version)
-    count = 0
-    last_event = r.clock.monotonic()
-    idle_timer = r.clock.new_timer(idle)
-    ticker = InitialEventsEndBookmarkTicker(r.name, r.clock, start, 10.0,
-                                            exit_on_initial_events_end)
+    # the stream read here: a StreamWatcher's, past a watch-list's initial events, on a
+    # clock that can run the idle check (the real clock and the fake ones can)
+    after_func: _AfterFunc | None = getattr(r.clock, "after_func", None)
+    bursts = (watch.take_bursts() if isinstance(watch, StreamWatcher) and after_func
+              and not exit_on_initial_events_end else None)
     try:
-        result = watch.result_chan()
-        chans: list[Chan[Any]] = [result, errors, idle_timer.c(), ticker.c()]
-        batch = result.cap() // 2 if exit_on_initial_events_end else 0
-        if batch < 2:
-            batch = 0  # an unbuffered or one-slot channel: nothing to batch
-        limit = result.cap()
-        ends_burst = _is_bookmark if exit_on_initial_events_end else None
-        while True:
-            case, value = _next_case(stop, result, chans, batch)
-            if case is _Case.RESYNC_FAILED:
-                raise value
-            if case is _Case.BOOKMARK_TICK:
-                ticker.warn_if_expired()
-                continue
-            if case is _Case.IDLE:
-                quiet = r.clock.monotonic() - last_event
-                if quiet >= idle:
-                    raise WatchStalledError(
-                        f"{r.name}: no watch event or bookmark for {quiet:.0f}s")
-                idle_timer.reset(idle - quiet)
-                continue
-            if value is CLOSED:
-                break
-            last_event = r.clock.monotonic()
-            ticker.observe_last_event_time(last_event)
-            burst = [value]
-            if ends_burst is None or not ends_burst(value):
-                burst += result.recv_batch(limit, ends_burst)
-            r.status.watch_event(last_event, len(burst))
-            try:
-                for event in burst:
-                    bookmark_end = sink.apply(event)
-                    if bookmark_end is None:
-                        continue  # skipped (logged)
-                    count += 1
-                    if exit_on_initial_events_end and bookmark_end:
-                        r.log.debug("exiting %s Watch because received the bookmark that "
-                                    "marks the end of initial events stream, total %d items "
-                                    "received", r.name, count)
-                        return True
-            finally:
-                sink.flush()
+        if bursts is not None and after_func is not None:
+            _apply_bursts(r, sink, bursts, watch.stop, stop, errors, idle, after_func)
+        elif _apply_channel(r, sink, start, watch, stop, errors, idle,
+                            exit_on_initial_events_end):
+            return True
     finally:
-        idle_timer.stop()
-        ticker.stop()
-        r.metrics.items_in_watch.observe(count)
+        r.metrics.items_in_watch.observe(sink.count)
         r.metrics.watch_duration.observe(max(0.0, r.clock.monotonic() - start))
+    count = sink.count
     if r.clock.monotonic() - start < 1.0 and count == 0:
         r.metrics.short_watches.inc()
         raise VeryShortWatchError(r.name)

@@ -4,10 +4,11 @@ and the client-side decoding reporter): :class:`StreamWatcher` and its helpers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from client_cache import wire
@@ -48,6 +49,7 @@ def decode_error_status(message: str) -> dict[str, Any]:
 
 
 _STOP_JOIN_SECONDS = 1.0
+_THREAD, _CALLER = "thread", "caller"  # who reads a StreamWatcher's stream
 
 
 def bookmark_object(obj: Any) -> Any:
@@ -98,7 +100,8 @@ class StreamWatcher(WatchIteration):
     :class:`~client_cache.protobuf.FrameReader`), each handed to ``decode_event``. The
     client-side idle timeout is
     the read timeout the request was made with: when it passes with nothing received, the
-    watch ends. ``name`` names the reader thread (``watch-<name>``).
+    watch ends. ``name`` names the reader thread (``watch-<name>``), which the first
+    :meth:`result_chan` starts; :meth:`take_bursts` reads in the caller's thread instead.
 
     ``decode_lines``, when given (a :data:`LinesDecoder`; with neither ``decode_object``
     nor ``decode_event``), decodes the whole lines of each chunk in one call; a line it
@@ -135,12 +138,35 @@ class StreamWatcher(WatchIteration):
         self._done = DoneChan()
         self._lock = threading.Lock()
         self._stopped = False
+        self._reader: str | None = None  # who reads the stream: _THREAD or _CALLER
         self._thread = threading.Thread(target=self._receive, name=f"watch-{name}", daemon=True)
-        self._thread.start()
 
     def result_chan(self) -> Chan[Event]:
-        """The channel of events; closed when the watch ends (Go ``ResultChan``)."""
+        """The channel of events; closed when the watch ends (Go ``ResultChan``). The
+        first call starts the reader thread, unless :meth:`take_bursts` took the stream
+        (then the channel stays empty and closes when the stream ends)."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = _THREAD
+                if self._stopped:
+                    self._result.close()
+                else:
+                    self._thread.start()
         return self._result
+
+    def take_bursts(self) -> Generator[list[Event], None, None] | None:
+        """The events read in the calling thread instead of a reader thread, a list per
+        chunk read (a port addition: a reflector's watch loop reads this way, a hand-off
+        between two threads less for every chunk); None when :meth:`result_chan` was
+        called first. The lists are what the channel would have carried, in order: a
+        decode error ends them with an ERROR event; a connection that fails, times out or
+        is stopped ends them quietly. :meth:`stop`, from any thread, interrupts a read in
+        progress."""
+        with self._lock:
+            if self._reader is not None:
+                return None
+            self._reader = _CALLER
+        return self._until_end()
 
     def stop(self) -> None:
         """End the watch: shut its connection down, close the channel and wait (at most
@@ -149,9 +175,10 @@ class StreamWatcher(WatchIteration):
             if self._stopped:
                 return
             self._stopped = True
+            started = self._reader == _THREAD
         self._done.close()
         _interrupt(self._response)
-        if threading.current_thread() is not self._thread:
+        if started and threading.current_thread() is not self._thread:
             # The socket is shut down, so the reader ends at once; waiting for it here
             # means no ``watch-*`` thread outlives its watcher's stop (Go's Stop does
             # not wait; a port addition, bounded to 1 s).
@@ -163,8 +190,9 @@ class StreamWatcher(WatchIteration):
             return self._stopped
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the reader thread to end; True if it has."""
-        self._thread.join(timeout)
+        """Wait for the reader thread to end; True if it has (or never started)."""
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout)
         return not self._thread.is_alive()
 
     def _bursts(self) -> Iterator[list[Event]]:
@@ -273,21 +301,28 @@ class StreamWatcher(WatchIteration):
             if index == 0:
                 return False
 
-    def _receive(self) -> None:
+    def _until_end(self) -> Generator[list[Event], None, None]:
+        """:meth:`_bursts` until the stream ends, whoever reads it: a decode error becomes
+        a last list (the events before it, then the ERROR event), any other failure an
+        end (logged unless stopped). At the end the channel closes and the response is
+        closed."""
         try:
-            for burst in self._bursts():
-                if not self._deliver_all(burst):
-                    return
+            yield from self._bursts()
         except _DecodeError as err:
             if not self.is_stopped():
-                self._deliver_all(
-                    [*err.before, Event(EventType.ERROR, decode_error_status(str(err)))])
+                yield [*err.before, Event(EventType.ERROR, decode_error_status(str(err)))]
         except Exception as err:  # connection reset, truncated chunk, read timeout...
             if not self.is_stopped():
                 _log.debug("watch stream ended: %s", err)
         finally:
             self._result.close()
             _close(self._response)
+
+    def _receive(self) -> None:
+        with contextlib.closing(self._until_end()) as bursts:
+            for burst in bursts:
+                if not self._deliver_all(burst):
+                    return
 
 
 def _interrupt(response: Any) -> None:

@@ -302,6 +302,8 @@ class SlowClosingResponse:
 
 def test_stream_watcher_stop_waits_for_its_reader_thread() -> None:
     w = StreamWatcher(SlowClosingResponse(), name="slow-close")
+    assert not [t for t in threading.enumerate() if t.name == "watch-slow-close"]
+    w.result_chan()  # the first call starts the reader thread
     reader = [t for t in threading.enumerate() if t.name == "watch-slow-close"]
     assert len(reader) == 1
     w.stop()

@@ -16,6 +16,7 @@ their waiters directly, and the stop event through a callback (see
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections import deque
@@ -290,6 +291,18 @@ class Chan(Generic[T]):
         with self._cond:
             self._due_locked(time.monotonic())
             return len(self._buf)
+
+    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` each time this channel may have changed (a value sent or
+        received, the channel closed), and once at once if a receive would return now;
+        returns the function that unregisters it. A port addition, for a consumer blocked
+        elsewhere (a watch loop in a read of its stream) that a send must interrupt;
+        ``callback`` runs under the channel's lock, so it must be quick and must not touch
+        the channel."""
+        self._add_waker(callback)
+        if self.ready():
+            callback()
+        return functools.partial(self._remove_waker, callback)
 
     def _add_waker(self, waker: _Waker) -> float | None:
         """Register ``waker``; returns this channel's own deadline (or None)."""

@@ -17,7 +17,8 @@ Durations are ``float`` seconds (Go ``time.Duration``). Timer and ticker channel
   ``after_func``) fires during that call when its target time is at or before the new time,
   with the upstream rules: a timer sends with a blocking send into its 1-slot channel and
   fires once; a ticker sends only if its slot is free and re-arms by whole periods past the
-  new time; ``after_func`` callbacks run synchronously inside ``step``; a timer created with
+  new time; ``after_func`` callbacks run synchronously inside ``step``, after the other
+  waiters, so one may reset its own timer; a timer created with
   a non-positive duration waits for the next ``step`` (even ``step(0)``); ``sleep`` is
   ``step``; a fake ticker's ``stop`` does nothing (as upstream, it stays a waiter).
   :meth:`FakeClock.has_waiters` tells a test that some thread is blocked on the clock.
@@ -236,7 +237,12 @@ class _RealFuncTimer:
         with self._lock:
             active = not self._timer.finished.is_set()
             self._timer.cancel()
-            return active
+            timer = self._timer
+        if timer is not threading.current_thread():
+            # cancelled, it ends at once: waiting for it means no thread, nor the function
+            # it holds, outlives the stop
+            timer.join()
+        return active
 
     def reset(self, d: float) -> bool:
         with self._lock:
@@ -439,21 +445,25 @@ class FakeClock(FakePassiveClock):
     def _set_time_locked(self, t: float) -> None:
         self._time = t
         remaining: list[_Waiter] = []
+        funcs: list[Callable[[], None]] = []
         for waiter in self._waiters:
             if waiter.target_time > t:
                 remaining.append(waiter)
                 continue
-            if waiter.skip_if_blocked:
+            if waiter.after_func is not None:  # its channel never fires, as the real one's
+                funcs.append(waiter.after_func)
+            elif waiter.skip_if_blocked:
                 waiter.dest.try_send(t)
             else:
                 waiter.dest.send(t)
-            if waiter.after_func is not None:
-                waiter.after_func()
             if waiter.step_interval > 0:
                 while waiter.target_time <= t:
                     waiter.target_time += waiter.step_interval
                 remaining.append(waiter)
         self._waiters = remaining
+        # once the waiters are settled, so a function may reset its own timer
+        for func in funcs:
+            func()
 
     def has_waiters(self) -> bool:
         """Whether any timer, ticker or ``after`` is registered."""

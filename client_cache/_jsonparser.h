@@ -131,8 +131,9 @@ literal_end(const char *p, const char *end, const char *word, Py_ssize_t length)
 }
 
 /* The str of a string's characters from start to close (its closing quote) that has
- * escapes or bytes above 0x7F: escapes undone, UTF-8 decoded (_decode.c). NULL when
- * declined (an escape not valid, half of a surrogate pair, invalid UTF-8) or on error. */
+ * escapes or bytes above 0x7F: escapes undone, UTF-8 decoded. NULL when
+ * declined (an escape not valid, half of a surrogate pair, invalid UTF-8) or on error
+ * (_jsonstring.c). */
 PyObject *json_string_text(Parser *ps, const char *start, const char *close, int escaped);
 
 /* A number at ps->p, as RFC 8259 writes them: an int below 10**18, or a float written in

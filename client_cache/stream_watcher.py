@@ -232,13 +232,18 @@ class StreamWatcher(WatchIteration):
         """The events of ``items``; on a decode error, the events before it travel with
         the error (:attr:`_DecodeError.before`), to be delivered first."""
         burst: list[Event] = []
+        for item in items:
+            self._parse_onto(burst, item)
+        return burst
+
+    def _parse_onto(self, burst: list[Event], item: bytes) -> None:
+        """Append ``item``'s event to ``burst``; on a decode error, ``burst`` (the events
+        before it) travels with the error."""
         try:
-            for item in items:
-                burst.append(self._parse(item))
+            burst.append(self._parse(item))
         except _DecodeError as err:
             err.before = burst
             raise
-        return burst
 
     def _parse_buffer(self, buffer: bytes, decode_lines: LinesDecoder,
                       ) -> tuple[list[Event], bytes]:
@@ -252,11 +257,7 @@ class StreamWatcher(WatchIteration):
             burst += events
             if stuck < 0:
                 return burst, buffer[pos:]
-            try:
-                burst.append(self._parse(buffer[pos:stuck]))
-            except _DecodeError as err:
-                err.before = burst
-                raise
+            self._parse_onto(burst, buffer[pos:stuck])
             pos = stuck + 1
 
     def _parse(self, line: bytes) -> Event:

@@ -333,14 +333,21 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
     error, :class:`WatchStalledError`."""
     last_event = r.clock.monotonic()
     stalled: list[float] = []  # how long it was quiet, once the idle timer stopped it
+    # held while the idle check runs, and to mark the loop's end: a check that re-arms
+    # the timer does so before the end stops it, or not at all
+    guard = threading.Lock()
+    ended = False
 
     def on_idle() -> None:
-        quiet = r.clock.monotonic() - last_event
-        if quiet >= idle:
-            stalled.append(quiet)
-            interrupt()
-        else:
-            idle_timer.reset(idle - quiet)
+        with guard:
+            if ended:
+                return
+            quiet = r.clock.monotonic() - last_event
+            if quiet >= idle:
+                stalled.append(quiet)
+                interrupt()
+            else:
+                idle_timer.reset(idle - quiet)
 
     idle_timer = after_func(idle, on_idle)
     unhook = errors.on_change(interrupt)
@@ -357,6 +364,8 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
             finally:
                 sink.flush()
     finally:
+        with guard:
+            ended = True
         stopping.cancel()
         unhook()
         idle_timer.stop()

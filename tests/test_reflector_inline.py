@@ -185,6 +185,21 @@ def test_a_quiet_watch_stalls_after_idle_seconds_since_its_last_events() -> None
     assert isinstance(err, WatchStalledError), err
     assert str(err) == "inline: no watch event or bookmark for 30s"
     assert loop.reflector.last_sync_resource_version() == "2"
+    assert not clock.has_waiters()  # the idle timer ended with the loop
+
+
+def test_an_idle_check_racing_the_end_of_the_loop_leaves_no_timer() -> None:
+    """The idle timer fires while the loop ends: the check either re-arms the timer
+    before the end stops it, or finds the loop ended and does nothing."""
+    clock = FakeClock(1000.0)
+    loop = Loop(clock=clock, idle=30.0)
+    loop.response.chunks.put(line("ADDED", "a", "1"))
+    loop.store.wait_for(1)
+    loop.response.chunks.put(None)  # the server ends the watch ...
+    clock.step(20)  # ... while the idle check runs (re-arming, the watch not quiet long)
+    assert loop.outcome() is False
+    assert not clock.has_waiters()
+    clock.step(60)  # nothing left to fire
 
 
 def test_a_decode_error_applies_the_events_before_it_then_raises() -> None:

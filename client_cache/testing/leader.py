@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         ResourceLockConfig,
         new_leader_elector,
     )
+    from client_cache.util.stop import on_stop  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
@@ -184,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def lead(stop: threading.Event) -> None:
         _emit("leading")
+        # stamped by the thread that sets the stop event, as it does (the elector's
+        # fence): the moment the candidate stops acting, not when a waiter wakes to it
+        stamped = on_stop(stop, lambda: _emit("stopped"))
         stop.wait()
-        _emit("stopped")
+        stamped.cancel()
 
     api = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=args.kubeconfig)

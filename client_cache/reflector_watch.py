@@ -323,14 +323,14 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
                   ) -> None:
     """:func:`handle_watch`'s loop over a watch read in this thread
     (:meth:`~client_cache.stream_watcher.StreamWatcher.take_bursts`): each chunk's events
-    applied as soon as they are read, with no reader thread handing them over. What ends
-    the loop from elsewhere calls ``interrupt`` (the watch's ``stop``), which ends a read
-    in progress:
-    ``stop`` (an :func:`~client_cache.util.stop.on_stop` callback), a resync failure (a
-    callback on ``errors``) and the idle timer (a clock ``after_func`` that stops the
-    watch once ``idle`` seconds passed without a chunk of events). Then it raises as the
-    channel loop does: :class:`~client_cache.errors.StopRequestedError`, the resync
-    error, :class:`WatchStalledError`."""
+    applied as soon as they are read, with no reader thread handing them over. Three
+    things end the loop from other threads by calling ``interrupt`` (the watch's
+    ``stop``, which ends a read in progress): ``stop`` (an
+    :func:`~client_cache.util.stop.on_stop` callback), a resync failure (a callback on
+    ``errors``) and the idle timer (a clock ``after_func`` that re-arms itself until
+    ``idle`` seconds pass without a chunk of events). Then it raises as the channel loop
+    does: :class:`~client_cache.errors.StopRequestedError`, the resync error,
+    :class:`WatchStalledError`."""
     last_event = r.clock.monotonic()
     stalled: list[float] = []  # how long it was quiet, once the idle timer stopped it
     # held while the idle check runs, and to mark the loop's end: a check that re-arms

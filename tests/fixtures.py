@@ -406,3 +406,46 @@ class TimedEventSink:
 
     def patch(self, event: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         return self.sink.patch(event, patch)
+
+
+class RecordingStore:
+    """A store (``new_store`` by namespace/name) that records each write as
+    ``(operation, object)`` (``replace`` with its list of items), so a test can wait for
+    the n-th write instead of polling the store."""
+
+    def __init__(self) -> None:
+        from client_cache import meta_namespace_key_func, new_store  # noqa: PLC0415
+        self.store = new_store(meta_namespace_key_func)
+        self.cond = threading.Condition()
+        self.writes: list[tuple[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def _record(self, op: str, obj: Any) -> None:
+        with self.cond:
+            self.writes.append((op, obj))
+            self.cond.notify_all()
+
+    def add(self, obj: Any) -> None:
+        self.store.add(obj)
+        self._record("add", obj)
+
+    def update(self, obj: Any) -> None:
+        self.store.update(obj)
+        self._record("update", obj)
+
+    def delete(self, obj: Any) -> None:
+        self.store.delete(obj)
+        self._record("delete", obj)
+
+    def replace(self, items: list[Any], resource_version: str) -> None:
+        self.store.replace(items, resource_version)
+        self._record("replace", items)
+
+    def wait_for(self, count: int, timeout: float = 30.0) -> list[tuple[str, Any]]:
+        """The writes so far, once there are at least ``count``; fails after ``timeout``."""
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.writes) >= count, timeout), \
+                [op for op, _ in self.writes]
+            return list(self.writes)

@@ -488,3 +488,51 @@ def test_try_send_batch_wakes_a_wait_batch_once_at_its_count() -> None:
     assert ch.try_send_batch([3, 4, 5]) == 3
     waiter.join(10)
     assert got == [5] and cond.notified == 1
+
+
+def test_real_after_func_stop_waits_for_a_timer_that_has_not_fired() -> None:
+    before = set(threading.enumerate())
+    timer = RealClock().after_func(60, lambda: None)
+    assert timer.stop() is True
+    assert set(threading.enumerate()) == before  # its thread ended within the stop
+
+
+def test_real_after_func_stop_does_not_wait_for_a_running_function() -> None:
+    """As Go's Stop: a function already running is not waited for (it may wait on the
+    one stopping it), and stop says it was too late."""
+    running, release = threading.Event(), threading.Event()
+
+    def f() -> None:
+        running.set()
+        release.wait(10)
+
+    timer = RealClock().after_func(0, f)
+    assert running.wait(5)
+    try:
+        assert timer.stop() is False  # returns while f still runs
+        assert not release.is_set()
+    finally:
+        release.set()
+    threads = [t for t in threading.enumerate() if t.name == "client_cache-after-func"]
+    for thread in threads:
+        thread.join(1)
+        assert not thread.is_alive()
+
+
+def test_real_after_func_reset_from_its_own_function_re_arms() -> None:
+    fired = threading.Semaphore(0)
+    made = threading.Event()  # the timer below is assigned
+    calls: list[int] = []
+
+    def f() -> None:
+        made.wait(5)
+        calls.append(1)
+        if len(calls) == 1:
+            timer.reset(0.01)
+        fired.release()
+
+    timer = RealClock().after_func(0.01, f)
+    made.set()
+    assert fired.acquire(timeout=5) and fired.acquire(timeout=5)
+    assert calls == [1, 1]
+    timer.stop()

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from client_cache import meta_namespace_key_func, new_store
 from client_cache.errors import ApiStatusError, StopRequestedError
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import (
@@ -26,6 +25,7 @@ from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.chan import Chan
 from client_cache.util.clock import FakeClock
 from client_cache.watch import EventType
+from tests.fixtures import RecordingStore
 
 
 def line(kind: str, name: str, rv: str) -> bytes:
@@ -61,42 +61,11 @@ class OpenResponse:
         self.closed.set()
 
 
-class Applied:
-    """A store whose writes are counted, so a test can wait for the n-th."""
-
-    def __init__(self) -> None:
-        self.store = new_store(meta_namespace_key_func)
-        self.cond = threading.Condition()
-        self.writes = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-    def _write(self, op: str, obj: Any) -> None:
-        getattr(self.store, op)(obj)
-        with self.cond:
-            self.writes += 1
-            self.cond.notify_all()
-
-    def add(self, obj: Any) -> None:
-        self._write("add", obj)
-
-    def update(self, obj: Any) -> None:
-        self._write("update", obj)
-
-    def delete(self, obj: Any) -> None:
-        self._write("delete", obj)
-
-    def wait_for(self, writes: int) -> None:
-        with self.cond:
-            assert self.cond.wait_for(lambda: self.writes >= writes, timeout=10)
-
-
 def unreachable(options: Any) -> Any:
     raise AssertionError("not called")
 
 
-def reflector(store: Applied, clock: Any = None) -> Reflector:
+def reflector(store: RecordingStore, clock: Any = None) -> Reflector:
     options = ReflectorOptions(name="inline") if clock is None else ReflectorOptions(
         name="inline", clock=clock)
     return new_reflector_with_options(ListWatch(list_func=unreachable, watch_func=unreachable),
@@ -109,7 +78,7 @@ class Loop:
 
     def __init__(self, clock: Any = None, idle: float = 60.0) -> None:
         self.response = OpenResponse()
-        self.store = Applied()
+        self.store = RecordingStore()
         self.reflector = reflector(self.store, clock)
         self.watch = StreamWatcher(self.response, name="inline-test")
         self.stop = threading.Event()
@@ -142,7 +111,7 @@ def test_events_are_applied_in_the_loops_thread_in_order() -> None:
     loop.response.chunks.put(None)  # the server ends the watch
     assert loop.outcome() is False
     assert loop.response.readers == ["test-watch-loop"]  # no reader thread
-    assert loop.store.writes == 4
+    assert len(loop.store.writes) == 4
     assert sorted(loop.store.store.list_keys()) == ["ns/a"]
     assert loop.store.store.get_by_key("ns/a")[0]["metadata"]["resourceVersion"] == "3"
     assert loop.reflector.last_sync_resource_version() == "4"
@@ -208,7 +177,7 @@ def test_a_decode_error_applies_the_events_before_it_then_raises() -> None:
     err = loop.outcome()
     assert isinstance(err, ApiStatusError) and err.code == 500, err
     assert err.reason == "InternalError" and "ClientWatchDecoding" in json.dumps(err.status())
-    assert loop.store.writes == 1 and loop.reflector.last_sync_resource_version() == "1"
+    assert len(loop.store.writes) == 1 and loop.reflector.last_sync_resource_version() == "1"
 
 
 def test_an_error_event_raises_its_status_after_the_events_before_it() -> None:
@@ -219,7 +188,7 @@ def test_an_error_event_raises_its_status_after_the_events_before_it() -> None:
         {"type": "ERROR", "object": gone}).encode() + b"\n" + line("ADDED", "b", "2"))
     err = loop.outcome()
     assert isinstance(err, ApiStatusError) and err.code == 410
-    assert loop.store.writes == 1  # nothing after the error is applied
+    assert len(loop.store.writes) == 1  # nothing after the error is applied
 
 
 def test_no_thread_outlives_the_loop() -> None:

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from client_cache.util.chan import Chan
 
@@ -215,38 +215,54 @@ class _RealTicker(Chan[float]):
 
 
 class _RealFuncTimer:
-    """``after_func`` on the real clock: a named daemon ``threading.Timer``."""
+    """``after_func`` on the real clock: a named daemon ``threading.Timer``. ``stop`` on a
+    timer that has not fired waits for its thread, which ends at once, so neither the
+    thread nor the function it holds outlives the stop; on one whose function runs it
+    returns at once (False, as Go's ``Stop``), the thread ending with the function."""
 
     def __init__(self, d: float, f: Callable[[], None]) -> None:
         self._f = f
         self._lock = threading.Lock()
         self._chan: Chan[float] = Chan(1)
+        self._firing: threading.Thread | None = None  # the timer whose function runs
         self._timer = self._start(d)
 
     def _start(self, d: float) -> threading.Timer:
-        timer = threading.Timer(max(0.0, d), self._f)
+        timer = threading.Timer(max(0.0, d), self._fire)
         timer.name = "client_cache-after-func"
         timer.daemon = True
         timer.start()
         return timer
+
+    def _fire(self) -> None:
+        me = cast(threading.Timer, threading.current_thread())
+        with self._lock:
+            if me.finished.is_set():  # stopped or reset after it woke: not to run
+                return
+            self._firing = me
+        try:
+            self._f()
+        finally:
+            with self._lock:
+                if self._firing is me:
+                    self._firing = None
 
     def c(self) -> Chan[float]:
         return self._chan  # never fires, as Go's AfterFunc timer channel
 
     def stop(self) -> bool:
         with self._lock:
-            active = not self._timer.finished.is_set()
+            running = self._firing is self._timer
+            active = not self._timer.finished.is_set() and not running
             self._timer.cancel()
             timer = self._timer
-        if timer is not threading.current_thread():
-            # cancelled, it ends at once: waiting for it means no thread, nor the function
-            # it holds, outlives the stop
-            timer.join()
+        if not running and timer is not threading.current_thread():
+            timer.join()  # cancelled before its function: it ends at once
         return active
 
     def reset(self, d: float) -> bool:
         with self._lock:
-            active = not self._timer.finished.is_set()
+            active = not self._timer.finished.is_set() and self._firing is not self._timer
             self._timer.cancel()
             self._timer = self._start(d)
             return active

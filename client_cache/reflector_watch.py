@@ -13,14 +13,14 @@ import enum
 import logging
 import random
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from client_cache import meta
 from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
 from client_cache.errors import ClientCacheError, MetaAccessError, StopRequestedError, from_status
 from client_cache.store import Store
-from client_cache.stream_watcher import StreamWatcher
+from client_cache.stream_watcher import BurstTake, StreamWatcher
 from client_cache.util.chan import CLOSED, STOPPED, TIMED_OUT, Chan, select_or_stop
 from client_cache.util.clock import Timer, WithTicker
 from client_cache.util.runtime import handle_error
@@ -102,18 +102,21 @@ def random_watch_timeout(min_watch_timeout: float) -> int:
 class InitialEventsEndBookmarkTicker:
     """Warns while a watch-list waits for its initial-events-end bookmark (Go
     ``initialEventsEndBookmarkTicker``): every ``interval`` (10 s) without the bookmark it
-    produces a warning. Without ``exit_on_bookmark`` it never ticks."""
+    produces a warning. Without ``exit_on_bookmark`` it never ticks nor warns. Without
+    ``channel`` (a port addition) it makes no clock ticker: :meth:`c` never ticks, and
+    whoever calls :meth:`warn_if_expired` every ``interval`` keeps the time."""
 
     def __init__(
         self, name: str, clock: WithTicker, watch_start: float, interval: float,
-        exit_on_bookmark: bool,
+        exit_on_bookmark: bool, *, channel: bool = True,
     ) -> None:
         self.name = name
         self.clock = clock
         self.watch_start = watch_start
         self.interval = interval
         self.last_event: float | None = None
-        self._ticker = clock.new_ticker(interval) if exit_on_bookmark else None
+        self._warns = exit_on_bookmark
+        self._ticker = clock.new_ticker(interval) if exit_on_bookmark and channel else None
         self._never: Chan[float] = Chan(1)
 
     def c(self) -> Chan[float]:
@@ -132,7 +135,7 @@ class InitialEventsEndBookmarkTicker:
     def produce_warning_if_expired(self) -> str | None:
         """A warning text when the bookmark is overdue, else None (Go
         ``produceWarningIfExpired``)."""
-        if self._ticker is None:
+        if not self._warns:
             return None
         if self.last_event is None:
             waited = _go_duration(self.clock.monotonic() - self.watch_start)
@@ -306,9 +309,7 @@ def _apply_channel(r: Reflector, sink: _EventSink, start: float, watch: Watch,
             try:
                 for event in burst:
                     if sink.apply(event) and exit_on_initial_events_end:
-                        r.log.debug("exiting %s Watch because received the bookmark that "
-                                    "marks the end of initial events stream, total %d items "
-                                    "received", r.name, sink.count)
+                        _log_initial_events_end(r, sink)
                         return True
             finally:
                 sink.flush()
@@ -317,24 +318,30 @@ def _apply_channel(r: Reflector, sink: _EventSink, start: float, watch: Watch,
         ticker.stop()
 
 
-def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event], None, None],
-                  interrupt: Callable[[], None], stop: threading.Event,
-                  errors: Chan[BaseException], idle: float, after_func: _AfterFunc,
-                  ) -> None:
+def _apply_bursts(r: Reflector, sink: _EventSink, watch: StreamWatcher, bursts: BurstTake,
+                  stop: threading.Event, errors: Chan[BaseException], idle: float,
+                  after_func: _AfterFunc, ticker: InitialEventsEndBookmarkTicker | None,
+                  ) -> bool:
     """:func:`handle_watch`'s loop over a watch read in this thread
     (:meth:`~client_cache.stream_watcher.StreamWatcher.take_bursts`): each chunk's events
     applied as soon as they are read, with no reader thread handing them over. Three
-    things end the loop from other threads by calling ``interrupt`` (the watch's
-    ``stop``, which ends a read in progress): ``stop`` (an
-    :func:`~client_cache.util.stop.on_stop` callback), a resync failure (a callback on
-    ``errors``) and the idle timer (a clock ``after_func`` that re-arms itself until
-    ``idle`` seconds pass without a chunk of events). Then it raises as the channel loop
-    does: :class:`~client_cache.errors.StopRequestedError`, the resync error,
-    :class:`WatchStalledError`."""
+    things end the loop from other threads by calling the watch's ``stop`` (which ends a
+    read in progress): ``stop`` (an :func:`~client_cache.util.stop.on_stop` callback), a
+    resync failure (a callback on ``errors``) and the idle timer (a clock ``after_func``
+    that re-arms itself until ``idle`` seconds pass without a chunk of events). Then it
+    raises as the channel loop does: :class:`~client_cache.errors.StopRequestedError`, the
+    resync error, :class:`WatchStalledError`.
+
+    With ``ticker`` (a watch-list's initial events) it ends at the bookmark that ends
+    them and returns True: the events after it in its chunk are given back to the watch
+    (:meth:`~client_cache.stream_watcher.StreamWatcher.hold`), which stays open for the
+    reflector's next loop; meanwhile a second ``after_func`` warns every ticker interval
+    while the bookmark is overdue, as the channel loop's ticker case does."""
+    interrupt = watch.stop
     last_event = r.clock.monotonic()
     stalled: list[float] = []  # how long it was quiet, once the idle timer stopped it
-    # held while the idle check runs, and to mark the loop's end: a check that re-arms
-    # the timer does so before the end stops it, or not at all
+    # held while a timer's check runs, and to mark the loop's end: a check that re-arms
+    # its timer does so before the end stops it, or not at all
     guard = threading.Lock()
     ended = False
 
@@ -349,7 +356,15 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
             else:
                 idle_timer.reset(idle - quiet)
 
+    def on_tick() -> None:
+        with guard:
+            if ended or ticker is None or tick_timer is None:
+                return
+            tick_timer.reset(ticker.interval)  # re-armed before anyone sees the warning
+            ticker.warn_if_expired()
+
     idle_timer = after_func(idle, on_idle)
+    tick_timer = after_func(ticker.interval, on_tick) if ticker is not None else None
     unhook = errors.on_change(interrupt)
     stopping = on_stop(stop, interrupt)
     try:
@@ -359,8 +374,16 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
             last_event = r.clock.monotonic()
             r.status.watch_event(last_event, len(burst))
             try:
-                for event in burst:
-                    sink.apply(event)
+                if ticker is None:
+                    for event in burst:
+                        sink.apply(event)
+                    continue
+                ticker.observe_last_event_time(last_event)
+                for index, event in enumerate(burst):
+                    if sink.apply(event):
+                        watch.hold(burst[index + 1:])
+                        _log_initial_events_end(r, sink)
+                        return True
             finally:
                 sink.flush()
     finally:
@@ -369,7 +392,9 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
         stopping.cancel()
         unhook()
         idle_timer.stop()
-        bursts.close()  # closes the response
+        if tick_timer is not None:
+            tick_timer.stop()
+        bursts.close()  # closes the response, unless held
     if stop.is_set():
         raise StopRequestedError()
     error, failed = errors.try_recv()
@@ -377,6 +402,12 @@ def _apply_bursts(r: Reflector, sink: _EventSink, bursts: Generator[list[Event],
         raise cast(BaseException, error)
     if stalled:
         raise WatchStalledError(f"{r.name}: no watch event or bookmark for {stalled[0]:.0f}s")
+    return False
+
+
+def _log_initial_events_end(r: Reflector, sink: _EventSink) -> None:
+    r.log.debug("exiting %s Watch because received the bookmark that marks the end of "
+                "initial events stream, total %d items received", r.name, sink.count)
 
 
 def handle_watch(
@@ -413,23 +444,30 @@ def handle_watch(
     on, and an empty result channel is given :data:`_INITIAL_EVENTS_BATCH_WAIT` to
     fill (:func:`_apply_channel`).
 
-    A :class:`~client_cache.stream_watcher.StreamWatcher` nobody has read yet (the
-    reflector's own watches, but not the rest of a watch-list after its initial events)
-    is read in this thread instead (:func:`_apply_bursts`, a port addition): each chunk's
-    events are applied as soon as they are decoded, with the same order, errors and
-    endings, and one thread fewer to hand them over (S2 from the replay source, by hand,
-    eight alternated pairs, medians: 47.7 us of CPU an event against 50.6, 21.3k
-    events/s against 20.0k, each spread over about a fifth)."""
+    A :class:`~client_cache.stream_watcher.StreamWatcher` that no reader thread reads
+    (every watch a reflector opens, a watch-list's too) is read in this thread instead
+    (:func:`_apply_bursts`, a port addition): each chunk's events are applied as soon as
+    they are decoded, with the same order, errors and endings, and one thread fewer to
+    hand them over (S2 from the replay source, by hand, eight alternated pairs, medians:
+    47.7 us of CPU an event against 50.6, 21.3k events/s against 20.0k, each spread over
+    about a fifth). A watch-list's loop gives the events after the initial-events-end
+    bookmark in its chunk back to the watch, which stays open: the reflector's next loop
+    reads on from there in the same way."""
     r = reflector
     sink = _EventSink(r, store, set_resource_version)
-    # the stream read here: a StreamWatcher's, past a watch-list's initial events, on a
-    # clock that can run the idle check (the real clock and the fake ones can)
+    # the stream read here: a StreamWatcher's nobody reads in a thread of its own, on a
+    # clock that can run the timers' checks (the real clock and the fake ones can)
     after_func: _AfterFunc | None = getattr(r.clock, "after_func", None)
     bursts = (watch.take_bursts() if isinstance(watch, StreamWatcher) and after_func
-              and not exit_on_initial_events_end else None)
+              else None)
     try:
         if bursts is not None and after_func is not None:
-            _apply_bursts(r, sink, bursts, watch.stop, stop, errors, idle, after_func)
+            assert isinstance(watch, StreamWatcher)
+            ticker = (InitialEventsEndBookmarkTicker(r.name, r.clock, start, 10.0, True,
+                                                    channel=False)
+                      if exit_on_initial_events_end else None)
+            if _apply_bursts(r, sink, watch, bursts, stop, errors, idle, after_func, ticker):
+                return True
         elif _apply_channel(r, sink, start, watch, stop, errors, idle,
                             exit_on_initial_events_end):
             return True

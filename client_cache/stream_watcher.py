@@ -12,11 +12,12 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from client_cache import wire
+from client_cache.errors import ClientCacheError
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, SendReady, select
 from client_cache.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
 
-__all__ = ["EVENT_TYPES", "EventDecoder", "LinesDecoder", "ObjectDecoder", "StreamWatcher",
-           "bookmark_object", "decode_error_status"]
+__all__ = ["EVENT_TYPES", "BurstTake", "EventDecoder", "LinesDecoder", "ObjectDecoder",
+           "StreamWatcher", "bookmark_object", "decode_error_status"]
 
 _log = logging.getLogger(__name__)
 
@@ -139,6 +140,10 @@ class StreamWatcher(WatchIteration):
         self._lock = threading.Lock()
         self._stopped = False
         self._reader: str | None = None  # who reads the stream: _THREAD or _CALLER
+        # read in the caller's thread: the bursts, one take at a time (take_bursts)
+        self._source: Generator[list[Event], None, None] | None = None
+        self._taking = False  # a take is out, not closed yet
+        self._held: list[Event] | None = None  # given back by hold, for the next take
         self._thread = threading.Thread(target=self._receive, name=f"watch-{name}", daemon=True)
 
     def result_chan(self) -> Chan[Event]:
@@ -154,19 +159,50 @@ class StreamWatcher(WatchIteration):
                     self._thread.start()
         return self._result
 
-    def take_bursts(self) -> Generator[list[Event], None, None] | None:
+    def take_bursts(self) -> BurstTake | None:
         """The events read in the calling thread instead of a reader thread, a list per
         chunk read (a port addition: a reflector's watch loop reads this way, a hand-off
         between two threads less for every chunk); None when :meth:`result_chan` was
-        called first. The lists are what the channel would have carried, in order: a
-        decode error ends them with an ERROR event; a connection that fails, times out or
-        is stopped ends them quietly. :meth:`stop`, from any thread, interrupts a read in
-        progress."""
+        called first or another take is still open. The lists are what the channel would
+        have carried, in order: a decode error ends them with an ERROR event; a
+        connection that fails, times out or is stopped ends them quietly.
+        :meth:`stop`, from any thread, interrupts a read in progress.
+
+        Closing the take closes the stream, unless :meth:`hold` was called during it:
+        then the stream stays open for the next take, which starts with the events
+        given back (a watch-list's loop stops at the bookmark that ends its initial
+        events, and the reflector's next loop goes on reading the same stream)."""
         with self._lock:
-            if self._reader is not None:
+            if self._reader == _THREAD or self._taking:
                 return None
-            self._reader = _CALLER
-        return self._until_end()
+            if self._source is None:
+                self._reader = _CALLER
+                self._source = self._until_end()
+            self._taking = True
+            return BurstTake(self, self._source)
+
+    def hold(self, events: list[Event]) -> None:
+        """Keep the stream open when the current take closes; ``events`` (the rest of
+        the last list taken, which the taker stopped in) come first in the next take. A
+        port addition, for the caller that reads with :meth:`take_bursts`."""
+        with self._lock:
+            if not self._taking:
+                raise ClientCacheError("hold is for the caller of an open take_bursts")
+            self._held = list(events)
+
+    def _next_held(self) -> list[Event] | None:
+        """The events given back by :meth:`hold`, once; None when there are none."""
+        held, self._held = self._held, None
+        return held
+
+    def _end_take(self, source: Generator[list[Event], None, None]) -> None:
+        """A take closed: the stream is closed unless it was held."""
+        with self._lock:
+            self._taking = False
+            keep = self._held is not None and not self._stopped
+        if not keep:
+            self._held = None
+            source.close()  # closes the channel and the response
 
     def stop(self) -> None:
         """End the watch: shut its connection down, close the channel and wait (at most
@@ -176,8 +212,13 @@ class StreamWatcher(WatchIteration):
                 return
             self._stopped = True
             started = self._reader == _THREAD
+            # a stream held between two takes is closed here; one being taken, by its take
+            idle = self._source if self._reader == _CALLER and not self._taking else None
         self._done.close()
         _interrupt(self._response)
+        if idle is not None:
+            self._held = None
+            idle.close()
         if started and threading.current_thread() is not self._thread:
             # The socket is shut down, so the reader ends at once; waiting for it here
             # means no ``watch-*`` thread outlives its watcher's stop (Go's Stop does
@@ -325,6 +366,34 @@ class StreamWatcher(WatchIteration):
                 if not self._deliver_all(burst):
                     return
 
+
+
+class BurstTake:
+    """One take of a :class:`StreamWatcher`'s stream in the caller's thread
+    (:meth:`StreamWatcher.take_bursts`): an iterator of lists of events, first those a
+    :meth:`StreamWatcher.hold` gave back, then the stream's. ``close`` ends the take
+    (at once, also before any list was taken); it closes the stream unless the take
+    held it."""
+
+    def __init__(self, watcher: StreamWatcher,
+                 source: Generator[list[Event], None, None]) -> None:
+        self._watcher = watcher
+        self._source: Generator[list[Event], None, None] | None = source
+
+    def __iter__(self) -> BurstTake:
+        return self
+
+    def __next__(self) -> list[Event]:
+        if self._source is None:
+            raise StopIteration
+        held = self._watcher._next_held()
+        return held if held is not None else next(self._source)
+
+    def close(self) -> None:
+        """End the take; the stream is closed with it unless it was held."""
+        source, self._source = self._source, None
+        if source is not None:
+            self._watcher._end_take(source)
 
 def _interrupt(response: Any) -> None:
     """Unblock a reader of ``response`` now (shut the socket down) and close it."""

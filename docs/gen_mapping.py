@@ -202,6 +202,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "bookmark_object": ("—", "a bookmark's object as kind, apiVersion and metadata"),
     "EVENT_TYPES": ("—", "each watch event type by its name on the wire"),
     "LinesDecoder": ("—", "a StreamWatcher's decoder of a chunk's whole lines in one call"),
+    "BurstTake": ("—", "one take of a StreamWatcher's stream in the caller's thread"),
     "ListerWatcherWithContext": ("ListerWatcherWithContext", "the stop event plays ctx"),
     "to_lister_watcher_with_context": ("ToListerWatcherWithContext", ""),
     "Transport": ("—", "interruptible GETs on a pool of its own (Go: http.Transport)"),

@@ -1,13 +1,15 @@
 """A reflector reads its watch stream in its own thread (StreamWatcher.take_bursts;
-tests/test_reflector_inline.py checks the loop itself), on both servers: the changes
-reach its store in order with no reader thread, and a stop while the watch is open and
-quiet ends it at once."""
+tests/test_reflector_inline.py checks the loop itself), on both servers, after a LIST
+and after a watch-list's initial events (read the same way, the watch going on from
+the bookmark that ends them): the changes reach its store in order with no reader
+thread, and a stop while the watch is open and quiet ends it at once."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache.reflector import Reflector, ReflectorOptions
@@ -22,12 +24,14 @@ def described(writes: list[tuple[str, Any]]) -> list[tuple[str, str, str]]:
             for op, obj in writes]
 
 
-def test_a_reflectors_watch_is_read_by_its_own_thread(api: Any, ns: str) -> None:
+@pytest.mark.parametrize("sync", ["list", "watch-list"])
+def test_a_reflectors_watch_is_read_by_its_own_thread(api: Any, ns: str, sync: str) -> None:
     core = CoreV1Api(api)
     core.create_namespaced_config_map(ns, configmap("before"))
     store = RecordingStore()
     reflector = Reflector(lister_watcher(api, ns), None, store,
                           ReflectorOptions(name="inline-conformance"))
+    reflector.use_watch_list = sync == "watch-list"
     stop = threading.Event()
     thread = threading.Thread(target=reflector.run, args=(stop,),
                               name="reflector-inline-conformance", daemon=True)

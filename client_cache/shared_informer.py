@@ -22,22 +22,28 @@ Rules, as upstream:
 
 Port choices: an exception from a handler is logged with the handler's name and that one
 notification is skipped (client-go v0.33+); the informer can run on RealFIFO (in-order
-informers) with ``use_real_fifo``; :func:`wait_for_cache_sync` wakes as soon as a queue or
-handler turns synced instead of polling every 100 ms (it still re-checks every 100 ms for
-arbitrary ``synced`` functions).
+informers) with ``use_real_fifo``. Waiting for caches to sync
+(:func:`~client_cache.cache_sync.wait_for_cache_sync` and its kin) has a module of its own,
+:mod:`client_cache.cache_sync`; this one re-exports it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sized
+from collections.abc import AsyncIterator, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from client_cache import meta
+from client_cache.cache_sync import (
+    SYNCED_POLL_PERIOD,
+    InformerSynced,
+    unsynced_details,
+    wait_for_cache_sync,
+    wait_for_named_cache_sync,
+)
 from client_cache.controller import (
     Config,
     Controller,
@@ -54,7 +60,7 @@ from client_cache.delta_fifo import (
     TransformFunc,
     new_delta_fifo_with_options,
 )
-from client_cache.errors import CacheSyncTimeoutError, ClientCacheError, MetaAccessError
+from client_cache.errors import ClientCacheError, MetaAccessError
 from client_cache.expected_type import describe_expected_type
 from client_cache.fifo import Queue, QueueBase
 from client_cache.health.status import InformerHealth, ReflectorStatus
@@ -72,10 +78,8 @@ from client_cache.processor import (
 )
 from client_cache.reflector import WatchErrorHandler
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
-from client_cache.synctrack import sync_generation, wait_sync_changed
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
 from client_cache.util.clock import REAL_CLOCK, WithTicker
-from client_cache.util.runtime import handle_error
 
 if TYPE_CHECKING:
     from client_cache.aio.events import InformerEvent
@@ -103,9 +107,6 @@ T_co = TypeVar("T_co", covariant=True)
 _log = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
-SYNCED_POLL_PERIOD = 0.1
-
-InformerSynced = Callable[[], bool]
 
 
 @runtime_checkable
@@ -553,54 +554,3 @@ def new_shared_informer(
     """A shared informer without indexes (Go ``NewSharedInformer``)."""
     return new_shared_index_informer(lister_watcher, example_object,
                                      default_event_handler_resync_period, {})
-
-
-def wait_for_cache_sync(stop: threading.Event, *cache_syncs: InformerSynced,
-                        timeout: float | None = None) -> bool:
-    """Wait until every ``cache_syncs`` function returns True (True) or ``stop`` is set
-    (False). Checks at once, then whenever a queue or handler turns synced, and at least
-    every 100 ms.
-
-    ``timeout`` (seconds; a port addition) bounds the wait: past it,
-    :class:`~client_cache.errors.CacheSyncTimeoutError` names what did not sync, with the
-    last list/watch error of each (functions that are an informer's ``has_synced`` are
-    named by its resource; others by their qualified name)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        generation = sync_generation()
-        if all(synced() for synced in cache_syncs):
-            return True
-        if stop.is_set():
-            return False
-        left = SYNCED_POLL_PERIOD if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            raise CacheSyncTimeoutError(timeout or 0.0, unsynced_details(
-                [synced for synced in cache_syncs if not synced()]))
-        wait_sync_changed(generation, min(left, SYNCED_POLL_PERIOD))
-
-
-def unsynced_details(cache_syncs: list[InformerSynced]) -> dict[str, str]:
-    """For each function: the informer's resource and last list/watch error, when it is
-    an informer's ``has_synced``; its qualified name and "" otherwise."""
-    details: dict[str, str] = {}
-    for synced in cache_syncs:
-        owner = getattr(synced, "__self__", None)
-        status = getattr(owner, "status", None)
-        if isinstance(status, ReflectorStatus):
-            health = status.health(started=True, synced=False)
-            details[health.resource] = health.last_error
-        else:
-            details[getattr(synced, "__qualname__", repr(synced))] = ""
-    return details
-
-
-def wait_for_named_cache_sync(
-    controller_name: str, stop: threading.Event, *cache_syncs: InformerSynced
-) -> bool:
-    """:func:`wait_for_cache_sync` with the upstream log lines."""
-    _log.info("Waiting for caches to sync for %s", controller_name)
-    if not wait_for_cache_sync(stop, *cache_syncs):
-        handle_error(f"unable to sync caches for {controller_name}")
-        return False
-    _log.info("Caches are synced for %s", controller_name)
-    return True

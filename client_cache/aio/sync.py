@@ -7,8 +7,8 @@ import contextlib
 import time
 from collections.abc import Callable
 
+from client_cache.cache_sync import SYNCED_POLL_PERIOD, unsynced_details
 from client_cache.errors import CacheSyncTimeoutError
-from client_cache.shared_informer import SYNCED_POLL_PERIOD, unsynced_details
 from client_cache.synctrack import on_sync_changed
 
 __all__ = ["wait_for_cache_sync_async"]
@@ -22,7 +22,7 @@ async def wait_for_cache_sync_async(*cache_syncs: Callable[[], bool] | object,
         await wait_for_cache_sync_async(pods, nodes.has_synced, timeout=30)
 
     It checks at once, then whenever a queue or handler turns synced, and at least every
-    100 ms (as :func:`~client_cache.shared_informer.wait_for_cache_sync`). ``timeout``
+    100 ms (as :func:`~client_cache.cache_sync.wait_for_cache_sync`). ``timeout``
     (seconds; None waits as long as it takes) raises
     :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync, with its
     last list/watch error. Cancel the awaiting task to stop waiting (the informers keep

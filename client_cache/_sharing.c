@@ -30,18 +30,12 @@
 #include "_shapes.h"
 #include "_sharing.h"
 #include "_values.h"
-#ifndef Py_T_OBJECT_EX /* before 3.12 */
-#include <structmember.h>
-#define Py_T_OBJECT_EX T_OBJECT_EX
-#endif
 
 #define SLOT_BITS 15
 #define SLOTS (1 << SLOT_BITS)
 #define MAX_LENGTH SHARED_LENGTH
 
 static Held slots[SLOTS] HELD_ALIGNED;
-/* dict: type -> its layout (bytes: frozen or not, then its fields' offsets), or None */
-static PyObject *struct_layouts;
 static Py_ssize_t hits, misses;
 
 /* The bucket where a string of this hash is held. */
@@ -191,27 +185,6 @@ settle(PyObject *container, int flags, int keep)
     }
 }
 
-/* 1 when the struct class's configuration says frozen, 0 when not or it has none, -1 on
- * error. */
-static int
-is_frozen(PyObject *type)
-{
-    PyObject *config = PyObject_GetAttrString(type, "__struct_config__");
-    if (config == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    PyObject *frozen = PyObject_GetAttrString(config, "frozen");
-    Py_DECREF(config);
-    if (frozen == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    int result = PyObject_IsTrue(frozen);
-    Py_DECREF(frozen);
-    return result;
-}
-
 /* Where obj's fields are when it is a msgspec struct: a bytes object holding one
  * Py_ssize_t that is 1 for a frozen class (0 else), then one offset per field (borrowed),
  * else NULL (also on error: check PyErr_Occurred). msgspec keeps a struct's fields in
@@ -221,62 +194,6 @@ static PyObject *
 layout_of(PyObject *obj)
 {
     return struct_layout((PyObject *)Py_TYPE(obj));
-}
-
-PyObject *
-struct_layout(PyObject *type)
-{
-    PyObject *layout = PyDict_GetItemWithError(struct_layouts, type);
-    if (layout != NULL || PyErr_Occurred()) {
-        return layout == Py_None ? NULL : layout;
-    }
-    layout = Py_NewRef(Py_None);
-    PyObject *fields = PyObject_GetAttrString(type, "__struct_fields__");
-    if (fields == NULL) {
-        PyErr_Clear();
-    }
-    else if (PyTuple_Check(fields)) {
-        Py_ssize_t count = PyTuple_GET_SIZE(fields);
-        PyObject *offsets = PyBytes_FromStringAndSize(
-            NULL, (count + 1) * (Py_ssize_t)sizeof(Py_ssize_t));
-        int frozen = offsets == NULL ? -1 : is_frozen(type);
-        if (frozen < 0) {
-            Py_XDECREF(offsets);
-            Py_DECREF(fields);
-            Py_DECREF(layout);
-            return NULL;
-        }
-        Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(offsets);
-        *at++ = frozen;
-        Py_ssize_t i = 0;
-        for (; i < count; i++) {
-            /* on the class, a slot's attribute is its member descriptor itself */
-            PyObject *descr = PyObject_GetAttr(type, PyTuple_GET_ITEM(fields, i));
-            int is_slot = descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)
-                && ((PyMemberDescrObject *)descr)->d_member->type == Py_T_OBJECT_EX;
-            if (is_slot) {
-                at[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
-            }
-            Py_XDECREF(descr);
-            if (!is_slot) {
-                PyErr_Clear();
-                break;
-            }
-        }
-        if (i == count) {
-            Py_SETREF(layout, offsets);
-        }
-        else {
-            Py_DECREF(offsets);
-        }
-    }
-    Py_XDECREF(fields);
-    int failed = PyDict_SetItem(struct_layouts, type, layout);
-    Py_DECREF(layout); /* the dict holds it */
-    if (failed) {
-        return NULL;
-    }
-    return layout == Py_None ? NULL : layout;
 }
 
 /* A struct walked: its fields read and replaced in their slots when walking gave another
@@ -506,7 +423,7 @@ clear(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     for (size_t i = 0; i < DROPS; i++) {
         Py_CLEAR(drops[i]);
     }
-    PyDict_Clear(struct_layouts);
+    layouts_clear();
     values_clear();
     shapes_clear();
     decode_clear();
@@ -586,8 +503,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__sharing(void)
 {
-    struct_layouts = PyDict_New();
-    if (struct_layouts == NULL || shapes_init() < 0) {
+    if (layouts_init() < 0 || shapes_init() < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);

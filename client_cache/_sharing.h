@@ -135,6 +135,11 @@ PyObject *shared_ascii_of(const char *data, Py_ssize_t length, int *fresh);
  * NULL for any other type (also on error: check PyErr_Occurred). */
 PyObject *struct_layout(PyObject *type);
 
+/* The layouts' table (_layouts.c): made at import (-1 with an exception set on failure),
+ * emptied by clear(). */
+int layouts_init(void);
+void layouts_clear(void);
+
 /* The two-entry buckets of the string and value tables: an object with its hash beside
  * it, the most recently seen first. A bucket is 32 bytes and the tables are aligned to
  * their cache lines (HELD_ALIGNED), so a lookup touches one line of the table. */

@@ -32,7 +32,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 SOURCES: dict[str, tuple[list[str], list[str]]] = {
     "_sharing": (["_sharing.c", "_shapes.c", "_listscan.c", "_decode.c", "_jsonscan.c",
                   "_values.c", "_protobuf.c", "_pbschema.c", "_pbwire.c", "_pbentry.c",
-                  "_pbstruct.c", "_previous.c", "_lines.c", "_jsonstring.c"],
+                  "_pbstruct.c", "_previous.c", "_lines.c", "_jsonstring.c",
+                  "_layouts.c"],
                  ["_shapes.h", "_listscan.h", "_decode.h", "_jsonparser.h", "_sharing.h",
                   "_values.h", "_protobuf.h", "_pbdecoder.h", "_pbstruct.h", "_previous.h",
                   "_lines.h"]),

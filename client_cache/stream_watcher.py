@@ -197,12 +197,11 @@ class StreamWatcher(WatchIteration):
 
     def _end_take(self, source: Generator[list[Event], None, None]) -> None:
         """A take closed: the stream is closed unless it was held."""
-        with self._lock:
+        with self._lock:  # closed under the lock: no take can start on it meanwhile
             self._taking = False
-            keep = self._held is not None and not self._stopped
-        if not keep:
-            self._held = None
-            source.close()  # closes the channel and the response
+            if self._held is None or self._stopped:
+                self._held = None
+                source.close()  # closes the channel and the response
 
     def stop(self) -> None:
         """End the watch: shut its connection down, close the channel and wait (at most
@@ -212,13 +211,14 @@ class StreamWatcher(WatchIteration):
                 return
             self._stopped = True
             started = self._reader == _THREAD
-            # a stream held between two takes is closed here; one being taken, by its take
-            idle = self._source if self._reader == _CALLER and not self._taking else None
         self._done.close()
         _interrupt(self._response)
-        if idle is not None:
-            self._held = None
-            idle.close()
+        with self._lock:
+            # a stream held between two takes is closed here, under the lock, so that no
+            # take starts on it meanwhile; one being taken is closed by its take
+            if self._source is not None and not self._taking:
+                self._held = None
+                self._source.close()
         if started and threading.current_thread() is not self._thread:
             # The socket is shut down, so the reader ends at once; waiting for it here
             # means no ``watch-*`` thread outlives its watcher's stop (Go's Stop does

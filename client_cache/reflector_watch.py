@@ -458,11 +458,9 @@ def handle_watch(
     # the stream read here: a StreamWatcher's nobody reads in a thread of its own, on a
     # clock that can run the timers' checks (the real clock and the fake ones can)
     after_func: _AfterFunc | None = getattr(r.clock, "after_func", None)
-    bursts = (watch.take_bursts() if isinstance(watch, StreamWatcher) and after_func
-              else None)
     try:
-        if bursts is not None and after_func is not None:
-            assert isinstance(watch, StreamWatcher)
+        if (isinstance(watch, StreamWatcher) and after_func is not None
+                and (bursts := watch.take_bursts()) is not None):
             ticker = (InitialEventsEndBookmarkTicker(r.name, r.clock, start, 10.0, True,
                                                     channel=False)
                       if exit_on_initial_events_end else None)

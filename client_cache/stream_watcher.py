@@ -367,7 +367,6 @@ class StreamWatcher(WatchIteration):
                     return
 
 
-
 class BurstTake:
     """One take of a :class:`StreamWatcher`'s stream in the caller's thread
     (:meth:`StreamWatcher.take_bursts`): an iterator of lists of events, first those a
@@ -387,13 +386,14 @@ class BurstTake:
         if self._source is None:
             raise StopIteration
         held = self._watcher._next_held()
-        return held if held is not None else next(self._source)
+        return held if held else next(self._source)  # an empty rest is no list of its own
 
     def close(self) -> None:
         """End the take; the stream is closed with it unless it was held."""
         source, self._source = self._source, None
         if source is not None:
             self._watcher._end_take(source)
+
 
 def _interrupt(response: Any) -> None:
     """Unblock a reader of ``response`` now (shut the socket down) and close it."""

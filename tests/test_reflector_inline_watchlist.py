@@ -94,6 +94,10 @@ def test_the_events_after_the_bookmark_in_its_chunk_come_next_from_the_same_stre
         assert not [name for name in started if name.startswith("watch-")], started
     finally:
         run.finish()
+    for thread in set(threading.enumerate()) - {t for t in threading.enumerate()
+                                                 if t.name in before}:
+        thread.join(1)  # the loop's timers end at its stop
+        assert not thread.is_alive(), thread.name
     assert run.response.closed.is_set() and run.watches[0].result_chan().closed()
     watcher = weakref.ref(run.watches[0])
     run.watches.clear()
@@ -184,30 +188,40 @@ def test_hold_is_only_for_an_open_take() -> None:
     w.stop()
 
 
-def held_after_a(name: str) -> tuple[OpenResponse, StreamWatcher]:
-    """A watcher whose first take read a chunk of "a" and "b", then held "b" and closed."""
+def held_after_a(name: str, read: int = 1) -> tuple[OpenResponse, StreamWatcher]:
+    """A watcher whose first take read a chunk of "a" and "b", held what came after its
+    first ``read`` events, and closed."""
     response = OpenResponse()
     w = StreamWatcher(response, name=name)
     take = w.take_bursts()
     assert take is not None
     response.chunks.put(line("ADDED", "a", "1") + line("ADDED", "b", "2"))
-    w.hold(next(take)[1:])
+    w.hold(next(take)[read:])
     take.close()
     return response, w
 
 
-def test_a_held_stream_gives_the_rest_back_first_then_reads_on() -> None:
-    response, w = held_after_a("held")
+def names_read_on(response: OpenResponse, w: StreamWatcher) -> list[list[str]]:
+    """The next take's lists, as names, with a chunk of "c" and the stream's end behind."""
     assert not response.closed.is_set()  # held: the stream stays open
-    second = w.take_bursts()
-    assert second is not None and w.take_bursts() is None  # one take at a time
+    take = w.take_bursts()
+    assert take is not None and w.take_bursts() is None  # one take at a time
     response.chunks.put(line("ADDED", "c", "3"))
     response.chunks.put(None)
-    names = [[e.object["metadata"]["name"] for e in b] for b in second]
-    assert names == [["b"], ["c"]]
-    second.close()
+    names = [[e.object["metadata"]["name"] for e in b] for b in take]
+    take.close()
     assert response.closed.is_set() and w.result_chan().closed()
     w.stop()
+    return names
+
+
+def test_a_held_stream_gives_the_rest_back_first_then_reads_on() -> None:
+    assert names_read_on(*held_after_a("held")) == [["b"], ["c"]]
+
+
+def test_an_empty_rest_held_keeps_the_stream_and_adds_no_list() -> None:
+    """The bookmark was its chunk's last event: nothing comes before the stream's next."""
+    assert names_read_on(*held_after_a("empty-rest", read=2)) == [["c"]]
 
 
 def test_a_take_closed_without_hold_closes_the_stream() -> None:

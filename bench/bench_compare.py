@@ -27,6 +27,9 @@ Servers and scenarios:
   decoded (``bench.contenders.delivery``): the time no client can beat on that path;
 - no server: S4 indexer and lister, S5 workqueue.
 
+The run also records the machine's thread hand-off round trip (``bench/machine.py``) at its
+start, before the replay source and at its end.
+
 Writes ``bench/results/latest.json``, ``latest.md`` (``bench/compare_report.py``: tables,
 ratios, issue 20's targets) and ``latest.png`` (needs matplotlib, the ``bench`` extra).
 
@@ -52,6 +55,7 @@ from kubernetes.client import CoreV1Api
 
 from bench.compare_report import chart, markdown
 from bench.contenders import PAGE_SIZE
+from bench.machine import handoff_round_trip_us
 from bench.replay import ReplayFiles, ReplayServer
 from client_cache.testing.apiserver import EmbeddedApiServerProcess, sample_object
 from client_cache.testing.envtest import ControlPlane, find_binaries, find_go
@@ -171,6 +175,15 @@ def settle(limit: float = SETTLE_SECONDS) -> float:
         time.sleep(2.0)  # the kernel updates the load average every 5 s; nothing to wake on
         load = os.getloadavg()[0]
     return load
+
+
+def probe(report: dict[str, Any], when: str) -> None:
+    """Record the machine's thread hand-off round trip now (after the load settles), as
+    ``report["handoff_us"][when]``."""
+    load = settle()
+    report.setdefault("handoff_us", {})[when] = {"us": handoff_round_trip_us(), "load": load}
+    print(f"thread hand-off round trip ({when}): "
+          f"{report['handoff_us'][when]['us']:.0f} us", flush=True)
 
 
 def run_contender(cmd: list[str], on_ready: Callable[[str], None] | None = None,
@@ -296,8 +309,10 @@ def main() -> int:
     report: dict[str, Any] = {"args": vars(args), "date": time.strftime("%Y-%m-%d"),
                               "load_limit": LOADED, "sizes": {}}
     started = time.monotonic()
+    probe(report, "at the start")
     embedded(args, chosen, go_binary, runs, report)
     if not args.no_replay:
+        probe(report, "before the replay source")
         replay(args, chosen, go_binary, runs, report)
     binaries = find_binaries()
     if args.no_real:
@@ -307,6 +322,7 @@ def main() -> int:
     else:
         real(args, chosen, go_binary, runs, report, binaries)
     local(args, go_binary, runs)
+    probe(report, "at the end")
     report["sections"] = runs.data
     report["wall_seconds"] = time.monotonic() - started
     out = Path(args.out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.compare_report import markdown
+from bench.compare_report import handler_cost_us, markdown
 
 
 def sync(seconds: float) -> dict[str, Any]:
@@ -63,3 +63,29 @@ def test_no_delivery_rows_no_table_and_nothing_beside_the_targets() -> None:
     text = markdown(report({"cc-dict/list": {"label": "cc LIST", "sync": [sync(2.0)]}}))
     assert "server's own delivery" not in text
     assert "beside it" not in text
+
+
+def test_the_machine_line_and_each_further_handlers_cost() -> None:
+    base = report({})
+    base["sizes"]["replay"] = {"pods": 100, "events": 1000, "pod_bytes": 2000}
+    base["sections"]["replay"] = {"cc-dict/list": {
+        "label": "cc LIST",
+        "throughput": [{"events_per_second": 25_000.0, "load": 1.0}],
+        "fanout": [{"events_per_second": 20_000.0, "load": 1.0}]}}
+    base["handoff_us"] = {"at the start": {"us": 111.4, "load": 0.5},
+                          "at the end": {"us": 12.0, "load": 1.0}}
+    lines = markdown(base).splitlines()
+    assert ("The machine: two Python threads waking each other through locks took 111 us "
+            "at the start; 12 us at the end a round trip (`bench/machine.py`; every thread "
+            "hand-off of an informer pays for it).") in lines
+    at = lines.index("- S3 replay, client_cache dicts, per-handler rate with 10 handlers / "
+                     "one handler's: 0.80x (target >= 0.80x): met")
+    # (1/20,000 - 1/25,000) s over 9 further handlers: 10 us / 9
+    assert lines[at + 1] == ("  - beside it, each handler beyond the first added 1.1 us an "
+                             "event (0.8x needs 1.1 us or less)")
+
+
+def test_no_probe_no_machine_line_and_no_cost_without_both_rates() -> None:
+    assert handler_cost_us(25_000.0, None, 10) is None
+    assert handler_cost_us(25_000.0, 20_000.0, 1) is None
+    assert "The machine:" not in markdown(report({}))

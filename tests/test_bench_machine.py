@@ -1,0 +1,21 @@
+"""The benchmark's thread hand-off probe (``bench/machine.py``)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bench.machine import handoff_round_trip_us
+
+
+def test_a_round_trip_takes_time_and_its_thread_ends() -> None:
+    us = handoff_round_trip_us(rounds=200, tries=3)
+    assert 0 < us < 1e6  # a round trip is two wake-ups: more than nothing, under a second
+    assert not [t for t in threading.enumerate() if t.name == "bench-handoff-probe"]
+
+
+@pytest.mark.parametrize(("rounds", "tries"), [(0, 3), (10, 0), (-1, 1)])
+def test_nothing_to_measure_is_refused(rounds: int, tries: int) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        handoff_round_trip_us(rounds=rounds, tries=tries)

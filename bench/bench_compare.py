@@ -181,9 +181,9 @@ def probe(report: dict[str, Any], when: str) -> None:
     """Record the machine's thread hand-off round trip now (after the load settles), as
     ``report["handoff_us"][when]``."""
     load = settle()
-    report.setdefault("handoff_us", {})[when] = {"us": handoff_round_trip_us(), "load": load}
-    print(f"thread hand-off round trip ({when}): "
-          f"{report['handoff_us'][when]['us']:.0f} us", flush=True)
+    us = handoff_round_trip_us()
+    report.setdefault("handoff_us", {})[when] = {"us": us, "load": load}
+    print(f"thread hand-off round trip ({when}): {us:.0f} us", flush=True)
 
 
 def run_contender(cmd: list[str], on_ready: Callable[[str], None] | None = None,

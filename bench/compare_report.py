@@ -234,8 +234,8 @@ def handoff_lines(report: dict[str, Any]) -> list[str]:
     if not probes:
         return []
     said = "; ".join(f"{p['us']:,.0f} us {when}" for when, p in probes.items())
-    return ["The machine: two Python threads waking each other through locks took "
-            f"{said} a round trip (`bench/machine.py`; every thread hand-off of an "
+    return ["The machine: a round trip between two Python threads waking each other "
+            f"through locks took {said} (`bench/machine.py`; every thread hand-off of an "
             "informer pays for it).", ""]
 
 

@@ -11,7 +11,9 @@ each row records the load.
 
 ``handoff_round_trip_us`` has two threads take turns through two locks (each wakes the
 other and sleeps until woken back), ``rounds`` times; it returns the median of ``tries``
-such runs in microseconds per round trip (two wake-ups).
+such runs in microseconds per round trip (two wake-ups). Neither side waits more than a
+second for the other, so the probe's thread ends within about a second whatever happens
+to the measuring one.
 """
 
 from __future__ import annotations
@@ -23,24 +25,36 @@ import time
 __all__ = ["handoff_round_trip_us"]
 
 
+_WAIT = 1.0  # seconds either side waits for the other before giving up
+
+
+def answer(ping: threading.Lock, pong: threading.Lock, rounds: int) -> int:
+    """The probe's other side: ``rounds`` times, wait for ``ping`` and release ``pong``.
+    Gives up when ``ping`` stays held for :data:`_WAIT` seconds (the measuring side is
+    gone); returns the rounds answered."""
+    for done in range(rounds):
+        if not ping.acquire(timeout=_WAIT):
+            return done
+        pong.release()
+    return rounds
+
+
 def _one_run(rounds: int) -> float:
     ping, pong = threading.Lock(), threading.Lock()
     ping.acquire()
     pong.acquire()
-
-    def answer() -> None:
-        for _ in range(rounds):
-            ping.acquire()
-            pong.release()
-
-    other = threading.Thread(target=answer, name="bench-handoff-probe", daemon=True)
+    other = threading.Thread(target=answer, args=(ping, pong, rounds),
+                             name="bench-handoff-probe", daemon=True)
     other.start()
-    began = time.perf_counter()
-    for _ in range(rounds):
-        ping.release()
-        pong.acquire()
-    elapsed = time.perf_counter() - began
-    other.join()
+    try:
+        began = time.perf_counter()
+        for _ in range(rounds):
+            ping.release()
+            if not pong.acquire(timeout=_WAIT):
+                raise RuntimeError("the hand-off probe's other thread stopped answering")
+        elapsed = time.perf_counter() - began
+    finally:
+        other.join(_WAIT + 1.0)
     return elapsed / rounds * 1e6
 
 

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from bench import machine
 from bench.machine import handoff_round_trip_us
 
 
@@ -19,3 +20,15 @@ def test_a_round_trip_takes_time_and_its_thread_ends() -> None:
 def test_nothing_to_measure_is_refused(rounds: int, tries: int) -> None:
     with pytest.raises(ValueError, match="must be positive"):
         handoff_round_trip_us(rounds=rounds, tries=tries)
+
+
+
+def test_the_answering_side_gives_up_when_nobody_pings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(machine, "_WAIT", 0.05)
+    ping, pong = threading.Lock(), threading.Lock()
+    ping.acquire()  # held and never released: the measuring side is gone
+    pong.acquire()  # held by the measuring side until answered, as in the probe
+    assert machine.answer(ping, pong, 10) == 0
+    ping.release()  # one ping, then silence: one round answered
+    assert machine.answer(ping, pong, 10) == 1
+    assert not pong.locked()  # the one answer released it

@@ -75,9 +75,9 @@ def test_the_machine_line_and_each_further_handlers_cost() -> None:
     base["handoff_us"] = {"at the start": {"us": 111.4, "load": 0.5},
                           "at the end": {"us": 12.0, "load": 1.0}}
     lines = markdown(base).splitlines()
-    assert ("The machine: two Python threads waking each other through locks took 111 us "
-            "at the start; 12 us at the end a round trip (`bench/machine.py`; every thread "
-            "hand-off of an informer pays for it).") in lines
+    assert ("The machine: a round trip between two Python threads waking each other "
+            "through locks took 111 us at the start; 12 us at the end (`bench/machine.py`; "
+            "every thread hand-off of an informer pays for it).") in lines
     at = lines.index("- S3 replay, client_cache dicts, per-handler rate with 10 handlers / "
                      "one handler's: 0.80x (target >= 0.80x): met")
     # (1/20,000 - 1/25,000) s over 9 further handlers: 10 us / 9

@@ -22,18 +22,19 @@ import statistics
 import threading
 import time
 
-__all__ = ["handoff_round_trip_us"]
+__all__ = ["answer", "handoff_round_trip_us"]
 
 
 _WAIT = 1.0  # seconds either side waits for the other before giving up
 
 
-def answer(ping: threading.Lock, pong: threading.Lock, rounds: int) -> int:
+def answer(ping: threading.Lock, pong: threading.Lock, rounds: int,
+           wait: float = _WAIT) -> int:
     """The probe's other side: ``rounds`` times, wait for ``ping`` and release ``pong``.
-    Gives up when ``ping`` stays held for :data:`_WAIT` seconds (the measuring side is
-    gone); returns the rounds answered."""
+    Gives up when ``ping`` stays held for ``wait`` seconds (the measuring side is gone);
+    returns the rounds answered."""
     for done in range(rounds):
-        if not ping.acquire(timeout=_WAIT):
+        if not ping.acquire(timeout=wait):
             return done
         pong.release()
     return rounds

@@ -6,8 +6,7 @@ import threading
 
 import pytest
 
-from bench import machine
-from bench.machine import handoff_round_trip_us
+from bench.machine import answer, handoff_round_trip_us
 
 
 def test_a_round_trip_takes_time_and_its_thread_ends() -> None:
@@ -22,13 +21,11 @@ def test_nothing_to_measure_is_refused(rounds: int, tries: int) -> None:
         handoff_round_trip_us(rounds=rounds, tries=tries)
 
 
-
-def test_the_answering_side_gives_up_when_nobody_pings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(machine, "_WAIT", 0.05)
+def test_the_answering_side_gives_up_when_nobody_pings() -> None:
     ping, pong = threading.Lock(), threading.Lock()
     ping.acquire()  # held and never released: the measuring side is gone
     pong.acquire()  # held by the measuring side until answered, as in the probe
-    assert machine.answer(ping, pong, 10) == 0
+    assert answer(ping, pong, 10, wait=0.05) == 0
     ping.release()  # one ping, then silence: one round answered
-    assert machine.answer(ping, pong, 10) == 1
+    assert answer(ping, pong, 10, wait=0.05) == 1
     assert not pong.locked()  # the one answer released it

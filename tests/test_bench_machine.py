@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from bench import machine
 from bench.machine import answer, handoff_round_trip_us
 
 
@@ -29,3 +30,10 @@ def test_the_answering_side_gives_up_when_nobody_pings() -> None:
     ping.release()  # one ping, then silence: one round answered
     assert answer(ping, pong, 10, wait=0.05) == 1
     assert not pong.locked()  # the one answer released it
+
+
+def test_the_measuring_side_raises_when_nobody_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(machine, "answer", lambda ping, pong, rounds: 0)  # answers nothing
+    with pytest.raises(RuntimeError, match="stopped answering"):
+        handoff_round_trip_us(rounds=10, tries=1)
+    assert not [t for t in threading.enumerate() if t.name == "bench-handoff-probe"]

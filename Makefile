@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml setup.cfg setup.py $(wildcard client_cache/*.c client_cache/*.h)
+$(STAMP): pyproject.toml setup.cfg setup.py $(wildcard client_cache/*/csrc/*.c client_cache/*/csrc/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e '.[test]'
@@ -68,7 +68,7 @@ package-check: $(STAMP)
 	$(PY) -m tests.package_check
 
 lint: $(STAMP)
-	$(PY) -m ruff check client_cache tests examples bench docs
+	$(PY) -m ruff check client_cache tests examples bench tools
 	$(PY) -m mypy --strict client_cache
 
 # The side-by-side benchmark (issue 10): client_cache vs the kubernetes package's informer
@@ -103,4 +103,4 @@ clean:
 # Regenerate the protobuf schema of the built-in kinds from k8s.io/api (tools/protoschema,
 # the version in its go.mod); tests/test_protobuf_schema.py checks the shipped one.
 protoschema:
-	cd tools/protoschema && GOFLAGS=-mod=mod CGO_ENABLED=0 go run . > ../../client_cache/protobuf_schema.json
+	cd tools/protoschema && GOFLAGS=-mod=mod CGO_ENABLED=0 go run . > ../../client_cache/codec/protobuf_schema.json

@@ -1,9 +1,10 @@
-"""The package's C extensions: the string-sharing walker (client_cache/sharing.py) and
-the work queue's core operations (client_cache/workqueue/queue.py); everything else is in
-pyproject.toml. Both are optional: where no C compiler is found the package installs
-without them, objects keep their own strings and the work queue runs its Python code.
-Each is built from the sources ``client_cache/native.py`` lists, with their hash compiled
-in (``SOURCE_HASH``), which ``native.load`` checks against the sources beside it."""
+"""The package's native parts: the codec's decoders (``client_cache.codec._codec``, C in
+client_cache/codec/csrc) and the work queue (``client_cache.workqueue._queue``, C in
+client_cache/workqueue/csrc); everything else is in pyproject.toml. Both are optional:
+where no C compiler is found the package installs without them and runs their Python
+twins. Each is built from the sources ``client_cache/util/native.py`` lists, with their
+hash compiled in (``SOURCE_HASH``), which ``native.load`` checks against the sources beside
+it."""
 
 import importlib.util
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 _spec = importlib.util.spec_from_file_location(
-    "client_cache_native", Path(__file__).resolve().parent / "client_cache" / "native.py")
+    "client_cache_native", Path(__file__).resolve().parent / "client_cache" / "util" / "native.py")
 assert _spec is not None and _spec.loader is not None
 native = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(native)
@@ -26,4 +27,4 @@ def extension(name: str) -> Extension:
                      optional=True)
 
 
-setup(ext_modules=[extension("_sharing"), extension("_workqueue")])
+setup(ext_modules=[extension(name) for name in native.SOURCES])

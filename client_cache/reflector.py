@@ -52,12 +52,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client_cache import gc_policy, wire
 from client_cache.apis import (
     ListOptions,
     list_items,
     list_resource_version,
 )
+from client_cache.codec import gc_policy, wire
 from client_cache.errors import (
     ClientCacheError,
     StopRequestedError,
@@ -296,7 +296,7 @@ class Reflector:
                 self.watch_error_handler(self, err)
 
         try:
-            with gc_policy.spaced_full_collections():  # see client_cache.gc_policy
+            with gc_policy.spaced_full_collections():  # see client_cache.codec.gc_policy
                 backoff_until(round_, self.backoff_manager, True, stop)
         finally:
             # the connections of a stopped reflector end with it (a list-watch that pools

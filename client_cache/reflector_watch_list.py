@@ -17,8 +17,8 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING
 
-from client_cache import wire
 from client_cache.apis import RESOURCE_VERSION_MATCH_NOT_OLDER_THAN, ListOptions
+from client_cache.codec import wire
 from client_cache.errors import (
     ClientCacheError,
     StopRequestedError,
@@ -47,7 +47,7 @@ def watch_list(r: Reflector, stop: threading.Event) -> Watch | None:
     when stopped.
 
     The cyclic garbage collector is paused from each attempt's request until the
-    streamed state is in the queue, as over a LIST (:func:`client_cache.wire.gc_paused`:
+    streamed state is in the queue, as over a LIST (:func:`client_cache.codec.wire.gc_paused`:
     the stream allocates the whole cache, and every full collection meanwhile would walk
     all it has built so far), but never over a backoff between attempts."""
     with contextlib.ExitStack() as pause:

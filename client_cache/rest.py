@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from client_cache import wire
+from client_cache.codec import wire
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import request_headers
 

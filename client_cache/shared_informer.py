@@ -44,6 +44,7 @@ from client_cache.cache_sync import (
     wait_for_cache_sync,
     wait_for_named_cache_sync,
 )
+from client_cache.codec.decoding import reuse_cached
 from client_cache.controller import (
     Config,
     Controller,
@@ -52,7 +53,6 @@ from client_cache.controller import (
     process_deltas,
     process_deltas_in_batch,
 )
-from client_cache.decoding import reuse_cached
 from client_cache.delta_fifo import (
     Delta,
     DeltaFIFOOptions,
@@ -307,7 +307,7 @@ class SharedIndexInformer(Generic[T]):
         """Run until ``stop`` is set; handlers are stopped after the controller returns.
         While it runs, a lister-watcher that can (``set_previous_objects``) reads watch
         events beside the cached objects they replace, sharing what is unchanged
-        (:func:`client_cache.decoding.reuse_cached`; a port addition, not with a
+        (:func:`client_cache.codec.decoding.reuse_cached`; a port addition, not with a
         transform)."""
         with self._started_lock:
             if self._started:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-from client_cache import wire
+from client_cache.codec import wire
 from client_cache.errors import ClientCacheError
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, SendReady, select
 from client_cache.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
@@ -26,10 +26,10 @@ ObjectDecoder = Callable[[Any], Any]
 """Turns the decoded ``object`` of a watch event (a wire dict) into what is delivered."""
 EventDecoder = Callable[[bytes], tuple[str, Any]]
 """Turns one line of a watch stream into its type and object, in one step (the struct
-mode's decoder, :class:`client_cache.structs.StructCodec`); raises ValueError."""
+mode's decoder, :class:`client_cache.codec.structs.StructCodec`); raises ValueError."""
 LinesDecoder = Callable[[bytes, int], tuple[list[Event], int, int]]
 """Turns the whole lines of a buffer, from an offset, into their events in one call, and
-says where it stopped and at which line it gave up (:func:`client_cache.sharing.line_decoder`
+says where it stopped and at which line it gave up (:func:`client_cache.codec.sharing.line_decoder`
 documents the contract)."""
 
 
@@ -98,7 +98,7 @@ class StreamWatcher(WatchIteration):
     replaces both (a whole line to type and object). ``frames``, when given, cuts the
     stream into events instead of newlines (its ``feed(bytes)`` returns the whole frames,
     its ``pending()`` the bytes held toward the next: a protobuf stream's
-    :class:`~client_cache.protobuf.FrameReader`), each handed to ``decode_event``. The
+    :class:`~client_cache.codec.protobuf.FrameReader`), each handed to ``decode_event``. The
     client-side idle timeout is
     the read timeout the request was made with: when it passes with nothing received, the
     watch ends. ``name`` names the reader thread (``watch-<name>``), which the first

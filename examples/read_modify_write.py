@@ -3,7 +3,7 @@
 Informers hand out wire dicts by default (the server's JSON: ``spec.nodeName``), and
 ``kubernetes.client`` models with ``models=True`` (``V1Pod.spec.node_name``). Either way
 the cached object is shared and read-only: copy it, change the copy, write the copy. The
-client's write calls take both forms as body, and ``client_cache.objects`` converts
+client's write calls take both forms as body, and ``client_cache.codec.objects`` converts
 between them (``to_model``, ``to_wire``).
 
     .venv/bin/python examples/read_modify_write.py    # the embedded server (writes)
@@ -16,8 +16,8 @@ import copy
 from _cluster import connect, parser
 from kubernetes.client import CoreV1Api, V1PodCondition, V1PodStatus
 
+from client_cache.codec.objects import to_model, to_wire
 from client_cache.informers import new_shared_informer_factory
-from client_cache.objects import to_model, to_wire
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import freezegun
 import pytest
 
-from client_cache import sharing
+from client_cache.codec import sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
 from tests.fixtures import missing
@@ -53,7 +53,7 @@ def no_thread_leak(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture
 def empty_sharing_tables() -> Iterator[None]:
-    """The sharing tables emptied before and after the test (client_cache.sharing), so
+    """The sharing tables emptied before and after the test (client_cache.codec.sharing), so
     what it shares does not depend on the tests before it."""
     sharing.clear_table()
     yield
@@ -81,7 +81,7 @@ def workqueue_core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     ``CI=true``, where the extension must have been built."""
     if request.param == "c":
         if not C_CORE_AVAILABLE:
-            missing("client_cache._workqueue was not built (no C compiler)")
+            missing("client_cache.workqueue._queue was not built (no C compiler)")
         monkeypatch.delenv(C_CORE_ENV, raising=False)
     else:
         monkeypatch.setenv(C_CORE_ENV, "0")

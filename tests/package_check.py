@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from client_cache.native import SOURCES
+from client_cache.util.native import SOURCES
 
 REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN = re.compile(r"(^|/)(tests?|__pycache__|\.venv[^/]*|\.mypy_cache|\.pytest_cache|"
@@ -100,10 +100,11 @@ def main() -> None:
             sys.exit(f"the quick start imported the source tree ({where.strip()})")
         # the C extensions (string sharing, the work queue's core) are built where a
         # compiler is (as here)
-        built = run(python, "-I", "-c", "from client_cache import protobuf_structs, sharing, "
-                    "workqueue; print(sharing.AVAILABLE, workqueue.C_CORE_AVAILABLE, "
+        built = run(python, "-I", "-c", "from client_cache import workqueue; "
+                    "from client_cache.codec import protobuf_structs, sharing; "
+                    "print(sharing.AVAILABLE, workqueue.C_CORE_AVAILABLE, "
                     "protobuf_structs.AVAILABLE)", cwd=work)
-        for module in ("_sharing", "_workqueue"):
+        for module in ("codec/_codec", "workqueue/_queue"):
             if built.strip() != "True True True" or not any(
                     re.fullmatch(rf"client_cache/{module}\..*\.so", n) for n in wheel_names):
                 sys.exit(f"the wheel lacks the built client_cache.{module} ({built.strip()})")

@@ -29,6 +29,7 @@ from client_cache.aio import (
     low_latency_sync,
     wait_for_cache_sync_async,
 )
+from client_cache.codec.wire import gc_paused
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.informers import (
     SharedInformerFactoryOptions,
@@ -40,7 +41,6 @@ from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.watch import EventType
-from client_cache.wire import gc_paused
 from client_cache.workqueue import (
     default_controller_rate_limiter,
     new,

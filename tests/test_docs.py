@@ -43,7 +43,7 @@ def test_mapping_table_covers_every_exported_name() -> None:
     listed = [name for name, _, _ in rows]
     assert len(listed) == len(set(listed)), "a name has two rows"
     missing = exported_names() - set(listed)
-    assert not missing, f"add rows to docs/mapping.md (python docs/gen_mapping.py): {missing}"
+    assert not missing, f"add rows to docs/mapping.md (python tools/gen_mapping.py): {missing}"
     for name, module, go in rows:
         exporter = importlib.import_module(module)
         assert name in getattr(exporter, "__all__", ()), (name, module)
@@ -51,11 +51,11 @@ def test_mapping_table_covers_every_exported_name() -> None:
 
 
 def test_mapping_table_is_the_generator_output() -> None:
-    spec = importlib.util.spec_from_file_location("gen_mapping", ROOT / "docs" / "gen_mapping.py")
+    spec = importlib.util.spec_from_file_location("gen_mapping", ROOT / "tools" / "gen_mapping.py")
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    assert generator.render() == MAPPING, "run python docs/gen_mapping.py"
+    assert generator.render() == MAPPING, "run python tools/gen_mapping.py"
 
 
 def test_readme_links_and_examples_exist() -> None:

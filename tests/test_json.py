@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from client_cache import FakeCustomStore, wire
+from client_cache import FakeCustomStore
+from client_cache.codec import wire
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 

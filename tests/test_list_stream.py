@@ -18,17 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache import list_body as list_body_module
-from client_cache import sharing, wire
 from client_cache.apis import ListOptions
+from client_cache.codec import list_body as list_body_module
+from client_cache.codec import sharing, wire
+from client_cache.codec.sharing import ListSplitter
+from client_cache.codec.structs import struct_type
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.sharing import ListSplitter
-from client_cache.structs import struct_type
 from tests.fixtures import json_values, missing
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 
 PODS = GroupVersionResource("", "v1", "pods")
 

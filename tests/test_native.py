@@ -1,4 +1,4 @@
-"""client_cache.native: a C part is loaded only when it was built from the sources beside
+"""client_cache.util.native: a C part is loaded only when it was built from the sources beside
 it, so a checkout pulled without a rebuild runs the Python code instead of calling
 functions its old build lacks."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from client_cache import native
+from client_cache.util import native
 
 
 @pytest.fixture(autouse=True)
@@ -42,11 +42,11 @@ def test_a_part_built_from_other_sources_is_refused_with_a_warning(
         stale: object, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(native.importlib, "import_module", lambda _name: stale)
-    with caplog.at_level(logging.WARNING, logger="client_cache.native"):
-        assert native.load("_sharing") is None
-        assert native.load("_sharing") is None  # asked again: no second warning
+    with caplog.at_level(logging.WARNING, logger="client_cache.util.native"):
+        assert native.load("codec._codec") is None
+        assert native.load("codec._codec") is None  # asked again: no second warning
     (record,) = caplog.records
-    assert "client_cache._sharing" in record.getMessage()
+    assert "client_cache.codec._codec" in record.getMessage()
     assert "pip install -e ." in record.getMessage()
 
 
@@ -55,25 +55,26 @@ def test_a_part_that_is_not_built_is_none_without_a_warning(
     def missing(name: str) -> object:
         raise ImportError(name)
     monkeypatch.setattr(native.importlib, "import_module", missing)
-    with caplog.at_level(logging.WARNING, logger="client_cache.native"):
-        assert native.load("_workqueue") is None
+    with caplog.at_level(logging.WARNING, logger="client_cache.util.native"):
+        assert native.load("workqueue._queue") is None
     assert caplog.records == []
 
 
 def test_without_the_sources_beside_it_any_build_is_taken(tmp_path: Path) -> None:
     """An installed wheel holds no C sources: its parts are loaded as they are."""
-    assert native.source_hash("_sharing", tmp_path) is None
-    assert native.matches_sources(types.SimpleNamespace(), "_sharing", tmp_path)
+    assert native.source_hash("codec._codec", tmp_path) is None
+    assert native.matches_sources(types.SimpleNamespace(), "codec._codec", tmp_path)
 
 
 def test_the_hash_follows_every_source_and_header(tmp_path: Path) -> None:
-    sources, headers = native.SOURCES["_sharing"]
+    sources, headers = native.SOURCES["codec._codec"]
     for file in (*sources, *headers):
+        (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(native.PACKAGE_DIR / file, tmp_path / file)
-    assert native.source_hash("_sharing", tmp_path) == native.source_hash("_sharing")
-    seen = {native.source_hash("_sharing")}
+    assert native.source_hash("codec._codec", tmp_path) == native.source_hash("codec._codec")
+    seen = {native.source_hash("codec._codec")}
     for file in (sources[-1], headers[0]):
         with (tmp_path / file).open("ab") as fh:
             fh.write(b"\n")
-        seen.add(native.source_hash("_sharing", tmp_path))
+        seen.add(native.source_hash("codec._codec", tmp_path))
     assert len(seen) == 3

@@ -7,7 +7,7 @@ import datetime
 import pytest
 from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSpec
 
-from client_cache.objects import to_model, to_wire
+from client_cache.codec.objects import to_model, to_wire
 
 POD = {"apiVersion": "v1", "kind": "Pod",
        "metadata": {"name": "x", "namespace": "d", "labels": {"app": "web"},

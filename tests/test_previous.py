@@ -1,4 +1,4 @@
-"""Watch events read beside the object they replace (client_cache.sharing.decoder's
+"""Watch events read beside the object they replace (client_cache.codec.sharing.decoder's
 ``previous``, _previous.c), without a server: the result is always what the JSON says,
 whatever the previous object; what is unchanged is the previous object's own; the key
 asked for; what is refused."""
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from client_cache import sharing, wire
+from client_cache.codec import sharing, wire
+from client_cache.codec.skip_paths import skip_tree
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.skip_paths import skip_tree
 from tests.test_skip_paths import rich_pod
 
 pytestmark = pytest.mark.skipif(not sharing.AVAILABLE,

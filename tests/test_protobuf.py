@@ -1,4 +1,4 @@
-"""The protobuf wire format without a server (:mod:`client_cache.protobuf`): what Go's
+"""The protobuf wire format without a server (:mod:`client_cache.codec.protobuf`): what Go's
 JSON writes for each shape, the C decoder and the Python one agreeing, bodies and frames
 cut anywhere, and bad input refused with ValueError, never a crash."""
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from client_cache import protobuf, sharing
+from client_cache.codec import protobuf, sharing
+from client_cache.codec.list_body import ListBodyReader
+from client_cache.codec.protobuf_schema import schema
+from client_cache.codec.protobuf_shapes import go_duration, put_bytes
+from client_cache.codec.wire import loads as wire_loads
 from client_cache.errors import ApiStatusError
-from client_cache.list_body import ListBodyReader
-from client_cache.protobuf_schema import schema
-from client_cache.protobuf_shapes import go_duration, put_bytes
 from client_cache.testing.apiserver.encoding import answers_protobuf
-from client_cache.wire import loads as wire_loads
 from tests.conformance.test_protobuf import OTHERS, POD
 
 ALL_FLAGS = sharing.walk_flags(True, True, True)
@@ -205,7 +205,7 @@ def test_the_embedded_server_refuses_protobuf_only_for_a_custom_resource() -> No
 
 def test_without_the_c_part_the_python_decoders_give_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where ``client_cache._sharing`` is not built every entry falls back to Python."""
+    """Where ``client_cache.codec._codec`` is not built every entry falls back to Python."""
     events = [("ADDED", o) for o in objects()]
     frames = [protobuf.encode_watch_event(t, o)[4:] for t, o in events]
     pods = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from client_cache.protobuf_schema import SCHEMA_FILE, schema
+from client_cache.codec.protobuf_schema import SCHEMA_FILE, schema
 from client_cache.testing.envtest_build import find_go
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +33,6 @@ def test_the_shipped_schema_is_what_the_generator_writes() -> None:
         [go, "run", "."], cwd=ROOT / "tools" / "protoschema", capture_output=True,
         check=True, timeout=600,
         env=dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0")).stdout
-    shipped = (ROOT / "client_cache" / SCHEMA_FILE).read_bytes()
+    shipped = (ROOT / "client_cache" / "codec" / SCHEMA_FILE).read_bytes()
     assert json.loads(written) == json.loads(shipped)
     assert schema().api_version == json.loads(shipped)["k8s.io/api"]

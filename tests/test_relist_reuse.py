@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache import sharing
 from client_cache.apis import ListOptions
-from client_cache.decoding import reuse_cached
+from client_cache.codec import sharing
+from client_cache.codec.decoding import reuse_cached
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
@@ -28,7 +28,7 @@ from tests.fixtures import UpdateQueue, eventually, missing, running
 PODS = GroupVersionResource("", "v1", "pods")
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 
 
 def name_of(obj: Any) -> str:

@@ -1,4 +1,4 @@
-"""client_cache.sharing: the C walker that gives decoded objects one copy of each
+"""client_cache.codec.sharing: the C walker that gives decoded objects one copy of each
 repeated short string, takes them out of the cyclic collector's sight and gives dicts of
 the same keys one key table, and the list-watch that applies it."""
 
@@ -19,16 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
 
-from client_cache import sharing, wire
 from client_cache.apis import ListOptions
+from client_cache.codec import sharing, wire
+from client_cache.codec.structs import struct_type, to_struct
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.structs import struct_type, to_struct
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import containers, json_values, missing, threads_amid_collections
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 
 PODS = GroupVersionResource("", "v1", "pods")
 pytestmark = pytest.mark.usefixtures("empty_sharing_tables")
@@ -576,7 +576,7 @@ def test_the_interning_budget_stops_new_prototypes(tmp_path: Any) -> None:
     script = tmp_path / "budget.py"
     script.write_text(
         "import sys\n"
-        "from client_cache import sharing\n"
+        "from client_cache.codec import sharing\n"
         "def fresh(t):\n"
         "    return ''.join([t[:1], t[1:]])\n"
         "def twice(keys):\n"

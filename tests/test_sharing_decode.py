@@ -1,4 +1,4 @@
-"""client_cache.sharing.decoder: the C decoder that does the walk while it parses, checked
+"""client_cache.codec.sharing.decoder: the C decoder that does the walk while it parses, checked
 against the JSON decoder followed by the walk (what it stands in for)."""
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import CoreV1Api
 
-from client_cache import sharing, wire
 from client_cache.apis import ListOptions
+from client_cache.codec import sharing, wire
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import missing, threads_amid_collections
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 
-from client_cache import _sharing  # type: ignore[attr-defined]
+from client_cache.codec import _codec as _sharing  # type: ignore[attr-defined]
 
 ALL_FLAGS = range(8)  # every combination of SHARE, UNTRACK and COMPACT
 

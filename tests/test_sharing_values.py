@@ -1,4 +1,4 @@
-"""Equal immutable values, one object (client_cache.sharing, _values.c): a SHARE walk puts
+"""Equal immutable values, one object (client_cache.codec.sharing, _values.c): a SHARE walk puts
 in place of each frozen struct and tuple of immutable values below the top an equal one
 seen before."""
 
@@ -14,18 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import CoreV1Api, V1Pod, V1Toleration
 
-from client_cache import sharing
 from client_cache.apis import ListOptions
+from client_cache.codec import sharing
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import missing, threads_amid_collections
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 msgspec = pytest.importorskip("msgspec")
 
-from client_cache.structs import struct_type, to_struct  # noqa: E402 - needs msgspec
+from client_cache.codec.structs import struct_type, to_struct  # noqa: E402 - needs msgspec
 
 PODS = GroupVersionResource("", "v1", "pods")
 pytestmark = pytest.mark.usefixtures("empty_sharing_tables")

@@ -1,4 +1,4 @@
-"""Members left out while decoding (:mod:`client_cache.skip_paths`), without a server:
+"""Members left out while decoding (:mod:`client_cache.codec.skip_paths`), without a server:
 the paths as given, the drop every decoder must equal, the C JSON decoder passing over
 members (and its fallback), the protobuf plans (exact or not), LIST bodies and watch
 events of a lister-watcher, and what is refused."""
@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache import protobuf, protobuf_structs, sharing
-from client_cache.list_body import ListBodyReader
+from client_cache.codec import protobuf, protobuf_structs, sharing
+from client_cache.codec.list_body import ListBodyReader
+from client_cache.codec.protobuf_schema import schema
+from client_cache.codec.skip_paths import SkipTree, drop_members, skip_tree
+from client_cache.codec.structs import struct_type
+from client_cache.codec.wire import loads as wire_loads
 from client_cache.listwatch import ClientListerWatcher
-from client_cache.protobuf_schema import schema
 from client_cache.schema import GroupVersionResource
-from client_cache.skip_paths import SkipTree, drop_members, skip_tree
-from client_cache.structs import struct_type
-from client_cache.wire import loads as wire_loads
 from tests.test_protobuf import ALL_FLAGS, Body, objects
 
 needs_c = pytest.mark.skipif(not protobuf_structs.AVAILABLE,

@@ -1,4 +1,4 @@
-"""The struct object mode (client_cache.structs): classes generated from the kubernetes
+"""The struct object mode (client_cache.codec.structs): classes generated from the kubernetes
 models, decoding straight from the server's JSON, informers that hold them, and the
 conversions to wire dicts and models."""
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api, V1ConfigMap, V1CustomResourceDefinition, V1Pod
 
+from client_cache.codec.objects import to_model, to_wire
+from client_cache.codec.structs import StructCodec, is_struct_type, struct_type, to_struct
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import new_shared_informer_factory
-from client_cache.objects import to_model, to_wire
-from client_cache.structs import StructCodec, is_struct_type, struct_type, to_struct
 from client_cache.testing.apiserver import EmbeddedApiServer
 
 pytest.importorskip("msgspec")

@@ -24,7 +24,7 @@ def test_the_generated_module_is_current() -> None:
     if kubernetes.__version__ != typed_module.GENERATED_FROM:
         pytest.skip(f"generated from kubernetes {typed_module.GENERATED_FROM}, "
                     f"{kubernetes.__version__} installed")
-    result = subprocess.run([sys.executable, str(REPO / "docs" / "gen_typed.py"), "--check"],
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "gen_typed.py"), "--check"],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
 

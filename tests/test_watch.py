@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from client_cache import wire
+from client_cache.codec import wire
 from client_cache.delta_fifo import Delta, DeltaType
 from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select

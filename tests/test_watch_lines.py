@@ -1,4 +1,4 @@
-"""A JSON watch's lines decoded a buffer at a time (client_cache.sharing.line_decoder,
+"""A JSON watch's lines decoded a buffer at a time (client_cache.codec.sharing.line_decoder,
 _lines.c, and StreamWatcher's ``decode_lines``): the same events and the same errors as
 the lines decoded one by one, the lines it cannot take left to the caller at the right
 place, the previous object's parts reused as the line decoder reuses them."""
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache import sharing, wire
+from client_cache.codec import sharing, wire
+from client_cache.codec.skip_paths import skip_tree
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.skip_paths import skip_tree
 from client_cache.stream_watcher import EVENT_TYPES, StreamWatcher
 from client_cache.util.chan import CLOSED
 from client_cache.watch import Event, EventType

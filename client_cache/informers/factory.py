@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client_cache.apis import ListOptions
+from client_cache.codec.skip_paths import SkipPath, skip_tree
+from client_cache.codec.structs import is_struct_type
 from client_cache.delta_fifo import TransformFunc
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.health.status import InformerHealth
@@ -49,8 +51,6 @@ from client_cache.shared_informer import (
     unsynced_details,
     wait_for_cache_sync,
 )
-from client_cache.skip_paths import SkipPath, skip_tree
-from client_cache.structs import is_struct_type
 
 __all__ = [
     "GenericInformer",
@@ -85,13 +85,13 @@ class SharedInformerFactoryOptions:
     (False), None following the feature-gate environment variables as client-go does;
     ``protobuf``: ask the server for protobuf, as client-go's typed clients do
     (``rest.Config.ContentType``), for the built-in kinds (decoded into the same objects
-    as their JSON: :mod:`client_cache.protobuf`; custom resources and struct mode stay
+    as their JSON: :mod:`client_cache.codec.protobuf`; custom resources and struct mode stay
     JSON). False by default: the ``kubernetes`` package's clients speak JSON, and so does
     this one unless told otherwise. ``skip_paths`` (a port addition): members left out of
-    every dict and model object while decoding it (:mod:`client_cache.skip_paths`, e.g.
+    every dict and model object while decoding it (:mod:`client_cache.codec.skip_paths`, e.g.
     ``("metadata.managedFields",)``: what a transform dropping them would give, without
     ever building them); struct informers leave out what their class leaves out
-    (:func:`client_cache.structs.struct_type`'s ``skip``) and are not given these."""
+    (:func:`client_cache.codec.structs.struct_type`'s ``skip``) and are not given these."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None

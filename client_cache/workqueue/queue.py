@@ -20,7 +20,7 @@ event loop (a port addition).
 Workers must call ``done(item)`` for every item they ``get``. A ``done`` for an item that
 is not being processed is ignored (upstream would put a queued copy of it in line twice).
 
-Where the optional C extension ``client_cache._workqueue`` is built, a queue with the
+Where the optional C extension ``client_cache.workqueue._queue`` is built, a queue with the
 default storage and no metrics runs ``add``, ``get`` (when an item is waiting) and
 ``done`` as one C call each, which takes the queue's lock, does the work and lets the lock
 go without letting go of the GIL (for items whose hash and equality are C code: str, int,
@@ -42,7 +42,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from client_cache import native
+from client_cache.util import native
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.parking import Parker
@@ -54,9 +54,9 @@ from client_cache.workqueue.metrics import (
 )
 from client_cache.workqueue.pythonic import QueueIteration
 
-# None when built without a C compiler (or from other sources, client_cache.native): the
+# None when built without a C compiler (or from other sources, client_cache.util.native): the
 # Python code runs every queue
-_workqueue: Any = native.load("_workqueue")
+_workqueue: Any = native.load("workqueue._queue")
 
 __all__ = [
     "C_CORE_AVAILABLE",

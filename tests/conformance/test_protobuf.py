@@ -1,4 +1,4 @@
-"""The protobuf wire format (:mod:`client_cache.protobuf`) against both servers: every
+"""The protobuf wire format (:mod:`client_cache.codec.protobuf`) against both servers: every
 object, list and watch event a server sends in protobuf decodes to the dict its JSON
 gives, for kinds that use each special field shape (times, micro-times, quantities,
 int-or-strings, bytes, raw JSON, inline structs, pointers, maps of lists).
@@ -19,7 +19,7 @@ import urllib3
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 
 from bench.bench_compare import real_pod
-from client_cache import protobuf, sharing
+from client_cache.codec import protobuf, sharing
 from tests.conformance.util import Backend, RealBackend, parallel
 
 JSON = "application/json"

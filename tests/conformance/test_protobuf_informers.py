@@ -1,7 +1,7 @@
 """Informers asked for protobuf (``SharedInformerFactoryOptions(protobuf=True)``) on both
 servers: on each initial-sync path and in each object form, the cache holds what an
 informer reading JSON holds, through the sync and the watch events after it (struct
-mode's structs decoded from protobuf straight, :mod:`client_cache.protobuf_structs`)."""
+mode's structs decoded from protobuf straight, :mod:`client_cache.codec.protobuf_structs`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from kubernetes.client import CoreV1Api, V1Pod
 
 from bench.bench_compare import real_pod
-from client_cache import protobuf
-from client_cache.objects import to_wire
-from client_cache.structs import struct_type
+from client_cache.codec import protobuf
+from client_cache.codec.objects import to_wire
+from client_cache.codec.structs import struct_type
 from tests.conformance.test_protobuf import POD
 from tests.conformance.util import parallel, recorded_pods, synced
 

@@ -1,5 +1,5 @@
 """Watch events share with the objects they replace the parts an update left unchanged
-(client_cache.sharing.decoder's ``previous``), in a shared informer on each server: not
+(client_cache.codec.sharing.decoder's ``previous``), in a shared informer on each server: not
 with a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``; so do the items of a
 LIST read beside the cached objects (a relist's: ``whole``)."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache import sharing
 from client_cache.apis import ListOptions
+from client_cache.codec import sharing
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.listwatch import ClientListerWatcher
@@ -23,7 +23,7 @@ from tests.fixtures import UpdateQueue, missing
 PODS = GroupVersionResource("", "v1", "pods")
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 
 
 def relabelled(api: Any, ns: str, **options: Any) -> tuple[Any, Any, dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""String sharing, untracking and shared key tables (client_cache.sharing) on what a
+"""String sharing, untracking and shared key tables (client_cache.codec.sharing) on what a
 list-watch decodes from each server: LIST items and watch events, as dicts and as structs."""
 
 from __future__ import annotations
@@ -10,24 +10,24 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api, V1Pod
 
-from client_cache import sharing, wire
 from client_cache.apis import ListOptions
+from client_cache.codec import sharing, wire
+from client_cache.codec.structs import struct_type
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.structs import struct_type
 from tests.conformance.util import collect, rv
 from tests.fixtures import containers, missing
 
 PODS = GroupVersionResource("", "v1", "pods")
 
 if not sharing.AVAILABLE:
-    missing("client_cache._sharing was not built (no C compiler)")
+    missing("client_cache.codec._codec was not built (no C compiler)")
 
 
 def create_pods(api: Any, ns: str, count: int) -> None:
     """Pods alike but for their names. The container's resource limits (a dict) keep it
     and the tuple holding it from being shared as immutable values between the pods
-    (client_cache.sharing): a shared part is the one first seen, tracked by the
+    (client_cache.codec.sharing): a shared part is the one first seen, tracked by the
     collector or not as that walk left it, so only a pod's own parts say what its own
     list-watch did."""
     core = CoreV1Api(api)

@@ -13,12 +13,12 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from bench.bench_compare import real_pod
+from client_cache.codec.objects import to_wire
+from client_cache.codec.skip_paths import skip_tree
 from client_cache.informers import (
     SharedInformerFactoryOptions,
     new_metadata_shared_informer_factory,
 )
-from client_cache.objects import to_wire
-from client_cache.skip_paths import skip_tree
 from tests.conformance.util import CONFIGMAPS, Recorder, parallel, recorded_pods, synced
 from tests.fixtures import eventually
 

@@ -1,5 +1,5 @@
 """A dicts lister-watcher's JSON watch reads its lines a buffer at a time
-(client_cache.sharing.line_decoder; tests/test_watch_lines.py checks the decoder itself),
+(client_cache.codec.sharing.line_decoder; tests/test_watch_lines.py checks the decoder itself),
 on both servers."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache import sharing
 from client_cache.apis import ListOptions
+from client_cache.codec import sharing
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.watch import Event, EventType

@@ -5,7 +5,7 @@
 // by reflection, and refuses a type whose JSON form it does not know (a custom
 // MarshalJSON not in the list of special types).
 //
-//	go run . > ../../client_cache/protobuf_schema.json
+//	go run . > ../../client_cache/codec/protobuf_schema.json
 package main
 
 import (

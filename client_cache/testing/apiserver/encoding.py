@@ -3,10 +3,10 @@ server does it for the built-in kinds.
 
 A request's ``Accept`` header lists media types in the client's order; the server answers
 in the first one it can: protobuf (``application/vnd.kubernetes.protobuf``) for the kinds
-:mod:`client_cache.protobuf` knows, JSON (``application/json``, ``*/*``, no header) for
+:mod:`client_cache.codec.protobuf` knows, JSON (``application/json``, ``*/*``, no header) for
 every kind. A client that accepts only protobuf for a custom resource gets 406. Bodies and
 watch events the store holds as JSON are encoded into protobuf on the way out
-(:func:`client_cache.protobuf.encode`): the client decodes them into the form the real
+(:func:`client_cache.codec.protobuf.encode`): the client decodes them into the form the real
 server would send, with Go's zero values written and empty fields left out.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from client_cache import protobuf
+from client_cache.codec import protobuf
+from client_cache.codec.protobuf_schema import schema
 from client_cache.errors import ApiStatusError
-from client_cache.protobuf_schema import schema
 
 __all__ = ["GARBLED_FRAME", "answers_protobuf", "body_bytes", "watch_bytes"]
 

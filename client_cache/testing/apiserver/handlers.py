@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from client_cache import fields as fieldsel
 from client_cache import labels as labelsel
-from client_cache import protobuf
+from client_cache.codec import protobuf
 from client_cache.errors import (
     ApiStatusError,
     ClientCacheError,

@@ -1,0 +1,83 @@
+"""The package's optional native parts (``client_cache.codec._codec``,
+``client_cache.workqueue._queue``): what each is built from, loading one only when it was
+built from the sources beside it, and turning them all off.
+
+``setup.py`` builds each part from :data:`SOURCES` and compiles the part's
+:func:`source_hash` into it (``SOURCE_HASH``). In a checkout or an editable install the
+C sources sit beside the Python modules; there :func:`load` refuses a part whose hash is
+not that of those sources: one built before the last pull, whose functions are not the
+ones the Python code calls (a missing function failed every LIST deep inside it, and the
+reflector backed off forever). The package then runs its Python code, as where no C
+compiler was found, and says so once in a warning naming the rebuild command. An
+installed wheel has no C sources in it, and its parts are loaded as they are.
+
+Only the standard library is imported here: ``setup.py`` loads this file on its own to
+read :data:`SOURCES` and :func:`source_hash`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import logging
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SOURCES", "load", "matches_sources", "source_hash"]
+
+_log = logging.getLogger(__name__)
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+SOURCES: dict[str, tuple[list[str], list[str]]] = {
+    "codec._codec": (
+        [f"codec/csrc/{name}.c" for name in (
+            "module", "strtable", "walk", "layouts", "shapes", "values", "listscan",
+            "decode", "jsonscan", "jsonstring", "lines", "previous", "protobuf",
+            "pbschema", "pbwire", "pbentry", "pbstruct")],
+        [f"codec/csrc/{name}.h" for name in (
+            "strtable", "walk", "shapes", "values", "listscan", "decode", "jsonparser",
+            "lines", "previous", "protobuf", "pbdecoder", "pbstruct")]),
+    "workqueue._queue": (["workqueue/csrc/queue.c"], []),
+}
+"""Each native part (its module under ``client_cache``) with its C sources and headers,
+as paths under the package directory."""
+
+
+def source_hash(name: str, directory: Path = PACKAGE_DIR) -> str | None:
+    """The hash (16 hex digits) of C part ``name``'s sources and headers in
+    ``directory``, in :data:`SOURCES` order; None when any of them is missing there."""
+    sources, headers = SOURCES[name]
+    digest = hashlib.sha256()
+    for file in (*sources, *headers):
+        try:
+            data = (directory / file).read_bytes()
+        except OSError:
+            return None
+        digest.update(file.encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def matches_sources(module: Any, name: str, directory: Path = PACKAGE_DIR) -> bool:
+    """Whether ``module`` (C part ``name``) was built from the sources in ``directory``;
+    True when they are not there (an installed wheel)."""
+    expected = source_hash(name, directory)
+    return expected is None or getattr(module, "SOURCE_HASH", None) == expected
+
+
+@functools.cache
+def load(name: str) -> Any:
+    """C part ``name`` (``client_cache.<name>``), or None when it is not built or was
+    built from other sources than those beside it (then with a warning). Looked up once
+    per name: the modules that share a part share the answer and the one warning."""
+    try:
+        module = importlib.import_module(f"client_cache.{name}")
+    except ImportError:  # installed without a C compiler
+        return None
+    if not matches_sources(module, name):
+        _log.warning("client_cache.%s was built from other C sources than those in %s; "
+                     "running the Python code instead (rebuild it: pip install -e .)",
+                     name, PACKAGE_DIR)
+        return None
+    return module

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from client_cache.meta import MetaAccessError, describe
+from client_cache.util.errors import ClientCacheError
+
 __all__ = [
     "CacheSyncTimeoutError",
     "ClientCacheError",
@@ -30,10 +33,6 @@ __all__ = [
 ]
 
 
-class ClientCacheError(Exception):
-    """Base class of every exception client_cache raises on purpose."""
-
-
 class KeyFuncError(ClientCacheError):
     """A key function could not compute the key of ``obj`` (Go ``cache.KeyError``).
 
@@ -44,25 +43,12 @@ class KeyFuncError(ClientCacheError):
     def __init__(self, obj: Any, err: BaseException) -> None:
         self.obj = obj
         self.err = err
-        from client_cache.meta import describe  # noqa: PLC0415 - a cycle through errors
-
         super().__init__(f"couldn't create key for object {describe(obj)}: {err}")
         self.__cause__ = err
 
     def unwrap(self) -> BaseException:
         """Return the wrapped error, as Go's ``Unwrap``."""
         return self.err
-
-
-class MetaAccessError(ClientCacheError, TypeError):
-    """The object carries no usable ``metadata`` (Go: ``"object has no meta: %v"``)."""
-
-    def __init__(self, obj: Any, detail: str) -> None:
-        self.obj = obj
-        self.obj_type = type(obj)
-        super().__init__(
-            f"object has no meta: {type(obj).__module__}.{type(obj).__qualname__}: {detail}"
-        )
 
 
 class InvalidKeyError(ClientCacheError, ValueError):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from client_cache.errors import CacheSyncTimeoutError
-from client_cache.health.status import ReflectorStatus
+from client_cache.reflector_status import ReflectorStatus
 from client_cache.synctrack import sync_generation, wait_sync_changed
 from client_cache.util.runtime import handle_error
 

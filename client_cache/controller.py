@@ -43,10 +43,10 @@ from client_cache.delta_fifo import (
 )
 from client_cache.errors import ClientCacheError, FIFOClosedError, RequeueError
 from client_cache.fifo import Queue
-from client_cache.health.status import ReflectorStatus
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions, WatchErrorHandler
+from client_cache.reflector_status import ReflectorStatus
 from client_cache.store import (
     DeletedFinalStateUnknown,
     Store,

@@ -5,7 +5,9 @@ purpose derives from :class:`ClientCacheError`, so ``except ClientCacheError`` c
 them. Where an exception also means what a builtin means (bad value, wrong type) it derives
 from that builtin too, so generic handlers keep working.
 
-This module exports them all; they are written in two: :mod:`client_cache.cache_errors`
+This module exports them all (it defines none and imports only the two modules that
+do, which import nothing of the cache layer but :mod:`client_cache.meta`); they are
+written in two: :mod:`client_cache.cache_errors`
 (the library's own) and :mod:`client_cache.status_errors` (errors shaped like a Kubernetes
 ``Status``, with their constructors and predicates, Go's ``apimachinery/pkg/api/errors``).
 
@@ -32,10 +34,106 @@ labels/fields parse errors         :class:`SelectorParseError`
 
 from __future__ import annotations
 
-from client_cache import cache_errors, status_errors
-from client_cache.cache_errors import *  # noqa: F403 - this module re-exports them
-from client_cache.status_errors import *  # noqa: F403
+from client_cache.cache_errors import (
+    CacheSyncTimeoutError,
+    ClientCacheError,
+    FIFOClosedError,
+    HeapClosedError,
+    IndexerConflictError,
+    IndexFuncError,
+    IndexNotFoundError,
+    InvalidKeyError,
+    KeyFuncError,
+    MetaAccessError,
+    ObjectNotFoundError,
+    RequeueError,
+    SelectorParseError,
+    StopRequestedError,
+    ZeroLengthDeltasError,
+)
+from client_cache.status_errors import (
+    ApiStatusError,
+    describe_error,
+    find_api_error,
+    from_api_exception,
+    from_status,
+    has_status_cause,
+    is_already_exists,
+    is_bad_request,
+    is_conflict,
+    is_connection_refused,
+    is_expired,
+    is_forbidden,
+    is_gone,
+    is_internal_error,
+    is_not_found,
+    is_resource_expired,
+    is_timeout,
+    is_too_large_resource_version,
+    is_too_many_requests,
+    is_unauthorized,
+    new_already_exists,
+    new_bad_request,
+    new_conflict,
+    new_gone,
+    new_internal_error,
+    new_not_found,
+    new_resource_expired,
+    new_status_error,
+    new_timeout_error,
+    new_too_large_resource_version,
+    new_too_many_requests,
+    reason_for_error,
+    suggests_client_delay,
+)
 
-__all__: list[str] = []
-__all__ += cache_errors.__all__
-__all__ += status_errors.__all__
+__all__ = [
+    "ApiStatusError",
+    "CacheSyncTimeoutError",
+    "ClientCacheError",
+    "FIFOClosedError",
+    "HeapClosedError",
+    "IndexFuncError",
+    "IndexNotFoundError",
+    "IndexerConflictError",
+    "InvalidKeyError",
+    "KeyFuncError",
+    "MetaAccessError",
+    "ObjectNotFoundError",
+    "RequeueError",
+    "SelectorParseError",
+    "StopRequestedError",
+    "ZeroLengthDeltasError",
+    "describe_error",
+    "find_api_error",
+    "from_api_exception",
+    "from_status",
+    "has_status_cause",
+    "is_already_exists",
+    "is_bad_request",
+    "is_conflict",
+    "is_connection_refused",
+    "is_expired",
+    "is_forbidden",
+    "is_gone",
+    "is_internal_error",
+    "is_not_found",
+    "is_resource_expired",
+    "is_timeout",
+    "is_too_large_resource_version",
+    "is_too_many_requests",
+    "is_unauthorized",
+    "new_already_exists",
+    "new_bad_request",
+    "new_conflict",
+    "new_gone",
+    "new_internal_error",
+    "new_not_found",
+    "new_resource_expired",
+    "new_status_error",
+    "new_timeout_error",
+    "new_too_large_resource_version",
+    "new_too_many_requests",
+    "reason_for_error",
+    "suggests_client_delay",
+]

@@ -33,7 +33,7 @@ from client_cache.errors import ApiStatusError, from_status
 from client_cache.fields import Selector as FieldSelector
 from client_cache.fields import everything as everything_fields
 from client_cache.schema import GroupVersionResource
-from client_cache.stream_watcher import StreamWatcher
+from client_cache.stream_watcher import EVENT_TYPES, StreamWatcher
 from client_cache.transport import (
     KEEPALIVE_IDLE,
     KEEPALIVE_INTERVAL,
@@ -43,7 +43,7 @@ from client_cache.transport import (
     socket_of,
 )
 from client_cache.util.chan import NEVER_STOP
-from client_cache.watch import Watch
+from client_cache.watch import Event, Watch
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -498,19 +498,14 @@ class ClientListerWatcher:
         sock = socket_of(response)
         if sock is not None:
             sock.settimeout(self.idle_timeout)
-        if response.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
-            return StreamWatcher(response, name=self.gvr.label(),
-                                 decode_event=self.decoding.protobuf_event,
-                                 frames=protobuf.FrameReader())
         # a watch-list's initial events are ADDED: looked up when the cache holds
         # objects (a relist), not when it is empty (an initial sync)
         relist = bool(options.send_initial_events) and self._cache_held()
-        return StreamWatcher(
-            response, self.decoding.decode, name=self.gvr.label(),
-            loads=self.decoding.event_loads_reusing(self._previous, added=relist),
-            decode_event=self.decoding.decode_event,
-            decode_lines=self.decoding.event_lines(self._previous, added=relist),
-        )
+        decoder = self.decoding.watch_decoder(
+            self._previous, added=relist, event_class=Event, types=EVENT_TYPES,
+            protobuf=response.headers.get("Content-Type", "").startswith(
+                protobuf.CONTENT_TYPE))
+        return StreamWatcher(response, decoder, name=self.gvr.label())
 
 
 def new_filtered_list_watch_from_client(

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from client_cache.errors import MetaAccessError
+from client_cache.util.errors import ClientCacheError
 
 __all__ = [
+    "MetaAccessError",
     "ObjectMetaAccessor",
     "OwnerReference",
     "accessor",
@@ -45,6 +46,17 @@ __all__ = [
 ]
 
 _EMPTY: Mapping[str, str] = {}
+
+
+class MetaAccessError(ClientCacheError, TypeError):
+    """The object carries no usable ``metadata`` (Go: ``"object has no meta: %v"``)."""
+
+    def __init__(self, obj: Any, detail: str) -> None:
+        self.obj = obj
+        self.obj_type = type(obj)
+        super().__init__(
+            f"object has no meta: {type(obj).__module__}.{type(obj).__qualname__}: {detail}"
+        )
 
 
 _NOT_METADATA = (str, bytes, int, float, list, tuple)

@@ -74,7 +74,6 @@ from client_cache.expected_type import (
     TypeCheck,
     describe_expected_type,
 )
-from client_cache.health.status import ReflectorStatus, describe_failure
 from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 from client_cache.listwatch import ListerWatcher, to_lister_watcher_with_context
 from client_cache.pager import (
@@ -84,6 +83,7 @@ from client_cache.pager import (
 )
 from client_cache.reflector_consistency import DataInconsistencyError
 from client_cache.reflector_metrics import ReflectorMetrics
+from client_cache.reflector_status import ReflectorStatus, describe_failure
 from client_cache.reflector_watch import (
     InitialEventsEndBookmarkTicker,
     ResourceVersionUpdater,
@@ -148,7 +148,7 @@ WatchErrorHandler = Callable[["Reflector", BaseException], None]
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
     """Report the error: quietly (DEBUG) for an expired watch; not again for a failure
     the reflector's status has reported (one line per failed attempt, see
-    :meth:`~client_cache.health.status.ReflectorStatus.failed`); through ``handle_error``
+    :meth:`~client_cache.reflector_status.ReflectorStatus.failed`); through ``handle_error``
     otherwise (Go: ``utilruntime.HandleError`` for every error)."""
     if is_expired(err) or is_gone(err):
         _log.debug("%s: watch of %s closed with: %s", reflector.name,

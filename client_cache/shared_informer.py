@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator, Sized
+from collections.abc import Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache import meta
 from client_cache.cache_sync import (
@@ -63,7 +63,6 @@ from client_cache.delta_fifo import (
 from client_cache.errors import ClientCacheError, MetaAccessError
 from client_cache.expected_type import describe_expected_type
 from client_cache.fifo import Queue, QueueBase
-from client_cache.health.status import InformerHealth, ReflectorStatus
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
@@ -77,12 +76,10 @@ from client_cache.processor import (
     handler_name,
 )
 from client_cache.reflector import WatchErrorHandler
+from client_cache.reflector_status import InformerHealth, ReflectorStatus
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
 from client_cache.util.clock import REAL_CLOCK, WithTicker
-
-if TYPE_CHECKING:
-    from client_cache.aio.events import InformerEvent
 
 __all__ = [
     "MINIMUM_RESYNC_PERIOD",
@@ -175,7 +172,7 @@ class SharedInformer(Protocol[T_co]):
 
     def health(self) -> InformerHealth:
         """A snapshot of how the informer is doing (see
-        :class:`~client_cache.health.status.InformerHealth`)."""
+        :class:`~client_cache.reflector_status.InformerHealth`)."""
         ...
 
     def is_stopped(self) -> bool:
@@ -476,7 +473,7 @@ class SharedIndexInformer(Generic[T]):
         LIST and watch activity, consecutive failures and the last error (never a
         credential or an object), relists, watch restarts, the queue depth, each handler's
         buffer, notifications handled and handler errors, and whether it is healthy (see
-        :mod:`client_cache.health.status` for the rule)."""
+        :mod:`client_cache.reflector_status` for the rule)."""
         listeners = self.processor.listener_list()
         handled, errors = self.processor.delivered()
         with self._started_lock:
@@ -487,19 +484,6 @@ class SharedIndexInformer(Generic[T]):
             handler_buffers={f"{i}:{listener.name}": listener.pending()
                              for i, listener in enumerate(listeners)},
             handled=handled, handler_errors=errors)
-
-    async def wait_for_cache_sync_async(self, timeout: float | None = None) -> None:
-        """Wait in a coroutine until synced, without blocking the loop (see
-        :func:`client_cache.aio.wait_for_cache_sync_async`; a port addition)."""
-        from client_cache.aio import wait_for_cache_sync_async  # noqa: PLC0415 - cycle
-        await wait_for_cache_sync_async(self, timeout=timeout)
-
-    def events(self, *, max_size: int = 1000,
-               overflow: Literal["wait", "fail"] = "wait") -> AsyncIterator[InformerEvent]:
-        """This informer's notifications for ``async for`` (see
-        :func:`client_cache.aio.events`; a port addition)."""
-        from client_cache.aio import events  # noqa: PLC0415 - cycle
-        return events(self, max_size=max_size, overflow=overflow)
 
     @contextmanager
     def running(self, timeout: float | None = 60.0, *,

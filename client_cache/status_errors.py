@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from client_cache.cache_errors import ClientCacheError
+from client_cache.util.errors import ClientCacheError
 
 __all__ = [
     "ApiStatusError",

@@ -12,25 +12,16 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from client_cache.codec import wire
+from client_cache.codec.errors import WatchDecodeError
+from client_cache.codec.watch_decoders import JsonLines, WatchDecoder, object_lines
 from client_cache.errors import ClientCacheError
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, SendReady, select
 from client_cache.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
 
-__all__ = ["EVENT_TYPES", "BurstTake", "EventDecoder", "LinesDecoder", "ObjectDecoder",
-           "StreamWatcher", "bookmark_object", "decode_error_status"]
+__all__ = ["EVENT_TYPES", "BurstTake", "StreamWatcher", "decode_error_status",
+           "json_lines"]
 
 _log = logging.getLogger(__name__)
-
-
-ObjectDecoder = Callable[[Any], Any]
-"""Turns the decoded ``object`` of a watch event (a wire dict) into what is delivered."""
-EventDecoder = Callable[[bytes], tuple[str, Any]]
-"""Turns one line of a watch stream into its type and object, in one step (the struct
-mode's decoder, :class:`client_cache.codec.structs.StructCodec`); raises ValueError."""
-LinesDecoder = Callable[[bytes, int], tuple[list[Event], int, int]]
-"""Turns the whole lines of a buffer, from an offset, into their events in one call, and
-says where it stopped and at which line it gave up (:func:`client_cache.codec.sharing.line_decoder`
-documents the contract)."""
 
 
 def decode_error_status(message: str) -> dict[str, Any]:
@@ -53,60 +44,31 @@ _STOP_JOIN_SECONDS = 1.0
 _THREAD, _CALLER = "thread", "caller"  # who reads a StreamWatcher's stream
 
 
-def bookmark_object(obj: Any) -> Any:
-    """A BOOKMARK event's object (a wire dict) reduced to what a bookmark carries: kind,
-    apiVersion and metadata (its resourceVersion, the initial-events-end annotation). The
-    real server writes the rest as Go's zero values (a pod's ``spec.containers: null``),
-    which a typed model refuses; Go decodes it into a struct that takes nil. Anything
-    but a dict is returned as it is."""
-    if not isinstance(obj, dict):
-        return obj
-    return {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
-
-
-class _DecodeError(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.before: list[Event] = []  # the events of its chunk decoded before it
-
-
-def _split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """The complete, non-blank lines of ``buffer`` and the bytes after the last newline."""
-    lines = []
-    start = 0
-    while True:  # scan by offset: one copy per line, not one per remaining byte
-        newline = buffer.find(b"\n", start)
-        if newline < 0:
-            break
-        line = buffer[start:newline]
-        start = newline + 1
-        if line.strip():
-            lines.append(line)
-    return lines, buffer[start:]
-
-
 EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
 """Each event type by its name on the wire."""
+
+
+def json_lines(loads: Callable[[bytes], Any] = wire.loads,
+               decode_object: Callable[[Any], Any] | None = None) -> JsonLines[Event]:
+    """The Python decoder of a JSON watch stream into :class:`~client_cache.watch.Event`
+    objects: each line read by ``loads``, its object turned by ``decode_object``
+    (:func:`client_cache.codec.watch_decoders.object_lines`)."""
+    return JsonLines(object_lines(loads, decode_object), Event, EVENT_TYPES)
 
 
 class StreamWatcher(WatchIteration):
     """A :class:`Watch` over a streaming HTTP response (Go ``watch.StreamWatcher``).
 
     ``response`` is a urllib3 response opened with ``preload_content=False`` whose body is
-    a Kubernetes watch stream. ``decode_object`` converts each event's object (ERROR objects
-    stay ``Status`` dicts); ``loads`` is the JSON decoder; ``decode_event``, when given,
-    replaces both (a whole line to type and object). ``frames``, when given, cuts the
-    stream into events instead of newlines (its ``feed(bytes)`` returns the whole frames,
-    its ``pending()`` the bytes held toward the next: a protobuf stream's
-    :class:`~client_cache.codec.protobuf.FrameReader`), each handed to ``decode_event``. The
-    client-side idle timeout is
-    the read timeout the request was made with: when it passes with nothing received, the
-    watch ends. ``name`` names the reader thread (``watch-<name>``), which the first
-    :meth:`result_chan` starts; :meth:`take_bursts` reads in the caller's thread instead.
-
-    ``decode_lines``, when given (a :data:`LinesDecoder`; with neither ``decode_object``
-    nor ``decode_event``), decodes the whole lines of each chunk in one call; a line it
-    leaves goes through ``loads`` as any line does, so the events and errors are the same.
+    a Kubernetes watch stream. ``decoder`` (a
+    :class:`~client_cache.codec.watch_decoders.WatchDecoder`; by default
+    :func:`json_lines`: JSON lines, objects kept as decoded) is fed each chunk read and
+    gives its events: JSON lines in Python or natively, or protobuf frames, as the
+    lister-watcher chose (:meth:`~client_cache.codec.decoding.ObjectDecoding.watch_decoder`).
+    The client-side idle timeout is the read timeout the request was made with: when it
+    passes with nothing received, the watch ends. ``name`` names the reader thread
+    (``watch-<name>``), which the first :meth:`result_chan` starts; :meth:`take_bursts`
+    reads in the caller's thread instead.
 
     The events of each chunk read go to the channel together (``Chan.try_send_batch``:
     what fits at once, the rest as room is made); an event that fails to decode is
@@ -116,25 +78,13 @@ class StreamWatcher(WatchIteration):
     def __init__(
         self,
         response: Any,
-        decode_object: ObjectDecoder | None = None,
+        decoder: WatchDecoder[Event] | None = None,
         *,
         name: str = "stream",
-        loads: Callable[[bytes], Any] = wire.loads,
         chan_size: int = DEFAULT_CHAN_SIZE,
-        decode_event: EventDecoder | None = None,
-        frames: Any = None,
-        decode_lines: LinesDecoder | None = None,
     ) -> None:
-        if decode_lines is not None and (decode_object is not None or decode_event is not None
-                                         or frames is not None):
-            raise ValueError("decode_lines makes events of whole JSON lines: it takes no "
-                             "decode_object, decode_event or frames")
         self._response = response
-        self._decode_lines = decode_lines
-        self._frames = frames
-        self._decode_object = decode_object
-        self._loads = loads
-        self._decode_event = decode_event
+        self._decoder: WatchDecoder[Event] = json_lines() if decoder is None else decoder
         self._result: Chan[Event] = Chan(chan_size)
         self._done = DoneChan()
         self._lock = threading.Lock()
@@ -237,93 +187,14 @@ class StreamWatcher(WatchIteration):
         return not self._thread.is_alive()
 
     def _bursts(self) -> Iterator[list[Event]]:
-        """The events of the stream, a list per chunk read: each chunk's events go to the
-        channel together, as soon as the chunk is decoded."""
-        if self._frames is not None:
-            yield from self._framed_bursts()
-            return
-        buffer = b""
+        """The events of the stream, a list per chunk read, then those of what was left
+        when it ended."""
+        decoder = self._decoder
         for chunk in self._response.stream(65536, decode_content=True):
-            buffer = buffer + chunk if buffer else chunk
-            if self._decode_lines is not None:
-                burst, buffer = self._parse_buffer(buffer, self._decode_lines)
-                yield burst
-                continue
-            lines, buffer = _split_lines(buffer)
-            yield self._parse_all(lines)
-        if buffer.strip():
-            # The stream ended without the final newline: a complete JSON document is
-            # still an event (some servers omit it); a cut-off one is a truncated stream.
-            try:
-                yield [self._parse(buffer)]
-            except _DecodeError:
-                _log.info("Unexpected EOF during watch stream event decoding")
-
-    def _framed_bursts(self) -> Iterator[list[Event]]:
-        for chunk in self._response.stream(65536, decode_content=True):
-            try:
-                frames = self._frames.feed(chunk)
-            except ValueError as err:
-                raise _DecodeError(f"unable to decode the watch stream: {err}") from err
-            yield self._parse_all(frames)
-        if self._frames.pending():
-            _log.info("Unexpected EOF during watch stream event decoding")
-
-    def _parse_all(self, items: list[bytes]) -> list[Event]:
-        """The events of ``items``; on a decode error, the events before it travel with
-        the error (:attr:`_DecodeError.before`), to be delivered first."""
-        burst: list[Event] = []
-        for item in items:
-            self._parse_onto(burst, item)
-        return burst
-
-    def _parse_onto(self, burst: list[Event], item: bytes) -> None:
-        """Append ``item``'s event to ``burst``; on a decode error, ``burst`` (the events
-        before it) travels with the error."""
-        try:
-            burst.append(self._parse(item))
-        except _DecodeError as err:
-            err.before = burst
-            raise
-
-    def _parse_buffer(self, buffer: bytes, decode_lines: LinesDecoder,
-                      ) -> tuple[list[Event], bytes]:
-        """The events of ``buffer``'s whole lines, by ``decode_lines`` and, for each line
-        it leaves, :meth:`_parse`; and the bytes after the last newline. On a decode
-        error, the events before it travel with the error, as in :meth:`_parse_all`."""
-        burst: list[Event] = []
-        pos = 0
-        while True:
-            events, pos, stuck = decode_lines(buffer, pos)
-            burst += events
-            if stuck < 0:
-                return burst, buffer[pos:]
-            self._parse_onto(burst, buffer[pos:stuck])
-            pos = stuck + 1
-
-    def _parse(self, line: bytes) -> Event:
-        if self._decode_event is not None:
-            try:
-                type_name, obj = self._decode_event(line)
-                return Event(EVENT_TYPES[type_name], obj)
-            except (ValueError, KeyError, TypeError) as err:
-                raise _DecodeError(
-                    f"unable to decode an event from the watch stream: {err}") from err
-        try:
-            raw = self._loads(line)
-            event_type = EVENT_TYPES[raw["type"]]
-            obj = raw["object"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise _DecodeError(f"unable to decode an event from the watch stream: {err}") from err
-        if event_type is not EventType.ERROR and self._decode_object is not None:
-            try:
-                obj = self._decode_object(bookmark_object(obj) if event_type is
-                                          EventType.BOOKMARK else obj)
-            except Exception as err:
-                raise _DecodeError(
-                    f"unable to decode an event from the watch stream: {err}"
-                ) from err
-        return Event(event_type, obj)
+            yield decoder.decode(chunk)
+        last = decoder.end()
+        if last:
+            yield last
 
     def _deliver_all(self, events: list[Event]) -> bool:
         """Send ``events`` in order: what fits at once, then, each time the channel has
@@ -350,14 +221,15 @@ class StreamWatcher(WatchIteration):
         closed."""
         try:
             yield from self._bursts()
-        except _DecodeError as err:
+        except WatchDecodeError as err:
             if not self.is_stopped():
-                yield [*err.before, Event(EventType.ERROR, decode_error_status(str(err)))]
+                yield [*err.events, Event(EventType.ERROR, decode_error_status(str(err)))]
         except Exception as err:  # connection reset, truncated chunk, read timeout...
             if not self.is_stopped():
                 _log.debug("watch stream ended: %s", err)
         finally:
             self._result.close()
+            self._decoder.close()
             _close(self._response)
 
     def _receive(self) -> None:

@@ -5,12 +5,12 @@ name. The controller runtime runs the ``async def reconcile`` on this program's 
 loop; the reconcile reads the ConfigMap from the cache (a lister answers from memory: no
 await needed) and writes with ``kubernetes.aio`` (the ``kubernetes`` package's asyncio
 client), whose session belongs to this loop. A second task follows the ConfigMaps with
-``async for event in informer.events()``.
+``async for event in events(informer)``.
 
     .venv/bin/python examples/async_operator.py    # the embedded server (writes)
 
 Inside kopf, the same pieces fit: start the factory in an ``@kopf.on.startup`` handler
-(``factory.start()``, then ``await informer.wait_for_cache_sync_async()``), read from
+(``factory.start()``, then ``await wait_for_cache_sync_async(informer)``), read from
 its listers in kopf's handlers instead of listing or watching yourself, and set the
 factory's stop event in ``@kopf.on.cleanup``. kopf's own watches keep driving kopf's
 handlers; the listers give them indexed, shared reads of everything else.
@@ -26,7 +26,7 @@ from _cluster import connect, parser
 from kubernetes.aio import client as aio_client
 from kubernetes.client import CoreV1Api
 
-from client_cache.aio import InformerEvent
+from client_cache.aio import InformerEvent, events
 from client_cache.errors import is_not_found
 from client_cache.informers import new_shared_informer_factory
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
@@ -65,7 +65,7 @@ async def operate(api_client: Any, url: str) -> None:
 
     async def follow() -> None:
         seen = 0
-        async for event in config_maps.informer().events():
+        async for event in events(config_maps.informer()):
             if event.object["metadata"]["name"].endswith("-team"):
                 show(event)
                 seen += 1

@@ -198,7 +198,7 @@ def test_async_handler_runs_in_order_one_at_a_time_on_the_loop(
 
         with pods_informer(server) as informer:
             informer.add_event_handler(AsyncHandler(on_add=added, on_update=updated))
-            await informer.wait_for_cache_sync_async(timeout=10)
+            await wait_for_cache_sync_async(informer, timeout=10)
             await asyncio.to_thread(core.patch_namespaced_pod, "p03", "default",
                                     {"metadata": {"labels": {"x": "1"}}})
             await asyncio.to_thread(core.create_namespaced_pod, "default", pod("last"))
@@ -297,7 +297,7 @@ def test_events_yields_the_list_then_changes_and_unregisters_on_close(
     got: list[tuple[EventType, str, bool]] = []
 
     async def main(informer: SharedIndexInformer) -> None:
-        async with contextlib.aclosing(informer.events()) as stream:
+        async with contextlib.aclosing(events(informer)) as stream:
             async for event in stream:
                 got.append((event.type, event.object["metadata"]["name"],
                             event.is_in_initial_list))
@@ -327,7 +327,7 @@ def test_events_end_when_the_informer_stops(server: EmbeddedApiServer) -> None:
     async def main() -> int:
         count = 0
         threading.Timer(0.3, stop.set).start()
-        async for _ in informer.events():
+        async for _ in events(informer):
             count += 1
         return count
 
@@ -538,7 +538,7 @@ def test_draining_a_backlog_gives_the_loop_turns() -> None:
 def test_cancelling_the_consumer_removes_its_handler(server: EmbeddedApiServer) -> None:
     async def main(informer: SharedIndexInformer) -> None:
         async def consume() -> None:
-            async for _ in informer.events():
+            async for _ in events(informer):
                 pass
             raise AssertionError("the informer did not stop")
 
@@ -595,9 +595,9 @@ def test_a_factory_waits_for_its_informers_from_a_coroutine(
         stop = factory.start()
         try:
             with pytest.raises(CacheSyncTimeoutError, match="pods") as failed:
-                await factory.wait_for_cache_sync_async(timeout=0.3)
+                await wait_for_cache_sync_async(factory, timeout=0.3)
             assert "configmaps" in str(failed.value)
-            await factory.wait_for_cache_sync_async(timeout=10)
+            await wait_for_cache_sync_async(factory, timeout=10)
             assert pods.has_synced() and maps.has_synced()
         finally:
             stop.set()
@@ -749,7 +749,7 @@ def measure_loop_lag(low_latency: bool) -> tuple[list[float], dict[str, Any]]:
 
             async def consume() -> None:
                 nonlocal streamed
-                async for _ in informer.events():
+                async for _ in events(informer):
                     streamed += 1
 
             probing = asyncio.ensure_future(probe())
@@ -759,7 +759,7 @@ def measure_loop_lag(low_latency: bool) -> tuple[list[float], dict[str, Any]]:
             try:
                 with tuned:
                     stop = factory.start()
-                    await factory.wait_for_cache_sync_async(timeout=60)
+                    await wait_for_cache_sync_async(factory, timeout=60)
                     while handled < LAG_OBJECTS or streamed < LAG_OBJECTS:
                         await asyncio.sleep(0.05)
                 if low_latency:

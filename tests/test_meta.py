@@ -11,7 +11,8 @@ from kubernetes.client import V1ObjectMeta, V1OwnerReference, V1Pod
 from kubernetes.dynamic.resource import ResourceInstance
 
 from client_cache import MetaAccessError, meta
-from client_cache.codec.structs import struct_type, to_struct
+from client_cache.codec.objects import to_struct
+from client_cache.codec.structs import struct_type
 from client_cache.meta import OwnerReference
 
 WIRE_META: dict[str, Any] = {

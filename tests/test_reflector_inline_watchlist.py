@@ -17,9 +17,9 @@ import pytest
 
 from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
 from client_cache.errors import ClientCacheError
-from client_cache.health.status import ReflectorStatus
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
+from client_cache.reflector_status import ReflectorStatus
 from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.clock import FakeClock
 from client_cache.watch import EventType

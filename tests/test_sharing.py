@@ -21,7 +21,8 @@ from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
 
 from client_cache.apis import ListOptions
 from client_cache.codec import sharing, wire
-from client_cache.codec.structs import struct_type, to_struct
+from client_cache.codec.objects import to_struct
+from client_cache.codec.structs import struct_type
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer

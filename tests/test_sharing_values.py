@@ -25,7 +25,8 @@ if not sharing.AVAILABLE:
     missing("client_cache.codec._codec was not built (no C compiler)")
 msgspec = pytest.importorskip("msgspec")
 
-from client_cache.codec.structs import struct_type, to_struct  # noqa: E402 - needs msgspec
+from client_cache.codec.objects import to_struct  # noqa: E402 - needs msgspec
+from client_cache.codec.structs import struct_type  # noqa: E402 - needs msgspec
 
 PODS = GroupVersionResource("", "v1", "pods")
 pytestmark = pytest.mark.usefixtures("empty_sharing_tables")

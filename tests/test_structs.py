@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api, V1ConfigMap, V1CustomResourceDefinition, V1Pod
 
-from client_cache.codec.objects import to_model, to_wire
-from client_cache.codec.structs import StructCodec, is_struct_type, struct_type, to_struct
+from client_cache.codec.objects import to_model, to_struct, to_wire
+from client_cache.codec.structs import StructCodec, is_struct_type, struct_type
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import new_shared_informer_factory
 from client_cache.testing.apiserver import EmbeddedApiServer

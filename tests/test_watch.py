@@ -16,7 +16,7 @@ import urllib3
 
 from client_cache.codec import wire
 from client_cache.delta_fifo import Delta, DeltaType
-from client_cache.stream_watcher import StreamWatcher
+from client_cache.stream_watcher import StreamWatcher, json_lines
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from client_cache.watch import (
     Broadcaster,
@@ -349,7 +349,7 @@ def test_stream_watcher_with_stdlib_json(server: ScriptedServer) -> None:
     """The stdlib decoder works the same as the default (orjson when installed)."""
     http = urllib3.PoolManager(retries=False)
     resp = http.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
-    w = StreamWatcher(resp, name="test-stdlib", loads=json.loads)
+    w = StreamWatcher(resp, json_lines(json.loads), name="test-stdlib")
     server.send_event("ADDED", pod("a", "1"))
     server.actions.put(b"{garbled\n")
     events = drain(w)

@@ -1,7 +1,7 @@
 """A JSON watch's lines decoded a buffer at a time (client_cache.codec.sharing.line_decoder,
-_lines.c, and StreamWatcher's ``decode_lines``): the same events and the same errors as
-the lines decoded one by one, the lines it cannot take left to the caller at the right
-place, the previous object's parts reused as the line decoder reuses them."""
+codec/csrc/lines.c, and the NativeJsonLines watch decoder): the same events and the same
+errors as the lines decoded one by one (JsonLines), the lines it cannot take left to the
+caller at the right place, the previous object's parts reused as the line decoder reuses them."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from kubernetes.client import ApiClient, Configuration, V1Pod
 
 from client_cache.codec import sharing, wire
 from client_cache.codec.skip_paths import skip_tree
+from client_cache.codec.watch_decoders import JsonLines, NativeJsonLines, ProtobufFrames
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
-from client_cache.stream_watcher import EVENT_TYPES, StreamWatcher
+from client_cache.stream_watcher import EVENT_TYPES, StreamWatcher, json_lines
 from client_cache.util.chan import CLOSED
 from client_cache.watch import Event, EventType
 from tests.test_previous import same
@@ -160,8 +161,9 @@ def watched(chunks: list[bytes], batch: bool) -> tuple[list[Event], int]:
         found = decode(data, pos)
         made += len(found[0])
         return found
-    w = StreamWatcher(ChunkedResponse(chunks), name="lines", loads=loads, chan_size=1000,
-                      decode_lines=counted if batch else None)
+    python = json_lines(loads)
+    decoder = NativeJsonLines(counted, python) if batch else python
+    w = StreamWatcher(ChunkedResponse(chunks), decoder, name="lines", chan_size=1000)
     out = []
     while True:
         event, ok = w.result_chan().recv(5)
@@ -199,14 +201,10 @@ def test_a_watch_reading_lines_in_batches_delivers_what_it_delivered_line_by_lin
     assert all(same(a.object, b.object) for a, b in zip(batched[:-1], one_by_one[:-1], strict=True))
 
 
-def test_decode_lines_is_for_dict_lines_only() -> None:
-    with pytest.raises(ValueError, match="decode_lines"):
-        StreamWatcher(ChunkedResponse([]), lambda obj: obj, decode_lines=lines_of())
-
-
 def test_a_lister_watcher_reads_dict_lines_in_batches_and_others_line_by_line() -> None:
-    """Dicts decoded by the C decoder get a line decoder that reuses the cached object
-    (it is asked for the event's key); models, and a decoder of the caller's own, none."""
+    """Dicts decoded by the C decoder get the native watch decoder, which reuses the
+    cached object (it is asked for the event's key); models, and a JSON decoder of the
+    caller's own, the Python one; a protobuf stream, frames."""
     config = Configuration()
     config.host = "http://127.0.0.1:1"
     gvr = GroupVersionResource("", "v1", "pods")
@@ -215,11 +213,17 @@ def test_a_lister_watcher_reads_dict_lines_in_batches_and_others_line_by_line() 
     def cached(key: str) -> Any:
         asked.append(key)
         return None
-    dicts = ClientListerWatcher(ApiClient(config), gvr).decoding.event_lines(cached)
-    assert dicts is not None
-    [event], _, _ = dicts(line("MODIFIED", pod("a", "2")) + b"\n", 0)
+    def chosen(lw: ClientListerWatcher, protobuf: bool = False) -> Any:
+        return lw.decoding.watch_decoder(cached, protobuf=protobuf, event_class=Event,
+                                         types=EVENT_TYPES)
+    dicts = chosen(ClientListerWatcher(ApiClient(config), gvr))
+    assert isinstance(dicts, NativeJsonLines)
+    [event] = dicts.decode(line("MODIFIED", pod("a", "2")) + b"\n")
     assert event.type is EventType.MODIFIED and asked == ["ns/a"]
-    models = ClientListerWatcher(ApiClient(config), gvr, object_type=V1Pod)
-    own = ClientListerWatcher(ApiClient(config), gvr, loads=json.loads)
-    assert models.decoding.event_lines(cached) is None
-    assert own.decoding.event_lines(cached) is None
+    models = chosen(ClientListerWatcher(ApiClient(config), gvr, object_type=V1Pod))
+    own = chosen(ClientListerWatcher(ApiClient(config), gvr, loads=json.loads))
+    assert type(models) is JsonLines and type(own) is JsonLines
+    [event] = models.decode(line("ADDED", pod("b", "3")) + b"\n")
+    assert isinstance(event.object, V1Pod) and event.object.metadata.name == "b"
+    assert isinstance(chosen(ClientListerWatcher(ApiClient(config), gvr), True),
+                      ProtobufFrames)

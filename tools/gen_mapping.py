@@ -78,7 +78,7 @@ PACKAGES = {
     "client_cache.aio": "(port only: the asyncio bridge)",
     "client_cache.aio.latency": "(port only: event-loop latency during a sync)",
     "client_cache.codec.structs": "(port only: msgspec structs shaped like the models)",
-    "client_cache.health.status": "(port only: informer health and the reflector's log lines)",
+    "client_cache.reflector_status": "(port only: informer health and the reflector's log lines)",
     "client_cache.health.server": "sigs.k8s.io/controller-runtime/pkg/healthz (probe format)",
     "client_cache.metrics": "(port only: metric exporters)",
     "client_cache.util.provider": "(port only: a process-wide provider slot)",

@@ -7,8 +7,10 @@ which never run on, nor block, the user's event loop. What this package adds:
 * :class:`AsyncHandler`: an event handler made of ``async def`` callbacks, run on the
   user's loop in order, one at a time per handler;
 * :func:`events`: ``async for event in events(informer)``, bounded, with a stated
-  overflow policy (also ``informer.events()``);
-* :func:`wait_for_cache_sync_async` (also ``await informer.wait_for_cache_sync_async()``);
+  overflow policy;
+* :func:`wait_for_cache_sync_async`, for informers, ``has_synced`` functions and
+  factories alike (the cache layer imports nothing of this package: these are functions
+  of the informer here, not methods of it there);
 * ``await queue.get_async()`` and ``async for key in queue`` on every work queue;
 * the controller runtime takes ``async def reconcile`` (and an async ``error_policy``),
   run on ``ControllerConfig.loop`` or on a loop the runtime owns;

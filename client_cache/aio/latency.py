@@ -48,7 +48,7 @@ def low_latency_sync(*, switch_interval: float | None = 0.0001,
 
         with low_latency_sync():
             stop = factory.start()
-            await factory.wait_for_cache_sync_async(timeout=60)
+            await wait_for_cache_sync_async(factory, timeout=60)
 
     Inside the block the cyclic garbage collector is paused (the same process-wide pause
     the reflector holds over a LIST or a watch-list's initial events,

@@ -17,9 +17,11 @@ __all__ = ["wait_for_cache_sync_async"]
 async def wait_for_cache_sync_async(*cache_syncs: Callable[[], bool] | object,
                                     timeout: float | None = None) -> None:
     """Wait until every informer (or ``has_synced`` function) given has synced, without
-    blocking the event loop::
+    blocking the event loop; a :class:`~client_cache.informers.SharedInformerFactory`
+    given stands for the informers it has started::
 
         await wait_for_cache_sync_async(pods, nodes.has_synced, timeout=30)
+        await wait_for_cache_sync_async(factory, timeout=60)
 
     It checks at once, then whenever a queue or handler turns synced, and at least every
     100 ms (as :func:`~client_cache.cache_sync.wait_for_cache_sync`). ``timeout``
@@ -27,7 +29,7 @@ async def wait_for_cache_sync_async(*cache_syncs: Callable[[], bool] | object,
     :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync, with its
     last list/watch error. Cancel the awaiting task to stop waiting (the informers keep
     running: they are stopped by their own stop event)."""
-    checks = [_has_synced(x) for x in cache_syncs]
+    checks = [_has_synced(x) for x in _expanded(cache_syncs)]
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else time.monotonic() + timeout
     changed = asyncio.Event()
@@ -50,6 +52,17 @@ async def wait_for_cache_sync_async(*cache_syncs: Callable[[], bool] | object,
                 await asyncio.wait_for(changed.wait(), min(left, SYNCED_POLL_PERIOD))
     finally:
         cancel()
+
+
+def _expanded(cache_syncs: tuple[Callable[[], bool] | object, ...],
+              ) -> list[Callable[[], bool] | object]:
+    """``cache_syncs`` with each factory (anything with ``started_informers``) replaced
+    by the informers it has started."""
+    out: list[Callable[[], bool] | object] = []
+    for x in cache_syncs:
+        started = getattr(x, "started_informers", None)
+        out.extend(started() if callable(started) else [x])
+    return out
 
 
 def _has_synced(x: Callable[[], bool] | object) -> Callable[[], bool]:

@@ -12,24 +12,45 @@ decoding), then into ``kubernetes`` models when asked, or straight into struct c
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar, cast
 
 from client_cache.codec import protobuf, protobuf_structs, sharing, wire
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.skip_paths import SkipPath, Tree, drop_members, skip_tree
 from client_cache.codec.structs import StructCodec, is_struct_type
-from client_cache.schema import GroupVersionResource
-from client_cache.stream_watcher import EVENT_TYPES, LinesDecoder, bookmark_object
-from client_cache.watch import Event
+from client_cache.codec.watch_decoders import (
+    JsonLines,
+    NativeJsonLines,
+    ProtobufFrames,
+    WatchDecoder,
+    bookmark_object,
+    object_lines,
+)
 
-__all__ = ["Loads", "ObjectDecoding", "dropped", "model_decoder", "reuse_cached", "walked",
-           "walked_events"]
+__all__ = ["Loads", "ObjectDecoding", "Resource", "dropped", "model_decoder", "reuse_cached",
+           "walked", "walked_events"]
 
 _log = logging.getLogger(__name__)
 
 Loads = Callable[[bytes], Any]
+
+E = TypeVar("E")
+
+
+class Resource(Protocol):
+    """What the decoders need of the resource they decode (a
+    :class:`~client_cache.schema.GroupVersionResource`): its group/version and the name
+    log lines give it."""
+
+    def group_version(self) -> str:
+        """``group/version`` (``v1`` for the core group)."""
+        ...
+
+    def label(self) -> str:
+        """The resource as log lines name it (``pods``, ``apps/v1/deployments``)."""
+        ...
 
 
 def model_decoder(api_client: Any, object_type: Any) -> Callable[[Any], Any]:
@@ -103,7 +124,7 @@ class ObjectDecoding:
     :meth:`protobuf_event` decodes a protobuf watch frame. :attr:`protobuf` says whether
     the server is asked for protobuf."""
 
-    def __init__(self, api_client: Any, gvr: GroupVersionResource, *, object_type: Any,
+    def __init__(self, api_client: Any, gvr: Resource, *, object_type: Any,
                  loads: Loads, metadata_only: bool, share_strings: bool | None,
                  untrack: bool | None, compact_dicts: bool | None, protobuf: bool,
                  skip_paths: Iterable[SkipPath] | None) -> None:
@@ -178,18 +199,29 @@ class ObjectDecoding:
                                   previous=previous, added=added)
         return reusing if reusing is not None else self.event_loads
 
-    def event_lines(self, previous: Callable[[str], Any] | None,
-                    added: bool = False) -> LinesDecoder | None:
-        """The decoder of a buffer of watch lines in one call
-        (:func:`client_cache.codec.sharing.line_decoder`) that decodes each line as
-        :meth:`event_loads_reusing` (``previous``, ``added``) does and makes it its
-        :class:`~client_cache.watch.Event`: dict objects read by the C decoder only, None
-        for the others (their lines are decoded one by one)."""
+    def watch_decoder(self, previous: Callable[[str], Any] | None, *, added: bool = False,
+                      protobuf: bool = False, event_class: Callable[[Any, Any], E],
+                      types: Mapping[str, Any]) -> WatchDecoder[E]:
+        """The decoder of one watch stream, making each event
+        ``event_class(types[type], object)``: this is where a watch's decoding is chosen.
+
+        A protobuf stream (``protobuf``: the server answered in protobuf) is read as
+        frames (:meth:`protobuf_event`). A JSON one is read as lines: by the struct codec
+        for struct objects; else each line by :meth:`event_loads_reusing` (``previous``,
+        ``added``) and its object made a model when models were asked for; dict objects
+        read by the native decoder a buffer at a time when it is built (the lines it
+        leaves go through the Python decoder, so the events and errors are the same)."""
+        if protobuf:
+            return ProtobufFrames(self.protobuf_event, event_class, types)
+        line = self.decode_event if self.decode_event is not None else object_lines(
+            self.event_loads_reusing(previous, added), self.decode)
+        lines = JsonLines(line, event_class, types)
         if not self._reusable:
-            return None
-        return sharing.line_decoder(self.share_strings, self.untrack, self.compact_dicts,
-                                    skip=self._event_tree, previous=previous, added=added,
-                                    event_class=Event, types=EVENT_TYPES)
+            return lines
+        native = sharing.line_decoder(self.share_strings, self.untrack, self.compact_dicts,
+                                      skip=self._event_tree, previous=previous, added=added,
+                                      event_class=event_class, types=dict(types))
+        return lines if native is None else NativeJsonLines(native, lines)
 
     def item_loads_reusing(self, previous: Callable[[str], Any] | None) -> Loads | None:
         """The LIST item decoder whose objects take the parts equal to those of the

@@ -20,10 +20,10 @@ import datetime
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from client_cache.codec.structs import is_struct_type, struct_to_wire
-from client_cache.listwatch import model_decoder
+from client_cache.codec.decoding import model_decoder
+from client_cache.codec.structs import is_struct_type, msgspec_module, struct_to_wire
 
-__all__ = ["WireObject", "to_model", "to_wire"]
+__all__ = ["WireObject", "to_model", "to_struct", "to_wire"]
 
 WireObject: TypeAlias = Mapping[str, Any]
 """How an object in wire form (the server's JSON, as informers hand it out by default)
@@ -79,3 +79,17 @@ def to_model(obj: Any, model: type | str, api_client: Any = None) -> Any:
 
         api_client = ApiClient()
     return model_decoder(api_client, model)(copy.deepcopy(dict(obj)))
+
+
+def to_struct(data: Any, object_type: type) -> Any:
+    """``data`` (a wire dict, JSON bytes, or a ``kubernetes`` model) as a struct of
+    ``object_type``. Raises ValueError when it does not fit."""
+    msgspec = msgspec_module()
+    try:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            return msgspec.json.decode(data, type=object_type)
+        if hasattr(type(data), "openapi_types"):
+            data = to_wire(data)
+        return msgspec.convert(data, object_type)
+    except msgspec.ValidationError as err:
+        raise ValueError(str(err)) from err

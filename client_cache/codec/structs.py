@@ -46,8 +46,8 @@ classes from the server's protobuf instead, to equal objects
 Conversions: :func:`client_cache.codec.objects.to_wire` and
 :func:`~client_cache.codec.objects.to_model` take structs as they take models and dicts
 (a wire dict with the server's field names; the ``kubernetes`` model, timestamps
-parsed); :func:`to_struct` makes a struct from a wire dict, JSON or a model. Custom
-resources have no model class: give them wire dicts.
+parsed); :func:`~client_cache.codec.objects.to_struct` makes a struct from a wire dict,
+JSON or a model. Custom resources have no model class: give them wire dicts.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from typing import Any
 from client_cache.codec import wire
 from client_cache.codec.skip_paths import SkipPath, Tree, skip_tree
 
-__all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "model_of", "struct_to_wire",
-           "struct_type", "to_struct"]
+__all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "model_of", "msgspec_module",
+           "struct_to_wire", "struct_type"]
 
 DEFAULT_SKIP = ("metadata.managedFields",)
 """What :func:`struct_type` leaves out unless told otherwise: the field owners' records,
@@ -76,7 +76,8 @@ _built: dict[tuple[type, tuple[tuple[str, ...], ...], bool], type] = {}
 _models: dict[type, type] = {}  # each class struct_type made -> its model class
 
 
-def _msgspec() -> Any:
+def msgspec_module() -> Any:
+    """The ``msgspec`` module; ImportError naming the ``[struct]`` extra without it."""
     try:
         import msgspec  # noqa: PLC0415 - the optional [struct] extra
     except ImportError as err:  # pragma: no cover - depends on the environment
@@ -130,7 +131,7 @@ class _Builder:
 
     def __init__(self, frozen: bool) -> None:
         self.frozen = frozen
-        self.msgspec = _msgspec()
+        self.msgspec = msgspec_module()
         from kubernetes.client import models  # noqa: PLC0415 - kubernetes is imported late
         self.models = models
 
@@ -173,7 +174,7 @@ class StructCodec:
     list-watch's decoder when its ``object_type`` is a struct class)."""
 
     def __init__(self, item_type: type) -> None:
-        msgspec = _msgspec()
+        msgspec = msgspec_module()
         self.item_type = item_type
         listing = msgspec.defstruct("List", [
             ("kind", str | None, None), ("apiVersion", str | None, None),
@@ -219,19 +220,4 @@ def struct_to_wire(obj: Any) -> Any:
     """A struct as a wire dict: the server's field names, unset fields left out, arrays
     as lists (encoded to JSON and decoded again: both steps are C code).
     :func:`client_cache.codec.objects.to_wire` calls this for structs."""
-    return wire.loads(_msgspec().json.encode(obj))
-
-
-def to_struct(data: Any, object_type: type) -> Any:
-    """``data`` (a wire dict, JSON bytes, or a ``kubernetes`` model) as a struct of
-    ``object_type``. Raises ValueError when it does not fit."""
-    msgspec = _msgspec()
-    try:
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            return msgspec.json.decode(data, type=object_type)
-        if hasattr(type(data), "openapi_types"):
-            from client_cache.codec.objects import to_wire  # noqa: PLC0415 - cycle
-            data = to_wire(data)
-        return msgspec.convert(data, object_type)
-    except msgspec.ValidationError as err:
-        raise ValueError(str(err)) from err
+    return wire.loads(msgspec_module().json.encode(obj))

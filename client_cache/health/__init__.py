@@ -10,7 +10,7 @@ from client_cache.health.server import (
     leader_election_check,
     serve,
 )
-from client_cache.health.status import (
+from client_cache.reflector_status import (
     DEFAULT_FAILING_AFTER,
     SLOW_LIST_SECONDS,
     InformerHealth,

@@ -33,7 +33,6 @@ from client_cache.codec.skip_paths import SkipPath, skip_tree
 from client_cache.codec.structs import is_struct_type
 from client_cache.delta_fifo import TransformFunc
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
-from client_cache.health.status import InformerHealth
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.informers.generic import GenericInformer
 from client_cache.informers.typed import TypedGroups
@@ -43,6 +42,7 @@ from client_cache.listwatch import (
     new_filtered_list_watch_from_client,
     served_resources,
 )
+from client_cache.reflector_status import InformerHealth
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformer,
@@ -309,15 +309,12 @@ class SharedInformerFactory(TypedGroups):
                 raise CacheSyncTimeoutError(timeout or 0.0, unsynced_details(late)) from None
         return synced
 
-    async def wait_for_cache_sync_async(self, timeout: float | None = None) -> None:
-        """Wait in a coroutine until every started informer has synced, without blocking
-        the loop (see :func:`client_cache.aio.wait_for_cache_sync_async`: ``timeout`` raises
-        :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync; a port
-        addition)."""
-        from client_cache.aio import wait_for_cache_sync_async  # noqa: PLC0415 - cycle
+    def started_informers(self) -> list[SharedIndexInformer[Any]]:
+        """The informers :meth:`start` has started, in the order they were started (a port
+        addition: what :func:`client_cache.aio.wait_for_cache_sync_async` waits for when
+        it is given the factory)."""
         with self._lock:
-            started = [self._informers[gvr] for gvr in self._started]
-        await wait_for_cache_sync_async(*started, timeout=timeout)
+            return [self._informers[gvr] for gvr in self._started]
 
     def health(self) -> dict[GroupVersionResource, InformerHealth]:
         """Each started informer's :meth:`~SharedIndexInformer.health` (port addition)."""

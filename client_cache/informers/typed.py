@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from client_cache.codec.objects import WireObject
 from client_cache.informers.accessors import GroupVersion, TypedResource
 from client_cache.informers.generic import GenericInformer
-from client_cache.codec.objects import WireObject
 
 if TYPE_CHECKING:
     from kubernetes.client import (

@@ -85,11 +85,11 @@ from client_cache import meta
 from client_cache.aio.bridge import LoopCaller, is_async_callable
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import describe_error
-from client_cache.health.status import InformerHealth
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
 from client_cache.listwatch import resource_kind
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventRecorder, EventSource
+from client_cache.reflector_status import InformerHealth
 from client_cache.runtime.config import ControllerConfig
 from client_cache.runtime.leading import LeadershipGate
 from client_cache.runtime.metrics import ControllerMetrics

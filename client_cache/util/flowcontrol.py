@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from client_cache.util.clock import REAL_CLOCK, Clock
-from client_cache.workqueue.default_rate_limiters import TokenBucket
+from client_cache.util.rate import TokenBucket
 
 __all__ = ["TokenBucketRateLimiter", "new_token_bucket_rate_limiter", "throttle_client"]
 

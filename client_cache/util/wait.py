@@ -29,10 +29,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache.errors import ClientCacheError
 from client_cache.util.chan import NEVER_STOP as _NEVER_STOP
 from client_cache.util.chan import STOPPED, Chan, select_or_stop
 from client_cache.util.clock import REAL_CLOCK, Clock, Timer, WithTicker
+from client_cache.util.errors import ClientCacheError
 from client_cache.util.runtime import handle_crash
 
 __all__ = [

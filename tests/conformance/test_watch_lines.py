@@ -25,10 +25,10 @@ def test_a_lister_watchers_json_watch_decodes_its_lines_in_batches(
     decoding gives (counted here), and are the pods written."""
     lw = ClientListerWatcher(api, GroupVersionResource("", "v1", "pods"), ns)
     made: list[Event] = []
-    given = lw.decoding.event_lines
+    given = sharing.line_decoder
 
-    def counting(previous: Any, added: bool = False) -> Any:
-        decode = given(previous, added)
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        decode = given(*args, **kwargs)
         assert decode is not None
 
         def lines(data: bytes, pos: int) -> Any:
@@ -36,7 +36,7 @@ def test_a_lister_watchers_json_watch_decodes_its_lines_in_batches(
             made.extend(found[0])
             return found
         return lines
-    monkeypatch.setattr(lw.decoding, "event_lines", counting)
+    monkeypatch.setattr(sharing, "line_decoder", counting)
     listed = lw.list(ListOptions())
     watch = lw.watch(ListOptions(resource_version=listed["metadata"]["resourceVersion"]))
     try:

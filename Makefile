@@ -67,12 +67,14 @@ demo: $(STAMP)
 package-check: $(STAMP)
 	$(PY) -m tests.package_check
 
-# ruff, mypy --strict, and the import contract of the layers (design §9: util <- codec <-
-# cache <- runtime, leaderelection, record, events, health, metrics, aio <- testing).
+# ruff, mypy --strict, the import contract of the layers (design §9: util <- codec <-
+# cache <- runtime, leaderelection, record, events, health, metrics, aio <- testing), and
+# the native modules' stubs against the built modules (mypy's stubtest).
 lint: $(STAMP)
 	$(PY) -m ruff check client_cache tests examples bench tools
 	$(PY) -m mypy --strict client_cache
 	$(PY) tools/check_layers.py
+	$(PY) -m mypy.stubtest client_cache.codec._codec client_cache.workqueue._queue
 
 # The side-by-side benchmark (issue 10): client_cache vs the kubernetes package's informer
 # and Watch loops vs client-go (needs Go; about 20 minutes), then the idle-CPU figure (1 min)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import shutil
+import subprocess
+import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,3 +81,31 @@ def test_the_hash_follows_every_source_and_header(tmp_path: Path) -> None:
             fh.write(b"\n")
         seen.add(native.source_hash("codec._codec", tmp_path))
     assert len(seen) == 3
+
+
+def test_native_0_turns_every_part_off() -> None:
+    """With CLIENT_CACHE_NATIVE=0 the package imports and runs its Python twins: no
+    native module is loaded, a LIST body and a watch line decode as they do natively."""
+    code = (
+        "import sys\n"
+        "from client_cache.codec import extension, sharing\n"
+        "from client_cache import workqueue\n"
+        "from client_cache.stream_watcher import json_lines\n"
+        "assert not extension.AVAILABLE and not sharing.AVAILABLE\n"
+        "assert not workqueue.C_CORE_AVAILABLE and not workqueue.new().c_core\n"
+        "assert not [m for m in sys.modules if m.endswith(('._codec', '._queue'))]\n"
+        "[e] = json_lines().decode(b'{\"type\":\"ADDED\",\"object\":{\"a\":1}}\\n')\n"
+        "assert e.object == {'a': 1}, e\n"
+        "print('ok')\n")
+    env = {**os.environ, native.NATIVE_ENV: "0"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=False)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_native_parts_are_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+    assert native.enabled()
+    monkeypatch.setenv(native.NATIVE_ENV, "0")
+    assert not native.enabled()
+    assert native.load("codec._codec") is None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
-from client_cache.codec import wire
+from client_cache.codec import extension, wire
 from client_cache.codec.protobuf_shapes import (
     FIXED64,
     Bool,
@@ -34,14 +34,10 @@ from client_cache.codec.protobuf_shapes import (
     Str,
     go_duration,
 )
-from client_cache.util import native
 
 __all__ = ["SCHEMA_FILE", "Schema", "schema"]
 
 SCHEMA_FILE = "protobuf_schema.json"
-
-# None without a compiler, or when built from other sources (client_cache.util.native)
-_sharing: Any = native.load("codec._codec")
 
 
 class Schema:
@@ -86,7 +82,7 @@ class Schema:
         return Special(spec)
 
     def compiled(self) -> tuple[Any, dict[str, int]]:
-        """The tables of the C decoder (``_sharing.protobuf_schema``'s capsule) and each
+        """The tables of the C decoder (``extension.codec.protobuf_schema``'s capsule) and each
         message's index in them, by Go type name; ``(None, {})`` when the C part is not
         built."""
         if self._compiled is None:
@@ -103,7 +99,7 @@ class Schema:
         capsule, _ = self.compiled()
         if capsule is None:  # pragma: no cover - depends on the installation
             return None
-        result: dict[str, Any] = _sharing.protobuf_object(capsule, flags, self._kind_index,
+        result: dict[str, Any] = extension.codec.protobuf_object(capsule, flags, self._kind_index,
                                                           body)
         return result
 
@@ -116,7 +112,7 @@ class Schema:
         capsule, _ = self.compiled()
         if capsule is None:  # pragma: no cover - depends on the installation
             return None
-        result: tuple[str, Any] = _sharing.protobuf_event(
+        result: tuple[str, Any] = extension.codec.protobuf_event(
             capsule, flags, self._kind_index, frame, *plans)
         return result
 
@@ -130,7 +126,7 @@ class Schema:
         capsule, index = self.compiled()
         if capsule is None:  # pragma: no cover - depends on the installation
             return None
-        result: tuple[int, list[Any], list[bytes]] = _sharing.protobuf_list_scan(
+        result: tuple[int, list[Any], list[bytes]] = extension.codec.protobuf_list_scan(
             capsule, flags, index[item.name], items_number, buf, pos, end, *plans)
         return result
 
@@ -143,7 +139,7 @@ class Schema:
         capsule, index = self.compiled()
         if capsule is not None:
             extra = type_meta or ()
-            result: dict[str, Any] = _sharing.protobuf_decode(
+            result: dict[str, Any] = extension.codec.protobuf_decode(
                 capsule, flags, index[message.name], buf, start, end, *extra)
             return result
         obj: dict[str, Any] = {}
@@ -153,9 +149,9 @@ class Schema:
         return obj
 
     def _compile(self) -> tuple[Any, dict[str, int]]:
-        if _sharing is None:  # pragma: no cover - depends on the installation
+        if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
             return None, {}
-        kinds = {name: code for code, name in enumerate(_sharing.PROTOBUF_KINDS)}
+        kinds = {name: code for code, name in enumerate(extension.codec.PROTOBUF_KINDS)}
         messages = {name: i for i, name in enumerate(self._types)}
         types: list[tuple[int, int, int]] = []
         seen: dict[int, int] = {}
@@ -172,7 +168,7 @@ class Schema:
         tables = tuple(tuple((f.number, f.name, index(f.shape), f.omitempty, f.omitzero,
                               f.inline) for f in message.fields)
                        for message in self._types.values())
-        capsule = _sharing.protobuf_schema(tuple(types), tables, go_duration, wire.loads)
+        capsule = extension.codec.protobuf_schema(tuple(types), tables, go_duration, wire.loads)
         return capsule, messages
 
     @staticmethod

@@ -28,18 +28,15 @@ import types
 import typing
 from typing import Any
 
+from client_cache.codec import extension
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.protobuf_shapes import Items, Map, Message, Pointer, Repeated, Shape
 from client_cache.codec.skip_paths import SkipTree, Tree
 from client_cache.codec.structs import is_struct_type, model_of
-from client_cache.util import native
 
 __all__ = ["AVAILABLE", "DictPlans", "StructPlans", "dict_plans", "plans", "root_message"]
 
-# None without a compiler, or when built from other sources (client_cache.util.native)
-_sharing: Any = native.load("codec._codec")
-
-AVAILABLE = _sharing is not None and hasattr(_sharing, "protobuf_struct_plans")
+AVAILABLE = extension.AVAILABLE
 """Whether protobuf can be decoded into structs here (the C part is built)."""
 
 _SKIP, _TUPLE = 1, 2  # the C part's PLAN_SKIP and PLAN_TUPLE
@@ -62,7 +59,7 @@ class StructPlans:
         self._index: dict[tuple[str, type, bool], int] = {}
         self._messages = schema().compiled()[1]
         self.root = self._plan(message, cls, inline=False)
-        self.capsule = _sharing.protobuf_struct_plans(schema().compiled()[0],
+        self.capsule = extension.codec.protobuf_struct_plans(schema().compiled()[0],
                                                       tuple(self._specs))
 
     def _plan(self, message: Message, cls: type, *, inline: bool) -> int:
@@ -109,7 +106,7 @@ class DictPlans:
         self._index: dict[tuple[str, int], int] = {}
         self._messages = schema().compiled()[1]
         self.root = self._plan(message, skip.tree)
-        self.capsule = _sharing.protobuf_struct_plans(schema().compiled()[0],
+        self.capsule = extension.codec.protobuf_struct_plans(schema().compiled()[0],
                                                       tuple(self._specs))
 
     def _plan(self, message: Message, node: Tree) -> int:

@@ -144,9 +144,8 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from client_cache.codec import wire
+from client_cache.codec import extension, wire
 from client_cache.codec.skip_paths import drop_members
-from client_cache.util import native
 
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "REUSE_UNCHANGED_ENV", "SHARE_STRINGS_ENV",
            "UNTRACK_ENV", "LineDecoder", "ListSplitter", "clear_table", "compact",
@@ -171,11 +170,8 @@ COMPACT_DICTS_ENV = "CLIENT_CACHE_COMPACT_DICTS"
 #: unchanged parts of the objects they replace (see :func:`decoder`'s ``previous``).
 REUSE_UNCHANGED_ENV = "CLIENT_CACHE_REUSE_UNCHANGED"
 
-# None without a compiler, or when built from other sources (client_cache.util.native)
-_sharing: Any = native.load("codec._codec")
-
 #: Whether the C walker is installed (else :func:`share` does nothing).
-AVAILABLE = _sharing is not None
+AVAILABLE = extension.AVAILABLE
 
 
 def _enabled(variable: str) -> bool:
@@ -209,10 +205,10 @@ def reused_by_default() -> bool:
 
 def walk_flags(strings: bool, untrack: bool, compact: bool) -> int:
     """The C walk's flags for what is asked (0 where the C part is not installed)."""
-    if _sharing is None:  # pragma: no cover - depends on the installation
+    if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
         return 0
-    return ((_sharing.SHARE if strings else 0) | (_sharing.UNTRACK if untrack else 0)
-            | (_sharing.COMPACT if compact else 0))
+    return ((extension.codec.SHARE if strings else 0) | (extension.codec.UNTRACK if untrack else 0)
+            | (extension.codec.COMPACT if compact else 0))
 
 
 def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T], T] | None:
@@ -222,18 +218,18 @@ def walker(strings: bool, untrack: bool, compact: bool = False) -> Callable[[T],
     what takes its argument's place: the argument itself, or an equal dict when the
     argument is a dict compacted. None when nothing is asked or the C walker is not
     installed."""
-    if _sharing is None or not (strings or untrack or compact):
+    if not extension.AVAILABLE or not (strings or untrack or compact):
         return None
     flags = walk_flags(strings, untrack, compact)
     # the C function with its flags bound: no Python frame per walked object
-    return cast(Callable[[T], T], functools.partial(_sharing.walk, flags))
+    return cast(Callable[[T], T], functools.partial(extension.codec.walk, flags))
 
 
 def _asked(walk: Callable[[Any], Any] | None, skip: dict[str, Any] | None,
            previous: Callable[[str], Any] | None) -> bool:
     """Whether the C decoder is there and has something to do while decoding: a walk,
     members to leave out or a previous object to read beside."""
-    return _sharing is not None and (walk is not None or skip is not None
+    return extension.AVAILABLE and (walk is not None or skip is not None
                                      or previous is not None)
 
 
@@ -278,9 +274,9 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     if not _asked(walk, skip, previous):
         return None
     flags = walk_flags(strings, untrack, compact)
-    decode, declined, limit = _sharing.decode, _sharing.DECLINED, wire.GC_PAUSE_THRESHOLD
-    mode = (_sharing.LOOK_UP_WHOLE if whole else _sharing.LOOK_UP_ADDED if added
-            else _sharing.LOOK_UP_EVENTS)
+    c = extension.codec
+    decode, declined, limit = c.decode, c.DECLINED, wire.GC_PAUSE_THRESHOLD
+    mode = c.LOOK_UP_WHOLE if whole else c.LOOK_UP_ADDED if added else c.LOOK_UP_EVENTS
 
     if skip is None and previous is None:
         def decoded(data: bytes) -> Any:
@@ -327,8 +323,8 @@ def line_decoder(strings: bool, untrack: bool, compact: bool = False,
     if not _asked(walker(strings, untrack, compact), skip, previous):
         return None
     flags = walk_flags(strings, untrack, compact)
-    mode = _sharing.LOOK_UP_ADDED if added else _sharing.LOOK_UP_EVENTS
-    decode_lines, limit = _sharing.decode_lines, wire.GC_PAUSE_THRESHOLD
+    mode = extension.codec.LOOK_UP_ADDED if added else extension.codec.LOOK_UP_EVENTS
+    decode_lines, limit = extension.codec.decode_lines, wire.GC_PAUSE_THRESHOLD
 
     def lines(data: bytes, pos: int) -> tuple[list[Any], int, int]:
         found: tuple[list[Any], int, int] = decode_lines(
@@ -343,9 +339,9 @@ def share(obj: T) -> T:
     module documentation); ``obj`` itself is returned, or an equal new tuple when ``obj``
     is a tuple whose parts were replaced. Untouched when the C walker is not
     installed."""
-    if _sharing is None:  # pragma: no cover - depends on the installation
+    if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
         return obj
-    result: T = _sharing.walk(_sharing.SHARE, obj)
+    result: T = extension.codec.walk(extension.codec.SHARE, obj)
     return result
 
 
@@ -353,9 +349,9 @@ def untrack(obj: T) -> T:
     """``obj`` with its dicts, lists and tuples taken out of the cyclic collector's
     sight where they hold nothing it tracks (see the module documentation), in place;
     ``obj`` itself is returned. Untouched when the C walker is not installed."""
-    if _sharing is None:  # pragma: no cover - depends on the installation
+    if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
         return obj
-    result: T = _sharing.walk(_sharing.UNTRACK, obj)
+    result: T = extension.codec.walk(extension.codec.UNTRACK, obj)
     return result
 
 
@@ -365,9 +361,9 @@ def compact(obj: T) -> T:
     inside lists, dicts, tuples and ``msgspec`` structs are replaced in place, and what
     takes ``obj``'s own place is returned (an equal dict when ``obj`` is a dict). ``obj``
     itself when the C walker is not installed."""
-    if _sharing is None:  # pragma: no cover - depends on the installation
+    if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
         return obj
-    result: T = _sharing.walk(_sharing.COMPACT, obj)
+    result: T = extension.codec.walk(extension.codec.COMPACT, obj)
     return result
 
 
@@ -382,9 +378,9 @@ def split_list(body: bytes) -> tuple[bytes, list[memoryview]] | None:
     shared one item at a time, each item's freed copies are reused by the next. Only the
     structure is followed here (strings with their escapes, nesting); the decoder that
     reads the envelope and the items checks them."""
-    if _sharing is None:  # pragma: no cover - depends on the installation
+    if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
         return None
-    found = _sharing.list_items(body)
+    found = extension.codec.list_items(body)
     if found is None:
         return None
     start, end, spans = found
@@ -415,11 +411,11 @@ class ListSplitter:
     """The most bytes looked through for the ``items`` key before giving up splitting."""
 
     def __init__(self) -> None:
-        if _sharing is None:
+        if not extension.AVAILABLE:
             raise RuntimeError("ListSplitter needs client_cache.codec._codec (not built)")
         self._pending = b""  # not yet consumed: the head so far, then a cut item
         self._head: bytes | None = None  # the body before the items array's '['
-        self._state: int = _sharing.AFTER_OPEN
+        self._state: int = extension.codec.AFTER_OPEN
         self._tail: list[bytes] = []  # after the array's ']'
         self._whole: list[bytes] | None = None  # not split: every piece, in order
 
@@ -428,14 +424,14 @@ class ListSplitter:
         if self._whole is not None:
             self._whole.append(piece)
             return []
-        if self._state == _sharing.CLOSED:
+        if self._state == extension.codec.CLOSED:
             self._tail.append(piece)
             return []
         data = self._pending + piece if self._pending else piece
         position = 0
         if self._head is None:
-            found: int = _sharing.list_head(data)
-            if found == _sharing.MORE and len(data) <= self.HEAD_LIMIT:
+            found: int = extension.codec.list_head(data)
+            if found == extension.codec.MORE and len(data) <= self.HEAD_LIMIT:
                 self._pending = data
                 return []
             if found < 0:  # not a list, or its items key too far in: decoded whole
@@ -443,8 +439,8 @@ class ListSplitter:
                 return []
             self._head, position = data[:found - 1], found
         items: list[bytes]
-        position, self._state, items = _sharing.list_scan(data, position, self._state)
-        if self._state == _sharing.CLOSED:
+        position, self._state, items = extension.codec.list_scan(data, position, self._state)
+        if self._state == extension.codec.CLOSED:
             self._tail.append(data[position:])
             self._pending = b""
         else:
@@ -457,7 +453,7 @@ class ListSplitter:
         items array."""
         if self._head is None:
             return b"".join(self._whole if self._whole is not None else [self._pending]), False
-        if self._state != _sharing.CLOSED:
+        if self._state != extension.codec.CLOSED:
             raise ValueError("the LIST body ended inside its items array")
         return b"".join((self._head, b"[]", *self._tail)), True
 
@@ -471,18 +467,18 @@ def table_stats() -> dict[str, int]:
     limit) of the key tables'; ``values`` (entries in use), ``value_slots``, ``value_hits``
     (structs and tuples replaced) and ``value_misses`` (remembered) of the immutable
     values'. All 0 when the C walker is not installed."""
-    if _sharing is None:  # pragma: no cover - depends on the installation
+    if not extension.AVAILABLE:  # pragma: no cover - depends on the installation
         return {"hits": 0, "misses": 0, "held": 0, "slots": 0, "max_length": 0,
                 "compacted": 0, "shapes": 0, "shape_slots": 0, "interned_keys": 0,
                 "intern_budget": 0, "values": 0, "value_slots": 0, "value_hits": 0,
                 "value_misses": 0}
-    counters: dict[str, int] = _sharing.stats()
+    counters: dict[str, int] = extension.codec.stats()
     return counters
 
 
 def clear_table() -> None:
     """Forget every string, value and prototype the tables hold and reset their counters
     (objects already walked keep what they were given)."""
-    if _sharing is not None:
-        _sharing.clear()
+    if extension.AVAILABLE:
+        extension.codec.clear()
 

@@ -21,10 +21,11 @@ import functools
 import hashlib
 import importlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SOURCES", "load", "matches_sources", "source_hash"]
+__all__ = ["NATIVE_ENV", "SOURCES", "enabled", "load", "matches_sources", "source_hash"]
 
 _log = logging.getLogger(__name__)
 
@@ -66,11 +67,24 @@ def matches_sources(module: Any, name: str, directory: Path = PACKAGE_DIR) -> bo
     return expected is None or getattr(module, "SOURCE_HASH", None) == expected
 
 
+NATIVE_ENV = "CLIENT_CACHE_NATIVE"
+"""Set to ``0`` before the package is imported to run the Python twin of every native
+part (the codec's decoders and the work queue), as where no C compiler was found."""
+
+
+def enabled() -> bool:
+    """False when :data:`NATIVE_ENV` turns every native part off."""
+    return os.environ.get(NATIVE_ENV, "1") != "0"
+
+
 @functools.cache
 def load(name: str) -> Any:
-    """C part ``name`` (``client_cache.<name>``), or None when it is not built or was
-    built from other sources than those beside it (then with a warning). Looked up once
-    per name: the modules that share a part share the answer and the one warning."""
+    """C part ``name`` (``client_cache.<name>``), or None when it is not built, was
+    built from other sources than those beside it (then with a warning), or every
+    native part is turned off (:data:`NATIVE_ENV`). Looked up once per name: the modules
+    that share a part share the answer and the one warning."""
+    if not enabled():
+        return None
     try:
         module = importlib.import_module(f"client_cache.{name}")
     except ImportError:  # installed without a C compiler

@@ -40,7 +40,7 @@ import time
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from client_cache.util import native
 from client_cache.util.chan import DoneChan, select
@@ -54,9 +54,10 @@ from client_cache.workqueue.metrics import (
 )
 from client_cache.workqueue.pythonic import QueueIteration
 
-# None when built without a C compiler (or from other sources, client_cache.util.native): the
-# Python code runs every queue
-_workqueue: Any = native.load("workqueue._queue")
+if TYPE_CHECKING:  # typed by _queue.pyi; None at run time where it is not loaded
+    from client_cache.workqueue import _queue
+else:
+    _queue = native.load("workqueue._queue")
 
 __all__ = [
     "C_CORE_AVAILABLE",
@@ -81,7 +82,7 @@ T = TypeVar("T", bound=Hashable)
 UNFINISHED_WORK_UPDATE_PERIOD = 0.5
 """Seconds between refreshes of the unfinished-work metrics (upstream's 500 ms)."""
 
-C_CORE_AVAILABLE = _workqueue is not None
+C_CORE_AVAILABLE: bool = native.load("workqueue._queue") is not None
 """True where the C extension was built (the package installs without it)."""
 
 C_CORE_ENV = "CLIENT_CACHE_WORKQUEUE_C"
@@ -232,12 +233,12 @@ class Typed(QueueIteration[T]):
         self._stopped = DoneChan()
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._metrics_thread: threading.Thread | None = None
-        self._core: Any = None  # the C core (module documentation), or None
+        self._core: _queue.Core | None = None  # the C core (module documentation)
         # exactly DefaultQueue (a subclass may touch or order); isinstance narrows for mypy
-        if (_workqueue is not None and isinstance(queue, DefaultQueue)
+        if (C_CORE_AVAILABLE and isinstance(queue, DefaultQueue)
                 and type(queue) is DefaultQueue
                 and not self._counted and os.environ.get(C_CORE_ENV, "1") != "0"):
-            self._core = _workqueue.Core(self._lock, self._dirty, self._processing,
+            self._core = _queue.Core(self._lock, self._dirty, self._processing,
                                          queue._items, self._getters, _NOTHING)
         if not isinstance(metrics, NoQueueMetrics):
             self._metrics_thread = threading.Thread(

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import freezegun
 import pytest
 
-from client_cache.codec import sharing
+from client_cache.codec import extension, protobuf_structs, sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.util import native
 from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
 from tests.fixtures import missing
 
@@ -74,15 +75,26 @@ def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
     return embedded_server
 
 
-@pytest.fixture(params=["c", "python"])
-def workqueue_core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test once with work queues on the C core and once on the Python code (the
-    two must behave alike). Without the extension the C run is skipped, except under
-    ``CI=true``, where the extension must have been built."""
-    if request.param == "c":
-        if not C_CORE_AVAILABLE:
-            missing("client_cache.workqueue._queue was not built (no C compiler)")
+@pytest.fixture(params=["native", "python"])
+def native_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once on the native parts and once on their Python twins, which must
+    behave alike (CPython's test_json pattern: one test, a C and a Python run). The
+    Python run turns the codec's native part off for every codec module
+    (``extension.AVAILABLE`` and the flags derived from it) and makes every work queue
+    run its Python code. Without the native parts the native run is skipped, except
+    under ``CI=true``, where they must have been built, unless ``CLIENT_CACHE_NATIVE=0``
+    turned them off (the CI leg that runs without them)."""
+    if request.param == "native":
+        if not native.enabled():
+            pytest.skip(f"{native.NATIVE_ENV}=0: the native parts are turned off")
+        if not (extension.AVAILABLE and C_CORE_AVAILABLE):
+            missing("the native parts were not built (no C compiler)")
         monkeypatch.delenv(C_CORE_ENV, raising=False)
     else:
+        if request.node.get_closest_marker("native_only"):
+            pytest.skip("a test of the native part itself")
+        monkeypatch.setattr(extension, "AVAILABLE", False)
+        monkeypatch.setattr(sharing, "AVAILABLE", False)
+        monkeypatch.setattr(protobuf_structs, "AVAILABLE", False)
         monkeypatch.setenv(C_CORE_ENV, "0")
     return str(request.param)

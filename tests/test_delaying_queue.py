@@ -14,13 +14,13 @@ from client_cache.workqueue import DelayingQueueConfig, DelayingType, new_delayi
 from client_cache.workqueue.default_rate_limiters import TokenBucket
 
 # the C core and the Python code (fq names the fixture too: it must run before fq)
-pytestmark = pytest.mark.usefixtures("workqueue_core")
+pytestmark = pytest.mark.usefixtures("native_impl")
 
 T0 = 1_763_800_000.0
 
 
 @pytest.fixture
-def fq(workqueue_core: str) -> Iterator[tuple[DelayingType[Any], FakeClock]]:
+def fq(native_impl: str) -> Iterator[tuple[DelayingType[Any], FakeClock]]:
     clock = FakeClock(T0)
     q: DelayingType[Any] = new_delaying_queue_with_config(DelayingQueueConfig(clock=clock))
     yield q, clock

@@ -17,6 +17,9 @@ from client_cache.codec import wire
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 
 @pytest.fixture
 def collections_run() -> Iterator[list[int]]:

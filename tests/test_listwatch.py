@@ -19,6 +19,9 @@ from client_cache.listwatch import ListWatch, resource_path
 from client_cache.schema import GroupVersionResource
 from client_cache.watch import new_empty_watch
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 
 def test_list_watch_calls_its_functions() -> None:
     seen: list[ListOptions] = []

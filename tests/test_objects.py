@@ -9,6 +9,9 @@ from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSpec
 
 from client_cache.codec.objects import to_model, to_wire
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 POD = {"apiVersion": "v1", "kind": "Pod",
        "metadata": {"name": "x", "namespace": "d", "labels": {"app": "web"},
                     "creationTimestamp": "2026-11-23T12:00:00Z"},

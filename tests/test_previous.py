@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from client_cache.codec import sharing, wire
+from client_cache.codec import extension, sharing, wire
 from client_cache.codec.skip_paths import skip_tree
 from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
@@ -330,13 +330,13 @@ def test_objects_other_than_dicts_are_no_previous_objects() -> None:
 
 
 def test_bad_arguments_are_refused() -> None:
-    decode = sharing._sharing.decode  # the C entry's own checks
+    decode = extension.codec.decode  # the C entry's own checks
     with pytest.raises(TypeError, match="previous"):
         decode(0, b"{}", None, 5)
     with pytest.raises(TypeError, match="at most 5"):
-        decode(0, b"{}", None, None, sharing._sharing.LOOK_UP_WHOLE, None)
-    modes = {sharing._sharing.LOOK_UP_EVENTS, sharing._sharing.LOOK_UP_WHOLE,
-             sharing._sharing.LOOK_UP_ADDED}
+        decode(0, b"{}", None, None, extension.codec.LOOK_UP_WHOLE, None)
+    modes = {extension.codec.LOOK_UP_EVENTS, extension.codec.LOOK_UP_WHOLE,
+             extension.codec.LOOK_UP_ADDED}
     assert len(modes) == 3
     with pytest.raises(ValueError, match="mode"):
         decode(0, b"{}", None, None, max(modes) + 1)

@@ -19,6 +19,9 @@ from client_cache.errors import ApiStatusError
 from client_cache.testing.apiserver.encoding import answers_protobuf
 from tests.conformance.test_protobuf import OTHERS, POD
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 ALL_FLAGS = sharing.walk_flags(True, True, True)
 
 
@@ -170,7 +173,9 @@ class Body:
         self.headers = {"Content-Type": content_type}
         self._left = body
 
-    def read(self, size: int) -> bytes:
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            size = len(self._left)
         piece, self._left = self._left[:size], self._left[size:]
         return piece
 

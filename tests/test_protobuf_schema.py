@@ -13,6 +13,9 @@ import pytest
 from client_cache.codec.protobuf_schema import SCHEMA_FILE, schema
 from client_cache.testing.envtest_build import find_go
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache.codec import protobuf, protobuf_structs, sharing
+from client_cache.codec import extension, protobuf, protobuf_structs, sharing
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.skip_paths import SkipTree, drop_members, skip_tree
@@ -23,8 +23,10 @@ from client_cache.listwatch import ClientListerWatcher
 from client_cache.schema import GroupVersionResource
 from tests.test_protobuf import ALL_FLAGS, Body, objects
 
-needs_c = pytest.mark.skipif(not protobuf_structs.AVAILABLE,
-                             reason="the C part of client_cache is not built")
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
+needs_c = pytest.mark.native_only  # the native_impl fixture skips it without the C part
 
 ANNOTATION = ("metadata", "annotations", "note.example.com/big")
 PATHS = ("metadata.managedFields", "spec.containers.env", ANNOTATION, "status.conditions")
@@ -93,7 +95,7 @@ def test_the_c_decoder_leaves_out_what_the_drop_leaves_out(flags: int) -> None:
     assert decode is not None
     for obj in [*objects(), rich_pod()]:
         data = json.dumps(obj, indent=1 if flags else None).encode()
-        assert sharing._sharing.decode(flags, data, tree.tree) == dropped(obj)
+        assert extension.codec.decode(flags, data, tree.tree) == dropped(obj)
         assert decode(data) == dropped(obj)
 
 
@@ -109,16 +111,16 @@ def test_skipped_values_of_every_shape_are_passed_over() -> None:
         tree = {k: None for k in skipped}
         text = json.dumps(doc, separators=(",", ":") if rnd.random() < 0.5 else (" , ", " : "),
                           ensure_ascii=rnd.random() < 0.5).encode()
-        assert sharing._sharing.decode(0, text, tree) == {
+        assert extension.codec.decode(0, text, tree) == {
             k: v for k, v in doc.items() if k not in skipped}, text
 
 
 @needs_c
 def test_a_cut_off_skipped_value_is_declined_and_the_json_decoder_says_why() -> None:
-    declined = sharing._sharing.DECLINED
+    declined = extension.codec.DECLINED
     tree = {"b": None}
     for text in (b'{"a":1,"b":[1,2', b'{"a":1,"b":"x', b'{"a":1,"b":}', b'{"a":1,"b":{]]}'):
-        assert sharing._sharing.decode(0, text, tree) is declined
+        assert extension.codec.decode(0, text, tree) is declined
         decode = sharing.decoder(wire_loads, True, True, True, skip=tree)
         assert decode is not None
         with pytest.raises(ValueError):
@@ -128,7 +130,7 @@ def test_a_cut_off_skipped_value_is_declined_and_the_json_decoder_says_why() -> 
     assert decode is not None
     assert decode(b'{"a":1,"a":2,"b":[1]}') == {"a": 2}
     with pytest.raises(TypeError):
-        sharing._sharing.decode(0, b"{}", ["b"])
+        extension.codec.decode(0, b"{}", ["b"])
 
 
 @needs_c
@@ -144,7 +146,7 @@ def test_a_malformed_skipped_value_is_declined_and_the_json_decoder_says_why(
     """A member left out is checked as if it were built: malformed JSON there is declined
     to the JSON decoder, which raises, as for the whole document."""
     tree = {"b": None}
-    assert sharing._sharing.decode(0, text, tree) is sharing._sharing.DECLINED
+    assert extension.codec.decode(0, text, tree) is extension.codec.DECLINED
     with pytest.raises(ValueError):
         wire_loads(text)
     decode = sharing.decoder(wire_loads, True, True, True, skip=tree)
@@ -161,12 +163,12 @@ def test_skipped_strings_are_checked_as_built_ones_and_deep_nesting_declined() -
     document without the member or raises as it would for the whole document."""
     tree = {"b": None}
     text = b'{"a":1,"b":"\\ud83d\\ude00 \xc3\xa9"}'
-    assert sharing._sharing.decode(0, text, tree) == {"a": 1}
+    assert extension.codec.decode(0, text, tree) == {"a": 1}
     for value in (b'"\\ud83d"', b'"x\\ude00"', b"[" * 300 + b"]" * 300):
         text = b'{"a":1,"b":' + value + b"}"
-        assert sharing._sharing.decode(0, text, tree) is sharing._sharing.DECLINED
-        built = sharing._sharing.decode(0, b'{"a":1,"b":' + value + b',"b2":1}', {})
-        assert built is sharing._sharing.DECLINED  # the building decoder declines it too
+        assert extension.codec.decode(0, text, tree) is extension.codec.DECLINED
+        built = extension.codec.decode(0, b'{"a":1,"b":' + value + b',"b2":1}', {})
+        assert built is extension.codec.DECLINED  # the building decoder declines it too
         decode = sharing.decoder(wire_loads, False, False, False, skip=tree)
         assert decode is not None
         try:
@@ -194,13 +196,13 @@ def test_a_skipped_member_is_declined_at_the_depth_a_built_one_is(
         text, tree = ((member, {"b": None}) if where == "top" else
                       (b'{"o":' + member + b"}", {"o": {"b": None}}))
         built = text.replace(b'"b"', b'"c"')  # the same member, not left out
-        passed_over = sharing._sharing.decode(0, text, tree)
-        built_whole = sharing._sharing.decode(0, built, tree)
-        assert (passed_over is sharing._sharing.DECLINED) == (
-            built_whole is sharing._sharing.DECLINED), (n, inner)
-        if passed_over is not sharing._sharing.DECLINED:
+        passed_over = extension.codec.decode(0, text, tree)
+        built_whole = extension.codec.decode(0, built, tree)
+        assert (passed_over is extension.codec.DECLINED) == (
+            built_whole is extension.codec.DECLINED), (n, inner)
+        if passed_over is not extension.codec.DECLINED:
             assert passed_over == ({"a": 1} if where == "top" else {"o": {"a": 1}})
-        declined.append(passed_over is sharing._sharing.DECLINED)
+        declined.append(passed_over is extension.codec.DECLINED)
     # the limit falls inside the range tried: some depths decode, the deeper decline
     assert declined[0] is False and declined[-1] is True
     assert declined == sorted(declined)

@@ -18,6 +18,9 @@ from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import new_shared_informer_factory
 from client_cache.testing.apiserver import EmbeddedApiServer
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 pytest.importorskip("msgspec")
 
 POD = {"apiVersion": "v1", "kind": "Pod",

@@ -31,6 +31,9 @@ from client_cache.watch import (
 )
 from tests.fixtures import pod as make_pod
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 
 def test_event_type_values() -> None:
     assert [t.value for t in EventType] == ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache.codec import sharing, wire
+from client_cache.codec import extension, sharing, wire
 from client_cache.codec.skip_paths import skip_tree
 from client_cache.codec.watch_decoders import JsonLines, NativeJsonLines, ProtobufFrames
 from client_cache.listwatch import ClientListerWatcher
@@ -94,7 +94,7 @@ def test_error_and_bookmark_events_are_made_as_the_line_by_line_path_makes_them(
 def test_long_lines_are_left_to_the_caller() -> None:
     """A line of the GC pause threshold or more goes to the caller's decoder (the C
     entry's limit, set small here)."""
-    decode_lines = sharing._sharing.decode_lines  # the C entry, with a limit of its own
+    decode_lines = extension.codec.decode_lines  # the C entry, with a limit of its own
     short, long = line("ADDED", {"a": 1}), line("ADDED", {"a": "x" * 100})
     data = short + b"\n" + long + b"\n"
     events, pos, stuck = decode_lines(0, data, 0, None, None, 0, 50, Event, EVENT_TYPES)
@@ -120,11 +120,11 @@ def test_the_previous_object_and_skipped_members_are_as_the_line_decoder_has_the
 
 
 def test_bad_arguments_are_refused() -> None:
-    decode_lines = sharing._sharing.decode_lines
+    decode_lines = extension.codec.decode_lines
     args = [0, b"", 0, None, None, 0, 100, Event, EVENT_TYPES]
     for index, bad, error in ((1, "text", TypeError), (1, 5, TypeError), (2, 5, ValueError),
                               (2, -1, ValueError), (3, [], TypeError), (4, 3, TypeError),
-                              (5, sharing._sharing.LOOK_UP_WHOLE, ValueError),
+                              (5, extension.codec.LOOK_UP_WHOLE, ValueError),
                               (7, 3, TypeError), (8, [], TypeError)):
         with pytest.raises(error):
             decode_lines(*args[:index], bad, *args[index + 1:])

@@ -19,7 +19,7 @@ from client_cache.workqueue import DefaultQueue, QueueConfig
 from tests.fixtures import eventually
 from tests.test_workqueue_metrics import RecordingProvider
 
-pytestmark = pytest.mark.usefixtures("workqueue_core")  # the C core and the Python code
+pytestmark = pytest.mark.usefixtures("native_impl")  # the C core and the Python code
 
 
 @pytest.mark.parametrize("drain", [False, True], ids=["shut_down", "shut_down_with_drain"])
@@ -346,10 +346,10 @@ def test_a_getter_that_timed_out_leaves_nothing_behind_for_add_to_wake() -> None
     assert not waiter.is_alive()
 
 
-def test_the_c_core_runs_the_queues_it_can(workqueue_core: str) -> None:
+def test_the_c_core_runs_the_queues_it_can(native_impl: str) -> None:
     """The default queue runs on the C core unless turned off; a queue that reports
     metrics or has its own storage always runs the Python code (the core skips both)."""
-    assert workqueue.new().c_core == (workqueue_core == "c")
+    assert workqueue.new().c_core == (native_impl == "native")
     metered: workqueue.Typed[str] = workqueue.new_with_config(
         QueueConfig(name="metered", metrics_provider=RecordingProvider()))
     own_storage = workqueue.new_with_config(QueueConfig(queue=TouchRecorder()))

@@ -23,7 +23,7 @@ from client_cache.workqueue import (
 KEYS = int(os.environ.get("CLIENT_CACHE_WORKQUEUE_KEYS", "100000"))
 WORKERS = 8
 
-pytestmark = pytest.mark.usefixtures("workqueue_core")  # the C core and the Python code
+pytestmark = pytest.mark.usefixtures("native_impl")  # the C core and the Python code
 
 
 def test_worker_pool() -> None:

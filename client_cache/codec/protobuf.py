@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from client_cache.codec import protobuf_structs
+from client_cache.codec.errors import DecodeError
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.protobuf_shapes import (
     BYTES,
@@ -48,6 +49,7 @@ from client_cache.codec.protobuf_shapes import (
     Str,
     fields,
     put_bytes,
+    small_message,
     varint,
 )
 from client_cache.codec.skip_paths import SkipTree
@@ -79,35 +81,36 @@ def unwrap(body: Buffer) -> tuple[str, str, tuple[int, int]]:
     """A protobuf body's ``apiVersion``, ``kind`` and the span of its object's bytes.
     Raises ValueError for a body without the magic or the envelope."""
     if bytes(body[:4]) != MAGIC:
-        raise ValueError("protobuf: the body does not start with the k8s magic")
+        raise DecodeError("protobuf: the body does not start with the k8s magic")
     api_version = kind = ""
     raw: tuple[int, int] | None = None
     for number, wire_type, value in fields(body, 4):
         if number == 1 and wire_type == BYTES:
-            for n, _, v in fields(body, *value):
-                if n == 1:
-                    api_version = Str().read(body, BYTES, v)
-                elif n == 2:
-                    kind = Str().read(body, BYTES, v)
+            # a message repeated is merged (protobuf's rule): what it leaves out stays
+            meta = small_message(body, value, "22")
+            api_version = Str().read(body, *meta[1]) if 1 in meta else api_version
+            kind = Str().read(body, *meta[2]) if 2 in meta else kind
         elif number == 2 and wire_type == BYTES:
             raw = value
         elif number == 3 and wire_type == BYTES and value[0] != value[1]:
-            raise ValueError("protobuf: an encoded (compressed) envelope is not read")
+            raise DecodeError("protobuf: an encoded (compressed) envelope is not read")
     if raw is None:
-        raise ValueError("protobuf: the envelope holds no object")
+        raise DecodeError("protobuf: the envelope holds no object")
     return api_version, kind, raw
 
 
 def decode(body: Buffer, flags: int = 0) -> dict[str, Any]:
-    """One protobuf body (an object or a list) as the dict its JSON would give. With the
+    """One protobuf body (an object or a list) as the dict its JSON would give (an empty
+    list's ``items`` is ``[]``, as the server's JSON writes it). With the
     C part built, ``flags`` (:func:`client_cache.codec.sharing.flags`) share strings, untrack
     and compact while decoding; without it they are not applied."""
-    fast = schema().c_object(body, flags)
-    if fast is not None:
-        return fast
-    api_version, kind, raw = unwrap(body)  # without the C part
-    obj = {"kind": kind, "apiVersion": api_version}
-    obj.update(schema().message(api_version, kind).decode(body, *raw))
+    obj = schema().c_object(body, flags)
+    if obj is None:  # without the C part
+        api_version, kind, raw = unwrap(body)
+        obj = {"kind": kind, "apiVersion": api_version}
+        obj.update(schema().message(api_version, kind).decode(body, *raw))
+    if "items" in obj and obj["items"] is None and obj["kind"].endswith("List"):
+        obj["items"] = []  # an empty list: the server's JSON writes [], not null
     return obj
 
 
@@ -135,17 +138,13 @@ def decode_watch_event(frame: Buffer, flags: int = 0,
     fast = schema().c_event(frame, flags, plans)
     if fast is not None:
         return fast
-    event_type, obj = "", (0, 0)  # without the C part
-    for number, wire_type, value in fields(frame):
-        if number == 1 and wire_type == BYTES:
-            event_type = Str().read(frame, BYTES, value)
-        elif number == 2 and wire_type == BYTES:
-            for n, wt, v in fields(frame, *value):
-                if n == 1 and wt == BYTES:
-                    obj = v
-    if not event_type:
-        raise ValueError("protobuf: a watch event has no type")
-    return event_type, decode(memoryview(frame)[obj[0]:obj[1]], flags)
+    found = small_message(frame, (0, len(frame)), "22")  # without the C part
+    if 1 not in found or found[1][1][0] == found[1][1][1] or 2 not in found:
+        raise DecodeError("protobuf: a watch event without its type or object")
+    inner = small_message(frame, found[2][1], "2")
+    start, end = inner[1][1] if 1 in inner else (0, 0)
+    event_type = Str().read(frame, *found[1])
+    return event_type, decode(memoryview(frame)[start:end], flags)
 
 
 def encode_watch_event(event_type: str, obj: Mapping[str, Any]) -> bytes:
@@ -175,7 +174,7 @@ class FrameReader:
         while len(buffer) - pos >= 4:
             length = int.from_bytes(buffer[pos:pos + 4], "big")
             if length > MAX_FRAME:
-                raise ValueError(f"protobuf: a watch frame of {length} bytes is too long")
+                raise DecodeError(f"protobuf: a watch frame of {length} bytes is too long")
             if len(buffer) - pos - 4 < length:
                 break
             frames.append(bytes(buffer[pos + 4:pos + 4 + length]))
@@ -186,6 +185,22 @@ class FrameReader:
     def pending(self) -> int:
         """Bytes held toward a frame not yet whole."""
         return len(self._buffer)
+
+
+def _field_head(buf: Buffer, pos: int, end: int) -> tuple[int, int, int] | None:
+    """The key and length of the field at ``pos`` and where its payload starts: ``(key,
+    start, length)``; None when a varint of them runs into ``end`` (its bytes still
+    arriving). A varint whose first ten bytes are here without its end is too long:
+    ValueError, as the C scanner says."""
+    at = pos
+    try:
+        key, at = varint(buf, at, end)
+        length, after = varint(buf, at, end)
+    except ValueError:
+        if end - at >= 10:
+            raise
+        return None
+    return key, after, length
 
 
 class ListReader:
@@ -223,7 +238,7 @@ class ListReader:
             if len(self._buffer) < len(MAGIC):
                 return
             if bytes(self._buffer[:4]) != MAGIC:
-                raise ValueError("protobuf: the body does not start with the k8s magic")
+                raise DecodeError("protobuf: the body does not start with the k8s magic")
             del self._buffer[:4]
             self._started = True
         pos = 0
@@ -239,7 +254,7 @@ class ListReader:
             number, start, end = found
             if number == 2 and self._raw_left < 0:  # the object: read as it arrives
                 if self._item is None:
-                    raise ValueError("protobuf: the envelope has no list type before its "
+                    raise DecodeError("protobuf: the envelope has no list type before its "
                                      "object")
                 self._raw_left = end - start
                 pos = start
@@ -249,22 +264,19 @@ class ListReader:
             if number == 1 and self._raw_left < 0:
                 self._read_type_meta(start, end)
             elif number == 3 and end > start:
-                raise ValueError("protobuf: an encoded (compressed) envelope is not read")
+                raise DecodeError("protobuf: an encoded (compressed) envelope is not read")
             pos = end
         del self._buffer[:pos]
 
     def _field(self, pos: int) -> tuple[int, int, int] | None:
         """The envelope's length-delimited field at ``pos``: number, payload start and
         end (which may be past the bytes here); None when its header is not all here."""
-        try:
-            key, at = varint(self._buffer, pos)
-            length, at = varint(self._buffer, at)
-        except ValueError:
-            if len(self._buffer) - pos < 20:
-                return None
-            raise
+        found = _field_head(self._buffer, pos, len(self._buffer))
+        if found is None:
+            return None
+        key, at, length = found
         if key & 7 != BYTES:
-            raise ValueError("protobuf: an envelope's field is not length-delimited")
+            raise DecodeError("protobuf: an envelope's field is not length-delimited")
         return key >> 3, at, at + length
 
     def _scan(self, pos: int) -> int:
@@ -289,11 +301,12 @@ class ListReader:
         items: list[dict[str, Any]] = []
         head: list[bytes] = []
         while pos < end:
-            try:
-                key, at = varint(self._buffer, pos)
-                length, at = varint(self._buffer, at)
-            except ValueError:
+            found = _field_head(self._buffer, pos, end)
+            if found is None:
                 break
+            key, at, length = found
+            if key & 7 != BYTES:  # as the C scanner: a list's fields are all messages
+                raise DecodeError("protobuf: a list's field is not length-delimited")
             if at + length > end:
                 break
             if key >> 3 == self._items_number:
@@ -304,15 +317,12 @@ class ListReader:
         return pos, items, head
 
     def _read_type_meta(self, start: int, end: int) -> None:
-        api_version = kind = ""
-        for n, _, v in fields(self._buffer, start, end):
-            if n == 1:
-                api_version = Str().read(self._buffer, BYTES, v)
-            elif n == 2:
-                kind = Str().read(self._buffer, BYTES, v)
+        meta = small_message(self._buffer, (start, end), "22")
+        api_version = Str().read(self._buffer, *meta[1]) if 1 in meta else ""
+        kind = Str().read(self._buffer, *meta[2]) if 2 in meta else ""
         items = schema().message(api_version, kind).items_field()
         if items is None:
-            raise ValueError(f"protobuf: {api_version} {kind} is not a list")
+            raise DecodeError(f"protobuf: {api_version} {kind} is not a list")
         self._items_number, self._item = items
         self._type_meta = (kind, api_version)
         if self.struct_class is not None:
@@ -325,7 +335,7 @@ class ListReader:
     def finish(self) -> dict[str, Any]:
         """The list, once the body has ended."""
         if self._type_meta is None or self._raw_left != 0 or self._buffer:
-            raise ValueError("protobuf: the list body ended early")
+            raise DecodeError("protobuf: the list body ended early")
         kind, api_version = self._type_meta
         head = b"".join(self._head)
         result = schema().decode(schema().message(api_version, kind), head, 0, len(head),

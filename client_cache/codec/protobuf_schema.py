@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any
 
 from client_cache.codec import extension, wire
+from client_cache.codec.errors import DecodeError
 from client_cache.codec.protobuf_shapes import (
     FIXED64,
     Bool,
@@ -84,7 +85,9 @@ class Schema:
     def compiled(self) -> tuple[Any, dict[str, int]]:
         """The tables of the C decoder (``extension.codec.protobuf_schema``'s capsule) and each
         message's index in them, by Go type name; ``(None, {})`` when the C part is not
-        built."""
+        built or is turned off (read at each call: a test turns it off for a while)."""
+        if not extension.AVAILABLE:
+            return None, {}
         if self._compiled is None:
             self._compiled = self._compile()
             index = self._compiled[1]
@@ -205,7 +208,7 @@ class Schema:
         (a custom resource, or a kind newer than :attr:`api_version`)."""
         found = self._kinds.get((api_version, kind))
         if found is None:
-            raise ValueError(f"protobuf: {api_version} {kind} is not a built-in kind")
+            raise DecodeError(f"protobuf: {api_version} {kind} is not a built-in kind")
         return found
 
 

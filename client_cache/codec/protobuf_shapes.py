@@ -18,6 +18,8 @@ import struct
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from client_cache.codec.errors import DecodeError
+
 Buffer = bytes | bytearray | memoryview
 """What the decoders read: bytes, or a view of them."""
 
@@ -28,22 +30,24 @@ VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
 
 
 # -- the wire: varints and fields -------------------------------------------------------------
-def varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """The varint at ``buf[pos]`` and the offset after it; ValueError when it runs past
-    the end or is longer than 10 bytes."""
+def varint(buf: Buffer, pos: int, end: int | None = None) -> tuple[int, int]:
+    """The varint at ``buf[pos]`` (read no further than ``end``, the buffer's end by
+    default) and the offset after it, as an unsigned 64-bit number (what a tenth byte
+    carries above bit 63 is dropped, as Go's and the C decoder's reading does);
+    ValueError when it runs past the end or is longer than 10 bytes."""
+    stop = len(buf) if end is None else end
     result = shift = 0
     while True:
-        try:
-            byte = buf[pos]
-        except IndexError:
-            raise ValueError("protobuf: a varint runs past the end") from None
+        if pos >= stop:
+            raise DecodeError("protobuf: a varint runs past the end")
+        byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return result, pos
+            return result & 0xFFFF_FFFF_FFFF_FFFF, pos
         shift += 7
         if shift > 63:
-            raise ValueError("protobuf: a varint is longer than 10 bytes")
+            raise DecodeError("protobuf: a varint is longer than 10 bytes")
 
 
 def fields(buf: Buffer, start: int = 0,
@@ -54,31 +58,31 @@ def fields(buf: Buffer, start: int = 0,
     end = len(buf) if end is None else end
     pos = start
     while pos < end:
-        key, pos = varint(buf, pos)
+        key, pos = varint(buf, pos, end)
         number, wire_type = key >> 3, key & 7
         if wire_type == VARINT:
-            value, pos = varint(buf, pos)
+            value, pos = varint(buf, pos, end)
             yield number, wire_type, value
         elif wire_type == BYTES:
-            length, pos = varint(buf, pos)
+            length, pos = varint(buf, pos, end)
             if pos + length > end:
-                raise ValueError("protobuf: a field runs past its message")
+                raise DecodeError("protobuf: a field runs past its message")
             yield number, wire_type, (pos, pos + length)
             pos += length
         elif wire_type == FIXED64:
             if pos + 8 > end:
-                raise ValueError("protobuf: a field runs past its message")
+                raise DecodeError("protobuf: a field runs past its message")
             yield number, wire_type, int.from_bytes(buf[pos:pos + 8], "little")
             pos += 8
         elif wire_type == FIXED32:
             if pos + 4 > end:
-                raise ValueError("protobuf: a field runs past its message")
+                raise DecodeError("protobuf: a field runs past its message")
             yield number, wire_type, int.from_bytes(buf[pos:pos + 4], "little")
             pos += 4
         else:
-            raise ValueError(f"protobuf: wire type {wire_type} is not read")
+            raise DecodeError(f"protobuf: wire type {wire_type} is not read")
     if pos != end:
-        raise ValueError("protobuf: a field runs past its message")
+        raise DecodeError("protobuf: a field runs past its message")
 
 
 def _signed(value: int, bits: int) -> int:
@@ -115,24 +119,70 @@ def _fraction(n: int, size: int) -> str:
 
 
 def _timestamp(buf: Buffer, span: tuple[int, int], micro: bool) -> str | None:
+    """A ``metav1.Time`` (or ``MicroTime``) message as its JSON text, computed as the C
+    decoder does (no ``datetime``: years 0-9999 read, others are malformed)."""
     if span[0] == span[1]:
         return None  # Go's Time.Unmarshal: no bytes, the zero time
-    seconds = nanos = 0
-    for number, _, value in fields(buf, *span):
-        if number == 1:
-            seconds = _signed(value, 64)
-        elif number == 2:
-            nanos = _signed(value, 32)
+    found = small_message(buf, span, "00")
+    seconds = _signed(found[1][1], 64) if 1 in found else 0
+    nanos = _signed(found[2][1], 32) if 2 in found else 0
     if seconds == _GO_ZERO_SECONDS and (nanos == 0 or not micro):
         return None
-    moment = _EPOCH + datetime.timedelta(seconds=seconds)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    days, rest = divmod(seconds, 86400)
+    year, month, day = _civil(days)
+    if not 0 <= year <= 9999:
+        raise DecodeError("protobuf: a time outside years 0-9999")
+    text = (f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest // 60 % 60:02d}:"
+            f"{rest % 60:02d}")
     if micro:
-        text += f".{(nanos // 1000) % 1_000_000:06d}"
+        micros = _c_mod(_c_div(nanos, 1000), 1_000_000)
+        text += f".{micros + 1_000_000 if micros < 0 else micros:06d}"
     return text + "Z"
 
 
+def _c_div(a: int, b: int) -> int:
+    """``a / b`` rounded toward zero, as C divides."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _c_mod(a: int, b: int) -> int:
+    """The remainder of :func:`_c_div`, with the sign of ``a``, as C's ``%``."""
+    return a - b * _c_div(a, b)
+
+
+def _civil(days: int) -> tuple[int, int, int]:
+    """Days since 1970-01-01 as a proleptic Gregorian (year, month, day)."""
+    days += 719468
+    era = (days if days >= 0 else days - 146096) // 146097
+    doe = days - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
 # -- shapes: how one Go type reads ------------------------------------------------------------
+def expect(wire_type: int, expected: int, what: str) -> None:
+    """Refuse a field whose wire type is not ``expected`` (``what`` names its shape)."""
+    if wire_type != expected:
+        raise DecodeError(f"protobuf: {what} of wire type {wire_type}")
+
+
+def small_message(buf: Buffer, span: Any, wires: str) -> dict[int, tuple[int, Any]]:
+    """The fields numbered 1..len(wires) of the message at ``span``: (wire type, value)
+    by number, the last of each kept; field ``i + 1`` must be of wire type ``wires[i]``
+    (ValueError else, as Go refuses it). Others are passed over."""
+    found: dict[int, tuple[int, Any]] = {}
+    for number, wt, v in fields(buf, *span):
+        if 1 <= number <= len(wires):
+            expect(wt, int(wires[number - 1]), "a field")
+            found[number] = (wt, v)
+    return found
+
+
 class Shape:
     """How one Go type's protobuf value reads as JSON and is written back."""
 
@@ -142,7 +192,8 @@ class Shape:
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
         """One occurrence's JSON value: ``value`` is a varint or fixed number, or the
         ``(start, end)`` span of a length-delimited field in ``buf`` (for repeated shapes,
-        a list of what it adds)."""
+        a list of what it adds). A field of another wire type than the shape's is refused
+        with ValueError, as Go's generated decoders refuse it (``wrong wireType``)."""
         raise NotImplementedError
 
     def zero(self) -> Any:
@@ -179,6 +230,7 @@ def put_bytes(out: bytearray, number: int, data: bytes) -> None:
 
 class Str(Shape):
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
+        expect(wire_type, BYTES, "a string")
         return bytes(buf[value[0]:value[1]]).decode("utf-8", "replace")
 
     def zero(self) -> Any:
@@ -197,7 +249,7 @@ class Int(Shape):
 
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
         if wire_type != VARINT:
-            raise ValueError("protobuf: a number is not a varint")
+            raise DecodeError(f"protobuf: a number of wire type {wire_type}")
         return _signed(value, min(self.bits, 64)) if self.signed else value
 
     def zero(self) -> Any:
@@ -227,6 +279,7 @@ class Float(Shape):
         self.format, self.wire_type = ("<d", FIXED64) if bits == 64 else ("<f", FIXED32)
 
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
+        expect(wire_type, self.wire_type, "a float")
         size = 8 if wire_type == FIXED64 else 4
         number = struct.unpack(self.format, value.to_bytes(size, "little"))[0]
         return int(number) if number.is_integer() else number
@@ -244,6 +297,7 @@ class Float(Shape):
 
 class Bytes(Shape):
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
+        expect(wire_type, BYTES, "bytes")
         return base64.b64encode(buf[value[0]:value[1]]).decode("ascii")
 
     def empty(self, value: Any) -> bool:
@@ -260,21 +314,28 @@ class Special(Shape):
         self.name = name
 
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
+        expect(wire_type, BYTES, f"a {self.name}")
         if self.name in ("time", "microtime"):
             return _timestamp(buf, value, self.name == "microtime")
-        found = {number: v for number, _, v in fields(buf, *value)}
         if self.name == "quantity":
-            return Str().read(buf, BYTES, found[1]) if 1 in found else "0"
+            found = small_message(buf, value, "2")
+            return Str().read(buf, *found[1]) if 1 in found else "0"
         if self.name == "duration":
-            return go_duration(_signed(found.get(1, 0), 64))
+            found = small_message(buf, value, "0")
+            return go_duration(_signed(found[1][1], 64) if 1 in found else 0)
         if self.name == "intorstring":
-            if found.get(1, 0) == 1:
-                return Str().read(buf, BYTES, found[3]) if 3 in found else ""
-            return _signed(found.get(2, 0), 32)
+            found = small_message(buf, value, "002")
+            text = Str().read(buf, *found[3]) if 3 in found else ""
+            if 1 in found and found[1][1] == 1:
+                return text
+            return _signed(found[2][1], 32) if 2 in found else 0
         if self.name == "rawjson":
-            raw = bytes(buf[found[1][0]:found[1][1]]) if 1 in found else b""
+            found = small_message(buf, value, "2")
+            if 1 not in found:
+                return None
+            raw = bytes(buf[found[1][1][0]:found[1][1][1]])
             return json.loads(raw) if raw else None
-        raise ValueError(f"protobuf: a {self.name} field is not read")
+        raise DecodeError(f"protobuf: a {self.name} field is not read")
 
     def zero(self) -> Any:
         return {"quantity": "0", "duration": "0s", "intorstring": 0}.get(self.name)
@@ -345,7 +406,7 @@ class Repeated(Shape):
 def _packed(buf: Buffer, span: tuple[int, int]) -> Iterator[int]:
     pos, end = span
     while pos < end:
-        value, pos = varint(buf, pos)
+        value, pos = varint(buf, pos, end)
         yield value
 
 
@@ -356,6 +417,7 @@ class Map(Shape):
         self.key, self.value = key, value
 
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
+        expect(wire_type, BYTES, "a map entry")
         key, item = self.key.zero(), self.value.zero()
         for number, wt, v in fields(buf, *value):
             if number == 1:
@@ -382,6 +444,7 @@ class Items(Shape):
         self.list = Repeated(elem)
 
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
+        expect(wire_type, BYTES, "a named list")
         items: list[Any] = []
         for number, wt, v in fields(buf, *value):
             if number == 1:
@@ -415,7 +478,7 @@ class Message(Shape):
 
     def read(self, buf: Buffer, wire_type: int, value: Any) -> Any:
         if wire_type != BYTES:
-            raise ValueError(f"protobuf: a {self.name} is not length-delimited")
+            raise DecodeError(f"protobuf: a {self.name} of wire type {wire_type}")
         return self.decode(buf, *value)
 
     def decode(self, buf: Buffer, start: int, end: int) -> dict[str, Any]:

@@ -145,6 +145,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from client_cache.codec import extension, wire
+from client_cache.codec.errors import DecodeError
 from client_cache.codec.skip_paths import drop_members
 
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "REUSE_UNCHANGED_ENV", "SHARE_STRINGS_ENV",
@@ -447,6 +448,16 @@ class ListSplitter:
             self._pending = data[position:]
         return items
 
+    def later_items(self) -> bool:
+        """Whether the object goes on, after the items array it was split at, with another
+        ``items`` member (once the body has ended). JSON decoders (and Go's) keep the last
+        of repeated members, so such a body is decoded whole, never split. What follows
+        the array is read as the rest of an object; ValueError when it is not one."""
+        rest = b"".join(self._tail).lstrip()
+        if self._head is None or not rest.startswith(b","):
+            return False
+        return "items" in wire.loads(b"{" + rest[1:])
+
     def finish(self) -> tuple[bytes, bool]:
         """``(envelope, True)`` for a split body; ``(body, False)`` for one decoded whole
         (see the class documentation). Raises ValueError when the body ended inside its
@@ -454,7 +465,7 @@ class ListSplitter:
         if self._head is None:
             return b"".join(self._whole if self._whole is not None else [self._pending]), False
         if self._state != extension.codec.CLOSED:
-            raise ValueError("the LIST body ended inside its items array")
+            raise DecodeError("the LIST body ended inside its items array")
         return b"".join((self._head, b"[]", *self._tail)), True
 
 

@@ -109,6 +109,9 @@ string_close(const char *p, const char *end, int *escaped, int *ascii)
         }
         if (c == '\\') {
             *escaped = 1;
+            if (end - p < 2) {
+                return NULL; /* the data ends inside the escape (no pointer past end + 1) */
+            }
             p += 2; /* the escaped character cannot end the string */
             continue;
         }

@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <string.h>
 #include "listscan.h"
+#include "strtable.h"
 
 /* -- A whole body ------------------------------------------------------------------------
  * -1: not what was expected (the caller decodes the body whole instead). */
@@ -257,7 +258,7 @@ list_head(PyObject *Py_UNUSED(module), PyObject *data)
 static PyObject *
 malformed(Py_ssize_t at)
 {
-    PyErr_Format(PyExc_ValueError,
+    PyErr_Format(codec_decode_error,
                  "the LIST body's items array is not well formed (at byte %zd of a piece)", at);
     return NULL;
 }

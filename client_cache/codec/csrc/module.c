@@ -15,6 +15,24 @@
 #include "values.h"
 #include "walk.h"
 
+PyObject *codec_decode_error = NULL;
+
+/* DecodeError from client_cache.codec.errors, held for the module's life; -1 on error. */
+static int
+errors_init(void)
+{
+    if (codec_decode_error != NULL) {
+        return 0;
+    }
+    PyObject *errors = PyImport_ImportModule("client_cache.codec.errors");
+    if (errors == NULL) {
+        return -1;
+    }
+    codec_decode_error = PyObject_GetAttrString(errors, "DecodeError");
+    Py_DECREF(errors);
+    return codec_decode_error == NULL ? -1 : 0;
+}
+
 static PyObject *
 stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 {
@@ -117,7 +135,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__codec(void)
 {
-    if (layouts_init() < 0 || shapes_init() < 0) {
+    if (errors_init() < 0 || layouts_init() < 0 || shapes_init() < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);

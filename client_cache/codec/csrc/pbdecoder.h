@@ -79,9 +79,11 @@ PyObject *pb_malformed(const char *what);
 PyObject *pb_string(Decoder *d, Py_ssize_t start, Py_ssize_t end);
 /* bytes buf[start:end] as JSON's base64 text. */
 PyObject *pb_base64(Decoder *d, Py_ssize_t start, Py_ssize_t end);
-/* The fields of the message buf[start:end] numbered 1..count: varints in values[i],
- * spans in spans[2i], spans[2i + 1]; found[i] set for those present. -1 on error. */
-int pb_small_message(Decoder *d, Py_ssize_t start, Py_ssize_t end, int count,
+/* The fields of the message buf[start:end] numbered 1..strlen(wires), field i + 1 of
+ * wire type wires[i] ('0' varint, '2' length-delimited; another is malformed, as Go's
+ * generated decoders refuse it): varints in values[i], spans in spans[2i], spans[2i + 1];
+ * found[i] set for those present. -1 on error. */
+int pb_small_message(Decoder *d, Py_ssize_t start, Py_ssize_t end, const char *wires,
                      uint64_t *values, Py_ssize_t *spans, int *found);
 /* A special kind's value (a time, quantity, duration, int-or-string, raw JSON) from its
  * message buf[start:end]. */

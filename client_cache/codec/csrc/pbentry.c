@@ -119,7 +119,7 @@ envelope(Decoder *d, PyObject *kinds, Py_ssize_t start, Py_ssize_t end)
         if (f.number == 1) {
             uint64_t values[2];
             int found[2] = {0, 0};
-            if (pb_small_message(d, f.start, f.end, 2, values, meta, found) < 0) {
+            if (pb_small_message(d, f.start, f.end, "22", values, meta, found) < 0) {
                 return NULL;
             }
         }
@@ -142,7 +142,7 @@ envelope(Decoder *d, PyObject *kinds, Py_ssize_t start, Py_ssize_t end)
     PyObject *result = NULL;
     if (index == NULL) {
         if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "protobuf: %R %R is not a built-in kind",
+            PyErr_Format(codec_decode_error, "protobuf: %R %R is not a built-in kind",
                          api_version, kind);
         }
     }
@@ -181,7 +181,7 @@ watch_frame(Decoder *d, PyObject *kinds, Py_ssize_t length)
     uint64_t values[2];
     Py_ssize_t spans[4] = {0, 0, 0, 0};
     int found[2] = {0, 0};
-    if (pb_small_message(d, 0, length, 2, values, spans, found) < 0) {
+    if (pb_small_message(d, 0, length, "22", values, spans, found) < 0) {
         return NULL;
     }
     if (!found[0] || spans[0] == spans[1] || !found[1]) {
@@ -190,7 +190,7 @@ watch_frame(Decoder *d, PyObject *kinds, Py_ssize_t length)
     uint64_t inner[1];
     Py_ssize_t raw[2] = {0, 0};
     int has_raw[1] = {0};
-    if (pb_small_message(d, spans[2], spans[3], 1, inner, raw, has_raw) < 0) {
+    if (pb_small_message(d, spans[2], spans[3], "2", inner, raw, has_raw) < 0) {
         return NULL;
     }
     PyObject *type = pb_string(d, spans[0], spans[1]);
@@ -265,9 +265,13 @@ protobuf_list_scan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_
     }
     while (pos < end) {
         /* a field whose bytes are not all here yet ends the scan, to be resumed */
-        Py_ssize_t at = pos;
+        Py_ssize_t at = pos, length_at = pos;
         uint64_t key, length;
-        if (pb_varint(d.buf, &at, end, &key) < 0 || pb_varint(d.buf, &at, end, &length) < 0) {
+        if (pb_varint(d.buf, &at, end, &key) < 0
+            || (length_at = at, pb_varint(d.buf, &at, end, &length) < 0)) {
+            if (end - length_at >= 10) {
+                goto done; /* ten bytes and no end: too long, not still arriving */
+            }
             PyErr_Clear();
             break;
         }

@@ -30,7 +30,7 @@ pb_wire_init(void)
 PyObject *
 pb_malformed(const char *what)
 {
-    PyErr_Format(PyExc_ValueError, "protobuf: %s", what);
+    PyErr_Format(codec_decode_error, "protobuf: %s", what);
     return NULL;
 }
 
@@ -90,16 +90,21 @@ pb_base64(Decoder *d, Py_ssize_t start, Py_ssize_t end)
 /* The fields of the message buf[start:end] with these numbers: varints in values[i],
  * spans in spans[2i], spans[2i + 1]; found[i] set for those present. */
 int
-pb_small_message(Decoder *d, Py_ssize_t start, Py_ssize_t end, int count,
+pb_small_message(Decoder *d, Py_ssize_t start, Py_ssize_t end, const char *wires,
                  uint64_t *values, Py_ssize_t *spans, int *found)
 {
     Py_ssize_t pos = start;
+    uint32_t count = (uint32_t)strlen(wires);
     while (pos < end) {
         Wire f;
         if (pb_next_field(d->buf, &pos, end, &f) < 0) {
             return -1;
         }
-        if (f.number >= 1 && f.number <= (uint32_t)count) {
+        if (f.number >= 1 && f.number <= count) {
+            if (f.wire != wires[f.number - 1] - '0') {
+                pb_malformed("a field of the wrong wire type");
+                return -1;
+            }
             values[f.number - 1] = f.value;
             spans[2 * (f.number - 1)] = f.start;
             spans[2 * (f.number - 1) + 1] = f.end;
@@ -133,7 +138,7 @@ timestamp(Decoder *d, Py_ssize_t start, Py_ssize_t end, int micro)
     uint64_t values[2] = {0, 0};
     Py_ssize_t spans[4];
     int found[2] = {0, 0};
-    if (pb_small_message(d, start, end, 2, values, spans, found) < 0) {
+    if (pb_small_message(d, start, end, "00", values, spans, found) < 0) {
         return NULL;
     }
     int64_t seconds = (int64_t)values[0];
@@ -177,7 +182,11 @@ pb_special(Decoder *d, int kind, Py_ssize_t start, Py_ssize_t end)
     uint64_t values[3] = {0, 0, 0};
     Py_ssize_t spans[6] = {0, 0, 0, 0, 0, 0};
     int found[3] = {0, 0, 0};
-    if (pb_small_message(d, start, end, 3, values, spans, found) < 0) {
+    /* each kind's fields: quantity string; duration int64; int-or-string type, int
+     * and string; raw JSON bytes */
+    const char *wires = kind == T_QUANTITY ? "2" : kind == T_DURATION ? "0"
+                        : kind == T_INTORSTRING ? "002" : "2";
+    if (pb_small_message(d, start, end, wires, values, spans, found) < 0) {
         return NULL;
     }
     switch (kind) {

@@ -71,9 +71,11 @@ scalar(Decoder *d, int t, const Wire *f, int depth)
     if (kind == T_PTR) {
         return scalar(d, type->ref, f, depth);
     }
-    int wants_bytes = !(kind >= T_BOOL && kind <= T_UINT64) && kind != T_FLOAT64
-        && kind != T_FLOAT32;
-    if (wants_bytes != (f->wire == 2)) {
+    /* the one wire type of each kind, as Go's generated decoders require it: varints
+     * for numbers and bools, fixed64 and fixed32 for floats, length-delimited else */
+    int wire = kind >= T_BOOL && kind <= T_UINT64 ? 0 : kind == T_FLOAT64 ? 1
+               : kind == T_FLOAT32 ? 5 : 2;
+    if (f->wire != wire) {
         return pb_malformed("a field of the wrong wire type");
     }
     switch (kind) {
@@ -228,12 +230,20 @@ read_field(Decoder *d, const Field *f, PyObject **slot, unsigned char *made,
 {
     Py_ssize_t start = w->start, end = w->end;
     const Type *type = &d->schema->types[f->type];
-    if (f->inline_) {
+    if (f->inline_) { /* an embedded struct: a message, read after the others */
+        if (w->wire != 2) {
+            pb_malformed("a field of the wrong wire type");
+            return -1;
+        }
         span[0] = start;
         span[1] = end;
         return 0;
     }
     if (type->kind == T_MAP) {
+        if (w->wire != 2) { /* an entry is a message */
+            pb_malformed("a field of the wrong wire type");
+            return -1;
+        }
         *made = 0;
         if (*slot == NULL && (*slot = PyDict_New()) == NULL) {
             return -1;

@@ -230,6 +230,10 @@ keeps_tracked(PyObject *const *parts, Py_ssize_t count)
     return 0;
 }
 
+/* client_cache.codec.errors.DecodeError (a ValueError), which every unit raises for
+ * malformed input, as the Python twins do; set by the module's init (module.c). */
+extern PyObject *codec_decode_error;
+
 /* The table's counters and size, for the module's stats(). */
 void strtable_stats(Py_ssize_t *hits, Py_ssize_t *misses, Py_ssize_t *held,
                     Py_ssize_t *slots, int *max_length);

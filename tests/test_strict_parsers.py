@@ -71,13 +71,16 @@ def test_an_empty_protobuf_list_has_an_empty_items_array_as_its_json_has() -> No
     assert protobuf.decode(body)["metadata"] == {"resourceVersion": "12"}
 
 
-@pytest.mark.parametrize("cut", [1, 3, 5, 40])  # (the last 2 bytes: an optional field)
-def test_a_protobuf_list_body_cut_or_padded_is_refused(cut: int) -> None:
+def test_a_protobuf_list_body_cut_or_padded_anywhere_is_refused() -> None:
+    """Every cut of the body but the two optional empty fields at its end (4 bytes), and
+    any padding after it, is refused: never a list without its items or metadata."""
     body = pod_list([o for o in objects() if o["kind"] == "Pod"])
-    with pytest.raises(ValueError):
-        read_list(body[:-cut], protobuf.CONTENT_TYPE)
-    with pytest.raises(ValueError):
-        read_list(body + b"\x00" * cut, protobuf.CONTENT_TYPE)
+    for end in range(len(body) - 4):
+        with pytest.raises(ValueError):
+            read_list(body[:end], protobuf.CONTENT_TYPE)
+    for pad in (b"\x00", b"\x00\x00", b"\x12\x00", b"\x0a\x00"):
+        with pytest.raises(ValueError):
+            read_list(body + pad, protobuf.CONTENT_TYPE)
     whole = read_list(body, protobuf.CONTENT_TYPE)
     assert whole["metadata"] == {"resourceVersion": "12"} and len(whole["items"]) == 1
 

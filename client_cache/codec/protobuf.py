@@ -84,12 +84,15 @@ def unwrap(body: Buffer) -> tuple[str, str, tuple[int, int]]:
         raise DecodeError("protobuf: the body does not start with the k8s magic")
     api_version = kind = ""
     raw: tuple[int, int] | None = None
+    typed = False
     for number, wire_type, value in fields(body, 4):
+        if wire_type == BYTES and ((number == 1 and typed) or (number == 2 and raw is not None)):
+            raise DecodeError("protobuf: an envelope with a repeated type or object")
         if number == 1 and wire_type == BYTES:
-            # a message repeated is merged (protobuf's rule): what it leaves out stays
+            typed = True
             meta = small_message(body, value, "22")
-            api_version = Str().read(body, *meta[1]) if 1 in meta else api_version
-            kind = Str().read(body, *meta[2]) if 2 in meta else kind
+            api_version = Str().read(body, *meta[1]) if 1 in meta else ""
+            kind = Str().read(body, *meta[2]) if 2 in meta else ""
         elif number == 2 and wire_type == BYTES:
             raw = value
         elif number == 3 and wire_type == BYTES and value[0] != value[1]:
@@ -259,9 +262,11 @@ class ListReader:
                 self._raw_left = end - start
                 pos = start
                 continue
+            if number == 2 or (number == 1 and self._type_meta is not None):
+                raise DecodeError("protobuf: an envelope with a repeated type or object")
             if end > len(self._buffer):
                 break
-            if number == 1 and self._raw_left < 0:
+            if number == 1:
                 self._read_type_meta(start, end)
             elif number == 3 and end > start:
                 raise DecodeError("protobuf: an encoded (compressed) envelope is not read")

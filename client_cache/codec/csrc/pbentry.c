@@ -107,7 +107,7 @@ envelope(Decoder *d, PyObject *kinds, Py_ssize_t start, Py_ssize_t end)
         return pb_malformed("the body does not start with the k8s magic");
     }
     Py_ssize_t pos = start + 4, raw[2] = {0, 0}, meta[4] = {0, 0, 0, 0};
-    int found_raw = 0;
+    int found_raw = 0, found_meta = 0;
     while (pos < end) {
         Wire f;
         if (pb_next_field(d->buf, &pos, end, &f) < 0) {
@@ -116,9 +116,15 @@ envelope(Decoder *d, PyObject *kinds, Py_ssize_t start, Py_ssize_t end)
         if (f.wire != 2) {
             continue;
         }
+        if ((f.number == 1 && found_meta) || (f.number == 2 && found_raw)) {
+            /* one type and one object: a second would replace the first (Go keeps the
+             * last), a padded or spliced body the server never writes */
+            return pb_malformed("an envelope with a repeated type or object");
+        }
         if (f.number == 1) {
             uint64_t values[2];
             int found[2] = {0, 0};
+            found_meta = 1;
             if (pb_small_message(d, f.start, f.end, "22", values, meta, found) < 0) {
                 return NULL;
             }

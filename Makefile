@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest test test-pythons lint package-check bench bench-micro soak demo example clean protoschema
+.PHONY: venv envtest test test-pythons test-no-native test-sanitize lint package-check bench bench-micro soak demo example clean protoschema
 
 venv: $(STAMP)
 
@@ -44,6 +44,46 @@ test-pythons:
 	rc=0; for pid in $$pids; do wait $$pid || rc=1; done; \
 	for v in $(OTHER_PYTHONS); do echo "=== Python $$v"; cat .venv-$$v/pytest.log; done; \
 	exit $$rc
+
+# The test modules of the codec, the watch, LIST bodies and the work queue, which the
+# native_impl fixture runs on the native parts and on their Python twins.
+NATIVE_TESTS := tests/test_json.py tests/test_watch.py tests/test_listwatch.py \
+	tests/test_protobuf.py tests/test_protobuf_schema.py tests/test_skip_paths.py \
+	tests/test_structs.py tests/test_objects.py tests/test_pager.py \
+	tests/test_strict_parsers.py tests/test_codec_differential.py \
+	tests/test_workqueue_queue.py tests/test_delaying_queue.py tests/test_workqueue_stress.py \
+	tests/test_native.py tests/test_stubs.py
+# The C-path tests: the codec's and the work queue's native parts and the differential
+# corpus (each marked test that needs the C part, plus the modules that test it alone).
+C_PATH_TESTS := tests/test_sharing.py tests/test_sharing_decode.py tests/test_sharing_values.py \
+	tests/test_previous.py tests/test_list_stream.py tests/test_watch_lines.py \
+	tests/test_protobuf.py tests/test_protobuf_structs.py tests/test_skip_paths.py \
+	tests/test_json.py tests/test_relist_reuse.py tests/test_strict_parsers.py \
+	tests/test_codec_differential.py tests/test_workqueue_queue.py tests/test_structs.py
+
+# Those modules with every native part off (CLIENT_CACHE_NATIVE=0): the Python twins
+# alone, as on a machine without a C compiler (about a minute).
+test-no-native: $(STAMP)
+	CLIENT_CACHE_NATIVE=0 $(PY) -m pytest -p no:cacheprovider -q $(NATIVE_TESTS) $(PYTEST_ARGS)
+
+# The C-path tests and a larger differential corpus against the native parts built with
+# AddressSanitizer and UndefinedBehaviorSanitizer (gcc), in a copy of the tracked tree
+# under build/sanitize; any report aborts the run and fails it (about 3 minutes).
+SANITIZE_DIR := build/sanitize
+SANITIZE_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+test-sanitize: $(STAMP)
+	rm -rf $(SANITIZE_DIR) && mkdir -p $(SANITIZE_DIR)
+	git ls-files -z | xargs -0 tar -cf - | tar -xf - -C $(SANITIZE_DIR)
+	cd $(SANITIZE_DIR) && CFLAGS="$(SANITIZE_CFLAGS)" LDFLAGS="-fsanitize=address,undefined" \
+	  $(CURDIR)/$(PY) setup.py build_ext --inplace -q
+	cd $(SANITIZE_DIR) && export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYTHONPATH=. \
+	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	  CLIENT_CACHE_FUZZ_CASES=3000 && \
+	$(CURDIR)/$(PY) -c "import os; from client_cache.codec import extension as e; \
+	  from client_cache.workqueue import queue as q; \
+	  assert all(m.__file__.startswith(os.getcwd()) for m in (e.codec, q._queue))" && \
+	$(CURDIR)/$(PY) -m pytest -p no:cacheprovider -q -m "not slow" $(C_PATH_TESTS) $(PYTEST_ARGS)
 
 # One example on the embedded server: make example NAME=workqueue_controller
 example: $(STAMP)

@@ -20,8 +20,10 @@ from client_cache.util import native
 
 
 @pytest.fixture(autouse=True)
-def fresh_loads() -> Iterator[None]:
-    """Each test looks its parts up anew (``native.load`` answers once per name)."""
+def fresh_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test looks its parts up anew (``native.load`` answers once per name), with
+    the parts on (these tests are of the loader, also in the leg that turns them off)."""
+    monkeypatch.delenv(native.NATIVE_ENV, raising=False)
     native.load.cache_clear()
     yield
     native.load.cache_clear()

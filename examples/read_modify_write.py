@@ -16,7 +16,7 @@ import copy
 from _cluster import connect, parser
 from kubernetes.client import CoreV1Api, V1PodCondition, V1PodStatus
 
-from client_cache.codec.objects import to_model, to_wire
+from client_cache.codec import to_model, to_wire
 from client_cache.informers import new_shared_informer_factory
 
 

@@ -23,4 +23,14 @@ per concern: the string table, the walk, the JSON decoder, the line decoder, the
 scanner, the protobuf decoder, the tables of shapes, values and layouts, and the module
 init) and has a pure-Python twin for everything it does; ``CLIENT_CACHE_NATIVE=0`` runs
 the twins (:mod:`client_cache.util.native`).
+
+What users call is exported here: :func:`struct_type` (the struct mode's classes),
+:func:`to_model`, :func:`to_wire`, :func:`to_struct` and :data:`WireObject` (an object's
+three forms). They lived at ``client_cache.structs`` and ``client_cache.objects`` before
+the codec had a room of its own.
 """
+
+from client_cache.codec.objects import WireObject, to_model, to_struct, to_wire
+from client_cache.codec.structs import struct_type
+
+__all__ = ["WireObject", "struct_type", "to_model", "to_struct", "to_wire"]

@@ -41,7 +41,7 @@ def test_quick_start_runs() -> None:
 def test_mapping_table_covers_every_exported_name() -> None:
     rows = mapping_rows()
     listed = [name for name, _, _ in rows]
-    assert len(listed) == len(set(listed)), "a name has two rows"
+    assert len(rows) == len({(name, module) for name, module, _ in rows}), "a row twice"
     missing = exported_names() - set(listed)
     assert not missing, f"add rows to docs/mapping.md (python tools/gen_mapping.py): {missing}"
     for name, module, go in rows:
@@ -66,3 +66,11 @@ def test_readme_links_and_examples_exist() -> None:
     listed = set(re.findall(r"`examples/([a-z_]+\.py)`", README))
     present = {p.name for p in (ROOT / "examples").glob("[a-z]*.py")}
     assert present <= listed, f"examples missing from the README: {present - listed}"
+
+
+def test_two_objects_of_one_name_have_a_row_each() -> None:
+    """The mapping goes by qualified name: client-go's Controller and the runtime's
+    (kube-rs's) are two rows, each with its own upstream."""
+    rows = {(name, module): go for name, module, go in mapping_rows()}
+    assert rows[("Controller", "client_cache")].strip() == "`Controller`"
+    assert rows[("Controller", "client_cache.runtime")].strip() == "—"

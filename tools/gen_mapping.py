@@ -3,7 +3,9 @@
 Run ``python tools/gen_mapping.py`` after adding an export (``tests/test_docs.py`` fails until
 the table covers it). Go names follow the naming rules (``new_delta_fifo`` ->
 ``NewDeltaFIFO``, ``NAMESPACE_INDEX`` -> ``NamespaceIndex``); ``OVERRIDES`` holds the names
-that do not follow them and the names that exist only in this port.
+that do not follow them and the names that exist only in this port, by bare name or, where
+two modules export different objects of one name, by qualified name
+(``client_cache.runtime.Controller``).
 """
 
 from __future__ import annotations
@@ -340,7 +342,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "throttle_client": ("rest.Config.RateLimiter", "on a kubernetes ApiClient"),
     "Action": ("—", "kube-rs Action (requeue, await_change)"),
     "Context": ("—", "kube-rs Arc<Context>: the user's data plus the request"),
-    "Controller": ("—", "kube-rs Controller"),
+    "client_cache.runtime.Controller": ("—", "kube-rs Controller"),
     "ControllerConfig": ("—", "kube-rs controller::Config plus controller-runtime options"),
     "ControllerMetricsProvider": ("—", "controller-runtime reconcile metrics"),
     "ControllerMetrics": ("—", "one controller's reconcile metrics"),
@@ -370,7 +372,8 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "FEW_COLLECTED": ("—", "a full pass freeing fewer objects doubles the factor"),
     "factor": ("—", "the current factor (adapts to what full passes free)"),
     "set_enabled": ("—", "turn the spacing of full collections on or off"),
-    "enabled": ("—", "is the spacing of full collections on?"),
+    "client_cache.codec.gc_policy.enabled": ("—", "is the spacing of full collections on?"),
+    "client_cache.util.native.enabled": ("—", "are the native parts on (CLIENT_CACHE_NATIVE)?"),
     "active": ("—", "how many spacing blocks run (one per reflector)"),
     "AVAILABLE": ("—", "is the C string-sharing walker installed?"),
     "SHARE_STRINGS_ENV": ("—", "CLIENT_CACHE_SHARE_STRINGS=0 turns sharing off"),
@@ -449,7 +452,10 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "check_indexer_consistency": ("—", "test helper: indices match the items"),
     "EmbeddedApiServer": ("—", "Kubernetes HTTP protocol on loopback, fault injection"),
     "EmbeddedApiServerProcess": ("—", "the embedded server in a child process"),
-    "main": ("—", "the embedded server's command line"),
+    "client_cache.testing.apiserver.main": ("—", "the embedded server's command line"),
+    "client_cache.testing.envtest.main": ("—", "the envtest command line (build the real "
+                                         "server, print its paths)"),
+    "client_cache.testing.leader.main": ("—", "one leader-election candidate process"),
     "WRITTEN_AT_ANNOTATION": ("—", "load generator: when an object was written"),
     "ApiStore": ("—", "the embedded server's storage"),
     "BUILTIN_RESOURCES": ("—", "resources the embedded server serves"),
@@ -517,35 +523,46 @@ OVERRIDES: dict[str, tuple[str, str]] = {
 }
 
 
-def go_name(name: str) -> str:
-    if name in OVERRIDES:
-        return OVERRIDES[name][0]
+def override(name: str, where: str) -> tuple[str, str] | None:
+    """The OVERRIDES row of ``name`` exported from module ``where``: its qualified name's
+    (``client_cache.runtime.Controller``) before its bare name's, so that two names alike
+    in two modules (client-go's ``Controller``, kube-rs's) each get their own."""
+    return OVERRIDES.get(f"{where}.{name}", OVERRIDES.get(name))
+
+
+def go_name(name: str, where: str = "") -> str:
+    found = override(name, where)
+    if found is not None:
+        return found[0]
     if name[:1].isupper() and not name.isupper():
         return name  # classes keep their Go name
     parts = name.lower().split("_")
     return "".join(ACRONYMS.get(p, p.capitalize()) for p in parts if p)
 
 
-def exports() -> dict[str, tuple[str, str]]:
-    """name -> (module that defines it, shortest module that exports it)."""
+def exports() -> dict[tuple[str, str], tuple[str, str]]:
+    """(name, identity) -> (module whose section lists it, shortest module exporting it).
+    A class or function is one row wherever it is re-exported (its identity is the
+    module defining it); two objects of one name are two rows."""
     modules = ["client_cache", *sorted(
         m.name for m in pkgutil.walk_packages(client_cache.__path__, "client_cache.")
         if not m.name.endswith(".__main__"))]  # importing __main__ would run it
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[tuple[str, str], tuple[str, str]] = {}
     for module_name in modules:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
             defined = inspect.isclass(obj) or inspect.isfunction(obj)
             home = getattr(obj, "__module__", "") if defined else ""
+            key = (name, home)
             # tools/cache names share one section, as they share one Go package
             if home not in PACKAGES and not home.startswith("client_cache.workqueue"):
                 home = module_name
-            if name in found:  # import it from the shortest module that exports it
-                first, shortest = found[name]
-                found[name] = (first, min(shortest, module_name, key=len))
+            if key in found:  # import it from the shortest module that exports it
+                first, shortest = found[key]
+                found[key] = (first, min(shortest, module_name, key=len))
             else:
-                found[name] = (home, module_name)
+                found[key] = (home, module_name)
     return found
 
 
@@ -557,9 +574,9 @@ def group(module: str) -> str:
 
 def render() -> str:
     rows: dict[str, list[tuple[str, str, str, str]]] = {}
-    for name, (home, where) in exports().items():
-        remark = OVERRIDES.get(name, ("", ""))[1]
-        go = go_name(name)
+    for (name, _), (home, where) in exports().items():
+        remark = (override(name, where) or ("", ""))[1]
+        go = go_name(name, where)
         if re.fullmatch(r"[a-z][A-Za-z0-9]*", go.split(" (")[0]) and go not in GO_KEYWORDS:
             remark = "; ".join(r for r in ("unexported in Go", remark) if r)
         rows.setdefault(group(home), []).append((name, go, where, remark))

@@ -187,18 +187,19 @@ def probe(report: dict[str, Any], when: str) -> None:
 
 
 def run_contender(cmd: list[str], on_ready: Callable[[str], None] | None = None,
-                  ) -> dict[str, dict[str, Any]]:
+                  cwd: Path | None = None) -> dict[str, dict[str, Any]]:
     """Run one contender and return its results by scenario, each with the 1-minute load
     when it began. ``on_ready(phase)`` runs when the contender prints ``READY <phase>``
     (the driver starts the server's changes then). Waits first for the load to settle.
     A contender that fails is run once more (its results then say ``retried`` with the
     first exit code), so one crash does not cost the whole benchmark; a second failure
-    raises."""
+    raises. ``cwd`` (this checkout by default) is where a Python contender's ``bench``
+    and ``client_cache`` come from (bench/bench_alternate.py runs two checkouts')."""
     first_failure: int | None = None
     for attempt in range(2):
         load = settle()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=ROOT.parent)
+                                text=True, cwd=cwd or ROOT.parent)
         results: dict[str, dict[str, Any]] = {}
         assert proc.stdout is not None
         for raw in proc.stdout:

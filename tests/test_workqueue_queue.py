@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from client_cache import workqueue
+from client_cache.util import native
 from client_cache.workqueue import DefaultQueue, QueueConfig
-from tests.fixtures import eventually
+from client_cache.workqueue.core import PyQueueCore
+from tests.fixtures import eventually, missing
 from tests.test_workqueue_metrics import RecordingProvider
 
 pytestmark = pytest.mark.usefixtures("native_impl")  # the C core and the Python code
@@ -305,8 +307,8 @@ def test_every_blocked_getter_is_woken_once_per_item() -> None:
             got.append(item)
 
     def blocked(count: int) -> bool:
-        with q._cond:  # the queue's own list of threads asleep in get()
-            return len(q._getters) == count
+        with q._cond:  # the core's count of threads asleep in get()
+            return q._core.sleepers_locked() == count
 
     threads = [threading.Thread(target=getter, name=f"test-getter-{i}") for i in range(4)]
     for t in threads:
@@ -334,12 +336,16 @@ def test_a_getter_that_timed_out_leaves_nothing_behind_for_add_to_wake() -> None
     q: workqueue.Typed[str] = workqueue.new()
     with pytest.raises(TimeoutError):
         q.get(timeout=0.05)
-    assert len(q._getters) == 0
+    with q._cond:
+        assert q._core.sleepers_locked() == 0
     got: queue.Queue[str | None] = queue.Queue()
     waiter = threading.Thread(target=lambda: got.put(q.get(timeout=10)[0]),
                               name="test-getter")
     waiter.start()
-    eventually(lambda: len(q._getters) == 1, 10)
+    def sleeping() -> int:
+        with q._cond:
+            return q._core.sleepers_locked()
+    eventually(lambda: sleeping() == 1, 10)
     q.add("item")
     assert got.get(timeout=10) == "item"
     waiter.join(1)
@@ -507,3 +513,16 @@ def test_a_shut_down_queue_and_its_core_are_freed() -> None:
     del q, worker
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)
+
+
+def test_the_native_core_has_exactly_its_python_specifications_methods() -> None:
+    """client_cache.workqueue.core.PyQueueCore is the native QueueCore's specification:
+    the same methods and attributes, and the queue keeps no state beside its core."""
+    module = native.load("workqueue._queue")
+    if module is None:
+        missing("client_cache.workqueue._queue was not built")
+    spec = {n for n in dir(PyQueueCore) if not n.startswith("_")} | {"lock"}
+    assert {n for n in dir(module.QueueCore) if not n.startswith("_")} == spec
+    q: workqueue.Typed[str] = workqueue.new()
+    for state in ("_dirty", "_processing", "_getters", "_shutting_down", "_drain", "_queue"):
+        assert not hasattr(q, state), state

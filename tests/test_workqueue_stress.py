@@ -88,7 +88,8 @@ def test_worker_pool() -> None:
 
     def quiet() -> bool:
         with inner._cond:
-            return not pending_retry and inner._queue.len() == 0 and not inner._dirty
+            return (not pending_retry and inner._core.queued_locked() == 0
+                    and not inner._core.dirty_locked())
 
     with changed:
         assert changed.wait_for(quiet, 30), f"queue never went quiet (seed {seed})"
@@ -98,7 +99,7 @@ def test_worker_pool() -> None:
         assert not in_flight, f"drain returned with {sorted(in_flight)[:5]} in flight"
         assert counts["get"] == counts["done"], counts
     with inner._cond:
-        assert not inner._processing
+        assert not inner._core.processing_locked()
     for t in workers:
         t.join(1.0)
         assert not t.is_alive()

@@ -20,14 +20,18 @@ event loop (a port addition).
 Workers must call ``done(item)`` for every item they ``get``. A ``done`` for an item that
 is not being processed is ignored (upstream would put a queued copy of it in line twice).
 
-Where the optional C extension ``client_cache.workqueue._queue`` is built, a queue with the
-default storage and no metrics runs ``add``, ``get`` (when an item is waiting) and
-``done`` as one C call each, which takes the queue's lock, does the work and lets the lock
-go without letting go of the GIL (for items whose hash and equality are C code: str, int,
-tuples of them). In Python, a thread could lose the GIL inside the locked section, and a
-producer and a worker then took turns on the lock through the kernel for every item (a
-lock convoy; half the throughput). The Python code below does the same thing and runs for
-every other queue; ``CLIENT_CACHE_WORKQUEUE_C=0`` makes every queue use it.
+A queue's state (its line, its dirty and processing sets, its sleeping getters, whether it
+is shutting down) lives in one core, :mod:`client_cache.workqueue.core`. Where the
+optional C extension ``client_cache.workqueue._queue`` is built, a queue with the default
+storage and no metrics has the native ``QueueCore``, whose ``add``, ``get`` (when an item
+is waiting) and ``done`` are one C call each that takes the core's lock, does the work and
+lets the lock go without letting go of the GIL (for items whose hash and equality are C
+code: str, int, tuples of them). In Python, a thread could lose the GIL inside the locked
+section, and a producer and a worker then took turns on the lock through the kernel for
+every item (a lock convoy; half the throughput). Every other queue has the Python twin,
+:class:`~client_cache.workqueue.core.PyQueueCore`, which is the native core's
+specification; ``CLIENT_CACHE_WORKQUEUE_C=0`` (or ``CLIENT_CACHE_NATIVE=0``) makes every
+queue use it.
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ import contextlib
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -46,6 +49,7 @@ from client_cache.util import native
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.parking import Parker
+from client_cache.workqueue.core import DefaultQueue, PyQueueCore, Queue, default_queue
 from client_cache.workqueue.metrics import (
     MetricsProvider,
     NoQueueMetrics,
@@ -89,8 +93,6 @@ C_CORE_ENV = "CLIENT_CACHE_WORKQUEUE_C"
 """Set to ``0`` to run every work queue made afterwards on the Python code (see the
 module documentation)."""
 
-_NOTHING = object()  # what the C core's take() returns when the line is empty
-
 
 @runtime_checkable
 class Interface(Protocol[T]):
@@ -133,60 +135,6 @@ class Interface(Protocol[T]):
         ...
 
 
-@runtime_checkable
-class Queue(Protocol[T]):
-    """The storage behind a work queue, pluggable for priority orders (Go ``Queue[T]``).
-    ``touch`` is called when an already queued item is added again."""
-
-    def touch(self, item: T) -> None:
-        """Note that a queued ``item`` was added again (a plain FIFO does nothing) (Go
-        ``Touch``)."""
-        ...
-
-    def push(self, item: T) -> None:
-        """Put ``item`` at the back (Go ``Push``)."""
-        ...
-
-    def len(self) -> int:
-        """How many items are in line (Go ``Len``)."""
-        ...
-
-    def pop(self) -> T:
-        """Take the item at the front (Go ``Pop``)."""
-        ...
-
-
-class DefaultQueue(Generic[T]):
-    """First in, first out (Go ``DefaultQueue``); holds no reference to popped items."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self) -> None:
-        self._items: deque[T] = deque()
-
-    def touch(self, item: T) -> None:
-        """Note that a queued ``item`` was added again (a plain FIFO does nothing) (Go
-        ``Touch``)."""
-        pass
-
-    def push(self, item: T) -> None:
-        """Put ``item`` at the back (Go ``Push``)."""
-        self._items.append(item)
-
-    def len(self) -> int:
-        """How many items are in line (Go ``Len``)."""
-        return len(self._items)
-
-    def pop(self) -> T:
-        """Take the item at the front (Go ``Pop``)."""
-        return self._items.popleft()
-
-
-def default_queue() -> Queue[T]:
-    """A new FIFO storage (Go ``DefaultQueue``)."""
-    return DefaultQueue()
-
-
 @dataclass
 class QueueConfig(Generic[T]):
     """Options of :func:`new_with_config` (Go ``TypedQueueConfig``). A queue without a
@@ -201,7 +149,13 @@ class QueueConfig(Generic[T]):
 
 class Typed(QueueIteration[T]):
     """The work queue (Go ``Typed[T]``). Build it with :func:`new` or
-    :func:`new_with_config`."""
+    :func:`new_with_config`.
+
+    Its state lives in one core (:mod:`client_cache.workqueue.core`): the native
+    ``QueueCore`` for the default storage without metrics, else the Python
+    :class:`~client_cache.workqueue.core.PyQueueCore`. This class blocks, wakes and
+    counts around it: getters park on the core until an item comes, coroutines wait on
+    futures, a draining shutdown on a condition of the core's lock."""
 
     def __init__(
         self,
@@ -213,34 +167,28 @@ class Typed(QueueIteration[T]):
     ) -> None:
         self.name = name
         self._clock = clock
-        self._queue = queue
-        self._dirty: set[T] = set()
-        self._processing: set[T] = set()
-        # ``with self._lock`` is the C lock's own context manager. A thread waiting in
-        # get() parks on a Parker of its own, until add() or done() takes it off
-        # _getters and unparks it: one deque check per add while nobody waits, and one
-        # wake per sleeper (a Condition paid an ownership check and a notify on every add
-        # until the woken worker had run: a fifth of a busy producer's time). The
-        # condition (same lock) is only for shut_down_with_drain.
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._getters: deque[Parker] = deque()
-        self._shutting_down = False
-        self._drain = False
         self._metrics = metrics
-        self._counted = not isinstance(metrics, NoQueueMetrics)  # skip no-op calls
+        counted = not isinstance(metrics, NoQueueMetrics)
+        # exactly DefaultQueue (a subclass may touch or order); the native core or its twin
+        self._core: _queue.QueueCore | PyQueueCore[T]
+        if (C_CORE_AVAILABLE and isinstance(queue, DefaultQueue) and type(queue) is DefaultQueue
+                and not counted
+                and os.environ.get(C_CORE_ENV, "1") != "0"):
+            self._core = _queue.QueueCore()
+        else:
+            self._core = PyQueueCore(queue, metrics)
+        self._nothing = self._core.NOTHING
+        # A thread waiting in get() parks on a Parker of its own, until add() or done()
+        # hands it back to be unparked: one deque check per add while nobody waits, and
+        # one wake per sleeper. The condition (the core's lock) is for
+        # shut_down_with_drain only.
+        self._lock = self._core.lock
+        self._cond = threading.Condition(self._lock)
         self._update_period = update_period
         self._stopped = DoneChan()
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._metrics_thread: threading.Thread | None = None
-        self._core: _queue.Core | None = None  # the C core (module documentation)
-        # exactly DefaultQueue (a subclass may touch or order); isinstance narrows for mypy
-        if (C_CORE_AVAILABLE and isinstance(queue, DefaultQueue)
-                and type(queue) is DefaultQueue
-                and not self._counted and os.environ.get(C_CORE_ENV, "1") != "0"):
-            self._core = _queue.Core(self._lock, self._dirty, self._processing,
-                                         queue._items, self._getters, _NOTHING)
-        if not isinstance(metrics, NoQueueMetrics):
+        if counted:
             self._metrics_thread = threading.Thread(
                 target=self._update_unfinished_work_loop,
                 name=f"workqueue-metrics-{name or 'unnamed'}",
@@ -250,39 +198,19 @@ class Typed(QueueIteration[T]):
 
     def add(self, item: T) -> None:
         """Queue ``item`` unless it is queued already or the queue is shutting down."""
-        core = self._core
-        if core is not None:
-            self._woken(core.add(item))
-            return
-        with self._lock:
-            if self._shutting_down:
-                return
-            if item in self._dirty:
-                if item not in self._processing:
-                    self._queue.touch(item)
-                return
-            if self._counted:
-                self._metrics.add(item)
-            self._dirty.add(item)
-            if item in self._processing:
-                return  # done() will queue it again
-            self._queue.push(item)
-            if self._getters:
-                self._getters.popleft().unpark()
-            if self._async_waiters:
-                self._wake_async_locked()
+        self._woken(self._core.add(item))
 
     @property
     def c_core(self) -> bool:
-        """True when this queue's ``add``, ``get`` and ``done`` run in the C core (see the
+        """True when this queue's state and operations are the native core's (see the
         module documentation): the default storage, no metrics, the extension built and
         not turned off by ``CLIENT_CACHE_WORKQUEUE_C=0`` when the queue was made."""
-        return self._core is not None
+        return not isinstance(self._core, PyQueueCore)
 
     def len(self) -> int:
         """How many items wait to be handed out (items being processed not included)."""
         with self._lock:
-            return self._queue.len()
+            return self._core.queued_locked()
 
     def __len__(self) -> int:
         return self.len()
@@ -291,14 +219,13 @@ class Typed(QueueIteration[T]):
         """Block until an item can be handed out: ``(item, False)``; once shut down and
         empty: ``(None, True)``. ``timeout`` (a port addition) raises ``TimeoutError``."""
         core = self._core
-        if core is not None:
-            item = core.take()
-            if item is not _NOTHING:
-                return item, False
+        item = core.take()
+        if item is not self._nothing:
+            return item, False
         deadline = None if timeout is None else time.monotonic() + timeout
         self._lock.acquire()
         try:
-            while self._queue.len() == 0 and not self._shutting_down:
+            while core.queued_locked() == 0 and not core.shutting_down_locked():
                 remaining = -1.0
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
@@ -313,7 +240,7 @@ class Typed(QueueIteration[T]):
         """Sleep until add(), done() or a shutdown wakes this thread, or ``timeout``
         seconds (-1: no limit) pass; the queue's lock is let go meanwhile."""
         waiter = Parker()
-        self._getters.append(waiter)
+        self._core.park_locked(waiter)
         self._lock.release()
         woken = False
         try:
@@ -321,8 +248,7 @@ class Typed(QueueIteration[T]):
         finally:  # also when interrupted: a stale entry would swallow someone's wake-up
             self._lock.acquire()
             if not woken:
-                with contextlib.suppress(ValueError):  # woken as the time ran out: fine
-                    self._getters.remove(waiter)
+                self._core.unpark_locked(waiter)  # False: woken as the time ran out
 
     async def get_async(self) -> tuple[T | None, bool]:
         """:meth:`get` for a coroutine: wait, without holding a thread or blocking the
@@ -332,7 +258,7 @@ class Typed(QueueIteration[T]):
         loop = asyncio.get_running_loop()
         while True:
             with self._lock:
-                if self._queue.len() or self._shutting_down:
+                if self._core.queued_locked() or self._core.shutting_down_locked():
                     return self._take_locked()
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._async_waiters.append((loop, waiter))
@@ -344,18 +270,10 @@ class Typed(QueueIteration[T]):
                         self._async_waiters.remove((loop, waiter))
 
     def _take_locked(self) -> tuple[T | None, bool]:
-        if self._queue.len() == 0:
+        item = self._core.take_locked()
+        if item is self._nothing:
             return None, True
-        item = self._queue.pop()
-        if self._counted:
-            self._metrics.get(item)
-        self._processing.add(item)
-        self._dirty.discard(item)
         return item, False
-
-    def _wake_getters_locked(self) -> None:
-        while self._getters:
-            self._getters.popleft().unpark()
 
     def _wake_async_locked(self) -> None:
         """Wake every waiting :meth:`get_async` (each checks the queue again; few
@@ -368,8 +286,8 @@ class Typed(QueueIteration[T]):
                 loop.call_soon_threadsafe(_set_done, waiter)
 
     def _woken(self, sleeper: Parker | Literal[True] | None) -> None:
-        """After a C core call: wake the getter it took off ``_getters``, or (True) the
-        draining shutdown, and any waiting coroutine (each looks at the queue again)."""
+        """After a core call: wake the getter it handed back, or (True) the draining
+        shutdown, and any waiting coroutine (each looks at the queue again)."""
         if sleeper is True:
             with self._lock:
                 self._cond.notify_all()
@@ -381,57 +299,35 @@ class Typed(QueueIteration[T]):
 
     def done(self, item: T) -> None:
         """Mark ``item`` processed; if it was added meanwhile, queue it again."""
-        core = self._core
-        if core is not None:
-            self._woken(core.done(item))
-            return
-        with self._lock:
-            if item not in self._processing:
-                return  # never handed out (or already done): nothing to do
-            if self._counted:
-                self._metrics.done(item)
-            self._processing.discard(item)
-            if item in self._dirty:
-                self._queue.push(item)
-                if self._getters:
-                    self._getters.popleft().unpark()
-                if self._async_waiters:
-                    self._wake_async_locked()
-            elif self._drain and not self._processing:
-                self._cond.notify_all()  # wakes shut_down_with_drain
+        self._woken(self._core.done(item))
 
     def shut_down(self) -> None:
         """Stop accepting items; workers get what is queued, then ``shutdown=True``.
         Releases a waiting :meth:`shut_down_with_drain`."""
         with self._lock:
-            self._set_shutting_down_locked(drain=False)
+            getters = self._core.shut_down_locked(False)
             self._cond.notify_all()
-            self._wake_getters_locked()
             self._wake_async_locked()
+        for getter in getters:
+            getter.unpark()
         self._stop_metrics()
 
     def shut_down_with_drain(self) -> None:
         """Like :meth:`shut_down`, then wait until every handed-out item is done (or until
         a :meth:`shut_down` call cancels the drain)."""
         with self._lock:
-            self._set_shutting_down_locked(drain=True)
-            self._wake_getters_locked()
+            getters = self._core.shut_down_locked(True)
             self._wake_async_locked()
-            while self._processing and self._drain:
+            for getter in getters:
+                getter.unpark()
+            while self._core.processing_locked() and self._core.draining_locked():
                 self._cond.wait()
         self._stop_metrics()
-
-    def _set_shutting_down_locked(self, drain: bool) -> None:
-        self._drain = drain
-        self._shutting_down = True
-        if self._core is not None:
-            self._core.drain = drain
-            self._core.shutting_down = True
 
     def shutting_down(self) -> bool:
         """True once the queue is shutting down (Go ``ShuttingDown``)."""
         with self._lock:
-            return self._shutting_down
+            return self._core.shutting_down_locked()
 
     def _stop_metrics(self) -> None:
         self._stopped.close()
@@ -447,7 +343,7 @@ class Typed(QueueIteration[T]):
                 if index == 0:
                     return
                 with self._lock:
-                    if self._shutting_down:
+                    if self._core.shutting_down_locked():
                         return
                     self._metrics.update_unfinished_work()
         finally:

@@ -1,44 +1,48 @@
-/* client_cache.workqueue._queue: the C part of client_cache.workqueue.queue (read its
- * WorkQueueCore first, which this mirrors operation for operation).
+/* client_cache.workqueue._queue.QueueCore: a work queue's state and the operations on it,
+ * in C. client_cache.workqueue.core.PyQueueCore is its specification, method for method
+ * (read that first); this type does the same for the default storage without metrics.
+ *
+ * It owns its lock (a _thread lock, handed out as .lock for the waiting the Python queue
+ * does around it), its line (a deque), its dirty and processing sets, its sleeping
+ * getters and its shutdown flags: one copy of each, nothing shared with the Python side.
  *
  * Why C: a Python critical section can lose the GIL at any call inside it while it holds
  * the queue's lock. The thread that took the GIL then blocks on the lock, and when the
  * lock is let go it is handed to that sleeping thread, which now owns the lock but not
  * the GIL: the first thread's next add blocks in turn, and the two threads take turns
  * through the kernel on every item (a lock convoy; a worker and a producer made about
- * 5,000 context switches per 50,000 items). Here each operation takes the lock, does its
- * work and lets the lock go inside one C call, which keeps the GIL throughout as long as
- * the item's hash and equality are C code (str, int, tuples of them), so under the GIL
- * no other thread ever finds the lock held by one of these calls. The lock is still
- * taken, so the operations stay exclusive where Python code runs in between (an item
- * type with Python __hash__/__eq__) and on free-threaded builds. */
+ * 5,000 context switches per 50,000 items). Here add, take and done each take the lock,
+ * do their work and let the lock go inside one C call, which keeps the GIL throughout as
+ * long as the item's hash and equality are C code (str, int, tuples of them), so under
+ * the GIL no other thread ever finds the lock held by one of these calls. The lock is
+ * still taken, so the operations stay exclusive where Python code runs in between (an
+ * item type with Python __hash__/__eq__) and on free-threaded builds. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h> /* offsetof */
-#ifndef Py_T_BOOL /* before 3.12 */
-#include <structmember.h>
-#define Py_T_BOOL T_BOOL
-#endif
 
 typedef struct {
     PyObject_HEAD
-    PyObject *acquire;        /* the lock's bound acquire and release */
+    PyObject *lock;           /* the core's own lock, and its bound acquire and release */
+    PyObject *acquire;
     PyObject *release;
-    PyObject *dirty;          /* set: queued or to queue again once done */
+    PyObject *dirty;          /* set: queued, or to queue again once done */
     PyObject *processing;     /* set: handed out, not done */
-    PyObject *append;         /* the line's bound append and popleft (a deque) */
+    PyObject *line;           /* deque: the items in line, and its bound append, popleft */
+    PyObject *append;
     PyObject *popleft;
-    PyObject *line;           /* the deque itself, for its length */
-    PyObject *getters;        /* deque of sleeping getters (Parkers) */
+    PyObject *getters;        /* deque of sleeping getters (Parkers), and its bound methods */
     PyObject *getters_popleft;
-    PyObject *nothing;        /* what take() returns when the line is empty */
+    PyObject *getters_remove;
     char shutting_down;
     char drain;
     PyObject *weakrefs;       /* so tests can check that a core is freed */
-} Core;
+} QueueCore;
+
+static PyObject *nothing; /* QueueCore.NOTHING: what take() returns when the line is empty */
 
 static int
-lock(Core *self)
+lock(QueueCore *self)
 {
     PyObject *r = PyObject_CallNoArgs(self->acquire);
     if (r == NULL) {
@@ -50,7 +54,7 @@ lock(Core *self)
 
 /* Let the lock go; returns result, or NULL (with result released) if that failed. */
 static PyObject *
-unlock(Core *self, PyObject *result)
+unlock(QueueCore *self, PyObject *result)
 {
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb); /* an error of the section, kept */
@@ -67,28 +71,30 @@ unlock(Core *self, PyObject *result)
     return result;
 }
 
-/* Append item to the line; the sleeping getter taken off to be woken (new reference),
- * Py_None when none sleeps, NULL on error. */
+/* The first sleeping getter, taken off to be woken (new reference), or None. */
 static PyObject *
-push(Core *self, PyObject *item)
+next_getter(QueueCore *self)
+{
+    if (PyObject_Length(self->getters) <= 0) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    return PyObject_CallNoArgs(self->getters_popleft);
+}
+
+/* Append item to the line; the getter to wake (new reference), None, NULL on error. */
+static PyObject *
+push(QueueCore *self, PyObject *item)
 {
     PyObject *r = PyObject_CallOneArg(self->append, item);
     if (r == NULL) {
         return NULL;
     }
     Py_DECREF(r);
-    Py_ssize_t sleepers = PyObject_Length(self->getters);
-    if (sleepers < 0) {
-        return NULL;
-    }
-    if (sleepers == 0) {
-        Py_RETURN_NONE;
-    }
-    return PyObject_CallNoArgs(self->getters_popleft);
+    return next_getter(self);
 }
 
 static PyObject *
-core_add(Core *self, PyObject *item)
+core_add(QueueCore *self, PyObject *item)
 {
     if (lock(self) < 0) {
         return NULL;
@@ -117,35 +123,40 @@ out:
 }
 
 static PyObject *
-core_take(Core *self, PyObject *Py_UNUSED(ignored))
+take_locked(QueueCore *self)
+{
+    Py_ssize_t queued = PyObject_Length(self->line);
+    if (queued <= 0) {
+        return queued < 0 ? NULL : Py_NewRef(nothing);
+    }
+    PyObject *item = PyObject_CallNoArgs(self->popleft);
+    if (item == NULL) {
+        return NULL;
+    }
+    if (PySet_Add(self->processing, item) < 0 || PySet_Discard(self->dirty, item) < 0) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    return item;
+}
+
+static PyObject *
+core_take(QueueCore *self, PyObject *Py_UNUSED(ignored))
 {
     if (lock(self) < 0) {
         return NULL;
     }
-    PyObject *result = NULL;
-    Py_ssize_t queued = PyObject_Length(self->line);
-    if (queued < 0) {
-        goto out;
-    }
-    if (queued == 0) {
-        result = Py_NewRef(self->nothing);
-        goto out;
-    }
-    PyObject *item = PyObject_CallNoArgs(self->popleft);
-    if (item == NULL) {
-        goto out;
-    }
-    if (PySet_Add(self->processing, item) < 0 || PySet_Discard(self->dirty, item) < 0) {
-        Py_DECREF(item);
-        goto out;
-    }
-    result = item;
-out:
-    return unlock(self, result);
+    return unlock(self, take_locked(self));
 }
 
 static PyObject *
-core_done(Core *self, PyObject *item)
+core_take_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    return take_locked(self);
+}
+
+static PyObject *
+core_done(QueueCore *self, PyObject *item)
 {
     if (lock(self) < 0) {
         return NULL;
@@ -164,13 +175,99 @@ core_done(Core *self, PyObject *item)
         result = push(self, item);
     }
     else if (self->drain && PySet_GET_SIZE(self->processing) == 0) {
-        result = Py_NewRef(Py_True); /* the caller wakes shut_down_with_drain */
+        result = Py_NewRef(Py_True); /* the caller wakes the draining shutdown */
     }
     else {
         result = Py_NewRef(Py_None);
     }
 out:
     return unlock(self, result);
+}
+
+static PyObject *
+core_queued_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_ssize_t queued = PyObject_Length(self->line);
+    return queued < 0 ? NULL : PyLong_FromSsize_t(queued);
+}
+
+static PyObject *
+core_processing_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(PySet_GET_SIZE(self->processing));
+}
+
+static PyObject *
+core_dirty_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(PySet_GET_SIZE(self->dirty));
+}
+
+static PyObject *
+core_sleepers_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_ssize_t sleepers = PyObject_Length(self->getters);
+    return sleepers < 0 ? NULL : PyLong_FromSsize_t(sleepers);
+}
+
+static PyObject *
+core_shutting_down_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->shutting_down);
+}
+
+static PyObject *
+core_draining_locked(QueueCore *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->drain);
+}
+
+static PyObject *
+core_shut_down_locked(QueueCore *self, PyObject *drain)
+{
+    int wait = PyObject_IsTrue(drain);
+    if (wait < 0) {
+        return NULL;
+    }
+    PyObject *getters = PySequence_List(self->getters);
+    if (getters == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(self->getters, "clear", NULL);
+    if (r == NULL) {
+        Py_DECREF(getters);
+        return NULL;
+    }
+    Py_DECREF(r);
+    self->shutting_down = 1;
+    self->drain = (char)wait;
+    return getters;
+}
+
+static PyObject *
+core_park_locked(QueueCore *self, PyObject *getter)
+{
+    PyObject *r = PyObject_CallMethod(self->getters, "append", "O", getter);
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+core_unpark_locked(QueueCore *self, PyObject *getter)
+{
+    PyObject *r = PyObject_CallOneArg(self->getters_remove, getter);
+    if (r == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError)) { /* handed out to be woken */
+            PyErr_Clear();
+            Py_RETURN_FALSE;
+        }
+        return NULL;
+    }
+    Py_DECREF(r);
+    Py_RETURN_TRUE;
 }
 
 static int
@@ -180,41 +277,58 @@ bound(PyObject *obj, const char *name, PyObject **slot)
     return *slot == NULL ? -1 : 0;
 }
 
-static int
-core_init(Core *self, PyObject *args, PyObject *kwds)
+/* A new empty deque. */
+static PyObject *
+new_deque(void)
 {
-    PyObject *lock_obj, *dirty, *processing, *line, *getters, *nothing;
-    static char *kwlist[] = {"lock", "dirty", "processing", "line", "getters", "nothing", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!OOO:Core", kwlist, &lock_obj,
-                                     &PySet_Type, &dirty, &PySet_Type, &processing, &line,
-                                     &getters, &nothing)) {
-        return -1;
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (collections == NULL) {
+        return NULL;
     }
-    if (self->line != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Core is initialised once");
-        return -1;
-    }
-    if (bound(lock_obj, "acquire", &self->acquire) < 0
-        || bound(lock_obj, "release", &self->release) < 0
-        || bound(line, "append", &self->append) < 0
-        || bound(line, "popleft", &self->popleft) < 0
-        || bound(getters, "popleft", &self->getters_popleft) < 0) {
-        return -1;
-    }
-    self->dirty = Py_NewRef(dirty);
-    self->processing = Py_NewRef(processing);
-    self->line = Py_NewRef(line);
-    self->getters = Py_NewRef(getters);
-    self->nothing = Py_NewRef(nothing);
-    return 0;
+    PyObject *made = PyObject_CallMethod(collections, "deque", NULL);
+    Py_DECREF(collections);
+    return made;
 }
 
-/* Every object a Core holds, for the collector's visit and clear. */
-#define CORE_REFS(X) X(acquire) X(release) X(dirty) X(processing) X(append) X(popleft) \
-    X(line) X(getters) X(getters_popleft) X(nothing)
+static PyObject *
+core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":QueueCore", kwlist)) {
+        return NULL;
+    }
+    QueueCore *self = (QueueCore *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    PyObject *thread = PyImport_ImportModule("_thread");
+    if (thread == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->lock = PyObject_CallMethod(thread, "allocate_lock", NULL);
+    Py_DECREF(thread);
+    if (self->lock == NULL || (self->dirty = PySet_New(NULL)) == NULL
+        || (self->processing = PySet_New(NULL)) == NULL
+        || (self->line = new_deque()) == NULL || (self->getters = new_deque()) == NULL
+        || bound(self->lock, "acquire", &self->acquire) < 0
+        || bound(self->lock, "release", &self->release) < 0
+        || bound(self->line, "append", &self->append) < 0
+        || bound(self->line, "popleft", &self->popleft) < 0
+        || bound(self->getters, "popleft", &self->getters_popleft) < 0
+        || bound(self->getters, "remove", &self->getters_remove) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* Every object a QueueCore holds, for the collector's visit and clear. */
+#define CORE_REFS(X) X(lock) X(acquire) X(release) X(dirty) X(processing) X(line) \
+    X(append) X(popleft) X(getters) X(getters_popleft) X(getters_remove)
 
 static int
-core_traverse(Core *self, visitproc visit, void *arg)
+core_traverse(QueueCore *self, visitproc visit, void *arg)
 {
 #define VISIT_REF(field) Py_VISIT(self->field);
     CORE_REFS(VISIT_REF)
@@ -223,7 +337,7 @@ core_traverse(Core *self, visitproc visit, void *arg)
 }
 
 static int
-core_clear(Core *self)
+core_clear(QueueCore *self)
 {
 #define CLEAR_REF(field) Py_CLEAR(self->field);
     CORE_REFS(CLEAR_REF)
@@ -232,7 +346,7 @@ core_clear(Core *self)
 }
 
 static void
-core_dealloc(Core *self)
+core_dealloc(QueueCore *self)
 {
     PyObject_GC_UnTrack(self);
     if (self->weakrefs != NULL) {
@@ -242,38 +356,61 @@ core_dealloc(Core *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyObject *
+core_get_lock(QueueCore *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->lock);
+}
+
 static PyMethodDef core_methods[] = {
     {"add", (PyCFunction)core_add, METH_O,
-     "add(item) -> the sleeping getter to wake, or None."},
+     "add(item) -> the sleeping getter to wake, or None (PyQueueCore.add)."},
     {"take", (PyCFunction)core_take, METH_NOARGS,
-     "take() -> the first item in line, now being processed, or `nothing`."},
+     "take() -> the first item in line, now being processed, or NOTHING."},
     {"done", (PyCFunction)core_done, METH_O,
      "done(item) -> the sleeping getter to wake, True to wake a draining shutdown, or None."},
+    {"take_locked", (PyCFunction)core_take_locked, METH_NOARGS,
+     "take_locked() -> take(), with the lock held."},
+    {"queued_locked", (PyCFunction)core_queued_locked, METH_NOARGS,
+     "queued_locked() -> how many items are in line."},
+    {"processing_locked", (PyCFunction)core_processing_locked, METH_NOARGS,
+     "processing_locked() -> how many items are handed out and not done."},
+    {"dirty_locked", (PyCFunction)core_dirty_locked, METH_NOARGS,
+     "dirty_locked() -> how many items are queued or to queue again once done."},
+    {"sleepers_locked", (PyCFunction)core_sleepers_locked, METH_NOARGS,
+     "sleepers_locked() -> how many getters sleep until an item comes."},
+    {"shutting_down_locked", (PyCFunction)core_shutting_down_locked, METH_NOARGS,
+     "shutting_down_locked() -> whether the queue is shutting down."},
+    {"draining_locked", (PyCFunction)core_draining_locked, METH_NOARGS,
+     "draining_locked() -> whether a shutdown waits for what is handed out."},
+    {"shut_down_locked", (PyCFunction)core_shut_down_locked, METH_O,
+     "shut_down_locked(drain) -> every sleeping getter, to wake."},
+    {"park_locked", (PyCFunction)core_park_locked, METH_O,
+     "park_locked(getter): the getter sleeps until an item comes."},
+    {"unpark_locked", (PyCFunction)core_unpark_locked, METH_O,
+     "unpark_locked(getter) -> False when it was handed out to be woken meanwhile."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyMemberDef core_members[] = {
-    {"shutting_down", Py_T_BOOL, offsetof(Core, shutting_down), 0,
-     "True once the queue is shutting down: add() ignores items."},
-    {"drain", Py_T_BOOL, offsetof(Core, drain), 0,
-     "True while shut_down_with_drain waits: done() reports the last item done."},
-    {NULL, 0, 0, 0, NULL},
+static PyGetSetDef core_getset[] = {
+    {"lock", (getter)core_get_lock, NULL, "The core's own lock.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject CoreType = {
+static PyTypeObject QueueCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "client_cache.workqueue._queue.Core",
-    .tp_doc = "The work queue's add, take and done, each one C call under the queue's lock.",
-    .tp_basicsize = sizeof(Core),
+    .tp_name = "client_cache.workqueue._queue.QueueCore",
+    .tp_doc = "QueueCore()\n--\n\na work queue's state and operations "
+              "(client_cache.workqueue.core.PyQueueCore is its specification).",
+    .tp_basicsize = sizeof(QueueCore),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_weaklistoffset = offsetof(Core, weakrefs),
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)core_init,
+    .tp_weaklistoffset = offsetof(QueueCore, weakrefs),
+    .tp_new = core_new,
     .tp_dealloc = (destructor)core_dealloc,
     .tp_traverse = (traverseproc)core_traverse,
     .tp_clear = (inquiry)core_clear,
     .tp_methods = core_methods,
-    .tp_members = core_members,
+    .tp_getset = core_getset,
 };
 
 #ifndef CLIENT_CACHE_SOURCE_HASH  /* setup.py defines it: the hash of the sources */
@@ -282,20 +419,27 @@ static PyTypeObject CoreType = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "client_cache.workqueue._queue",
-    "The C part of client_cache.workqueue.queue.", -1, NULL, NULL, NULL, NULL, NULL,
+    "The native work queue core (client_cache.workqueue.core says what it does).", -1,
+    NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
 PyInit__queue(void)
 {
-    if (PyType_Ready(&CoreType) < 0) {
+    if (nothing == NULL && (nothing = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type))
+        == NULL) {
         return NULL;
     }
+    if (PyType_Ready(&QueueCoreType) < 0
+        || PyDict_SetItemString(QueueCoreType.tp_dict, "NOTHING", nothing) < 0) {
+        return NULL;
+    }
+    PyType_Modified(&QueueCoreType);
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(module, "Core", (PyObject *)&CoreType) < 0
+    if (PyModule_AddObjectRef(module, "QueueCore", (PyObject *)&QueueCoreType) < 0
         || PyModule_AddStringConstant(module, "SOURCE_HASH", CLIENT_CACHE_SOURCE_HASH) < 0) {
         Py_DECREF(module);
         return NULL;

@@ -89,6 +89,7 @@ from client_cache.reflector_watch import (
     ResourceVersionUpdater,
     VeryShortWatchError,
     WatchStalledError,
+    WatchTarget,
     handle_watch,
     random_watch_timeout,
 )
@@ -503,6 +504,13 @@ class Reflector:
                      error)
         return False
 
+    def watch_target(self) -> WatchTarget:
+        """What the watch loop needs of this reflector
+        (:class:`~client_cache.reflector_watch.WatchTarget`), as it is now: made for each
+        watch, so the loop sees a clock or store set since the reflector was made."""
+        return WatchTarget(self.name, self.clock, self.store, self.type_check,
+                           self.type_description, self.status, self.metrics, self.log)
+
     def _handle_watch(
         self,
         start: float,
@@ -519,7 +527,7 @@ class Reflector:
         :func:`client_cache.reflector_watch.handle_watch`, resourceVersions going to the
         reflector's own unless ``set_resource_version`` is given."""
         return handle_watch(
-            self, start, watch, stop, errors, idle=idle, store=store,
+            self.watch_target(), start, watch, stop, errors, idle=idle, store=store,
             set_resource_version=set_resource_version or self.set_last_sync_resource_version,
             exit_on_initial_events_end=exit_on_initial_events_end)
 

@@ -14,11 +14,15 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, cast, runtime_checkable
 
 from client_cache import meta
 from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
 from client_cache.errors import ClientCacheError, MetaAccessError, StopRequestedError, from_status
+from client_cache.expected_type import TypeCheck
+from client_cache.reflector_metrics import ReflectorMetrics
+from client_cache.reflector_status import ReflectorStatus
 from client_cache.store import Store
 from client_cache.stream_watcher import BurstTake, StreamWatcher
 from client_cache.util.chan import CLOSED, STOPPED, TIMED_OUT, Chan, select_or_stop
@@ -27,14 +31,12 @@ from client_cache.util.runtime import handle_error
 from client_cache.util.stop import on_stop
 from client_cache.watch import Event, EventType, Watch
 
-if TYPE_CHECKING:
-    from client_cache.reflector import Reflector
-
 __all__ = [
     "InitialEventsEndBookmarkTicker",
     "ResourceVersionUpdater",
     "VeryShortWatchError",
     "WatchStalledError",
+    "WatchTarget",
     "handle_watch",
     "random_watch_timeout",
 ]
@@ -154,6 +156,25 @@ class InitialEventsEndBookmarkTicker:
             _log.warning("%s", warning)
 
 
+@dataclass(frozen=True)
+class WatchTarget:
+    """What the watch loop needs of its reflector, and nothing more (Go hands
+    ``handleAnyWatch`` the same things one by one): the name its logs and errors give,
+    the clock of its timers, the store events go to unless the loop is given another,
+    the check of each object's type and its description, the status and metrics it
+    records the watch in, and the logger. :meth:`Reflector.watch_target
+    <client_cache.reflector.Reflector.watch_target>` makes one for each watch."""
+
+    name: str
+    clock: WithTicker
+    store: Store
+    type_check: TypeCheck
+    type_description: str
+    status: ReflectorStatus
+    metrics: ReflectorMetrics
+    log: logging.LoggerAdapter[logging.Logger]
+
+
 class _Case(enum.Enum):
     """What woke the watch loop (the cases of Go's ``select`` in ``handleAnyWatch``)."""
 
@@ -200,11 +221,11 @@ class _EventSink:
     after each (Go sets it after each event): it is never ahead of the store, and is
     current whenever the watch loop waits for more."""
 
-    def __init__(self, reflector: Reflector, store: Store | None,
+    def __init__(self, target: WatchTarget, store: Store | None,
                  set_resource_version: Callable[[str], None]) -> None:
-        self.name = reflector.name
-        self.type_check = reflector.type_check
-        self.target = reflector.store if store is None else store
+        self.name = target.name
+        self.type_check = target.type_check
+        self.target = target.store if store is None else store
         self.set_rv = set_resource_version
         self.pending_rv: str | None = None
         self.count = 0  # events applied (not skipped)
@@ -267,7 +288,7 @@ _AfterFunc = Callable[[float, Callable[[], None]], Timer]
 """A clock's ``after_func``: call a function on a thread of its own after a delay."""
 
 
-def _apply_channel(r: Reflector, sink: _EventSink, start: float, watch: Watch,
+def _apply_channel(r: WatchTarget, sink: _EventSink, start: float, watch: Watch,
                    stop: threading.Event, errors: Chan[BaseException], idle: float,
                    exit_on_initial_events_end: bool) -> bool:
     """:func:`handle_watch`'s loop over the watch's result channel; True when it ended at
@@ -318,7 +339,7 @@ def _apply_channel(r: Reflector, sink: _EventSink, start: float, watch: Watch,
         ticker.stop()
 
 
-def _apply_bursts(r: Reflector, sink: _EventSink, watch: StreamWatcher, bursts: BurstTake,
+def _apply_bursts(r: WatchTarget, sink: _EventSink, watch: StreamWatcher, bursts: BurstTake,
                   stop: threading.Event, errors: Chan[BaseException], idle: float,
                   after_func: _AfterFunc, ticker: InitialEventsEndBookmarkTicker | None,
                   ) -> bool:
@@ -405,13 +426,13 @@ def _apply_bursts(r: Reflector, sink: _EventSink, watch: StreamWatcher, bursts: 
     return False
 
 
-def _log_initial_events_end(r: Reflector, sink: _EventSink) -> None:
+def _log_initial_events_end(r: WatchTarget, sink: _EventSink) -> None:
     r.log.debug("exiting %s Watch because received the bookmark that marks the end of "
                 "initial events stream, total %d items received", r.name, sink.count)
 
 
 def handle_watch(
-    reflector: Reflector,
+    target: WatchTarget,
     start: float,
     watch: Watch,
     stop: threading.Event,
@@ -422,11 +443,11 @@ def handle_watch(
     store: Store | None = None,
     exit_on_initial_events_end: bool = False,
 ) -> bool:
-    """Apply ``watch``'s events to ``store`` (the reflector's own by default, which is
+    """Apply ``watch``'s events to ``store`` (the ``target``'s own by default, which is
     then also told each resourceVersion if it is a :class:`ResourceVersionUpdater`) until
     the watch ends (Go ``handleAnyWatch``). The resourceVersion of the last event applied
     goes to ``set_resource_version`` at the end of each burst (below), even when an event
-    of it raised; the reflector's metrics, status and logs record the watch.
+    of it raised; the target's metrics, status and logs record the watch.
     Returns True when it stopped at the initial-events-end bookmark; raises the error that
     ended the watch (:class:`~client_cache.errors.StopRequestedError` on stop,
     :class:`WatchStalledError` after ``idle`` seconds without an event,
@@ -453,7 +474,7 @@ def handle_watch(
     about a fifth). A watch-list's loop gives the events after the initial-events-end
     bookmark in its chunk back to the watch, which stays open: the reflector's next loop
     reads on from there in the same way."""
-    r = reflector
+    r = target
     sink = _EventSink(r, store, set_resource_version)
     # the stream read here: a StreamWatcher's nobody reads in a thread of its own, on a
     # clock that can run the timers' checks (the real clock and the fake ones can)

@@ -93,7 +93,7 @@ def _watch_list_paused(r: Reflector, stop: threading.Event,
             raise
         try:
             done = handle_watch(
-                r, start, watch, stop, never,
+                r.watch_target(), start, watch, stop, never,
                 idle=r.idle_timeout or (options.timeout_seconds or 300) + 60.0,
                 store=temporary, set_resource_version=set_resource_version,
                 exit_on_initial_events_end=True)

@@ -52,6 +52,7 @@ NATIVE_TESTS := tests/test_json.py tests/test_watch.py tests/test_listwatch.py \
 	tests/test_structs.py tests/test_objects.py tests/test_pager.py \
 	tests/test_strict_parsers.py tests/test_codec_differential.py \
 	tests/test_workqueue_queue.py tests/test_delaying_queue.py tests/test_workqueue_stress.py \
+	tests/test_rate_limiters.py \
 	tests/test_native.py tests/test_stubs.py
 # The C-path tests: the codec's and the work queue's native parts and the differential
 # corpus (each marked test that needs the C part, plus the modules that test it alone).

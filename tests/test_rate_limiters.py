@@ -20,6 +20,9 @@ from client_cache.workqueue import (
     new_rate_limiting_queue_with_delaying_interface,
 )
 
+# the native parts and their Python twins alike (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("native_impl")
+
 MS = 0.001
 T0 = 1_763_800_000.0
 

@@ -5,8 +5,9 @@ Each object is kept with the time it was added (a :class:`TimestampedEntry`). Ex
 lazy: ``get``/``get_by_key``/``list`` ask the :class:`ExpirationPolicy` about each entry
 they touch and delete the expired ones as they go; ``list_keys`` does not check expiry.
 ``update`` is ``add`` (it refreshes the timestamp) and ``replace`` stamps every entry with
-the same time. Time comes from an injectable clock; the default real clock reads
-``time.time()``, so ``freezegun`` controls it in tests.
+the same time. Time comes from an injectable clock, as upstream's ``clock.Clock``, and is
+its monotonic reading: a step of the wall clock neither empties the store nor keeps an
+entry past its time (``freezegun`` moves both readings in tests).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ _Keys = list[str]
 
 @dataclass
 class TimestampedEntry:
-    """A stored object and the time (seconds since the epoch) it was added."""
+    """A stored object and when it was added: the store's clock's monotonic reading, in
+    seconds."""
 
     obj: Any
     timestamp: float
@@ -67,7 +69,7 @@ class TTLPolicy:
 
     def is_expired(self, entry: TimestampedEntry) -> bool:
         """True when ``entry`` is older than the TTL (Go ``IsExpired``)."""
-        return self.ttl > 0 and self.clock.since(entry.timestamp) > self.ttl
+        return self.ttl > 0 and self.clock.monotonic() - entry.timestamp > self.ttl
 
 
 class ExpirationCache:
@@ -127,7 +129,7 @@ class ExpirationCache:
         """Store ``obj`` stamped with the current time."""
         key = self._key(obj)
         with self._expiration_lock:
-            self._storage.add(key, TimestampedEntry(obj, self._clock.now(), key))
+            self._storage.add(key, TimestampedEntry(obj, self._clock.monotonic(), key))
 
     update = add
 
@@ -139,7 +141,7 @@ class ExpirationCache:
 
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
         """Replace the content, every entry stamped with the same current time."""
-        now = self._clock.now()
+        now = self._clock.monotonic()
         entries: dict[str, TimestampedEntry] = {}
         for obj in items:
             key = self._key(obj)
@@ -151,10 +153,11 @@ class ExpirationCache:
         """A no-op."""
 
 
-def new_ttl_store(key_func: KeyFunc, ttl: float) -> Store:
-    """A store whose entries expire ``ttl`` seconds after they were added
-    (Go ``NewTTLStore``)."""
-    return ExpirationCache(key_func, TTLPolicy(ttl, REAL_CLOCK))
+def new_ttl_store(key_func: KeyFunc, ttl: float, clock: PassiveClock = REAL_CLOCK) -> Store:
+    """A store whose entries expire ``ttl`` seconds after they were added, on ``clock``'s
+    monotonic reading (Go ``NewTTLStore``; the clock is a port addition, as upstream's
+    ``NewFakeExpirationStore`` takes one)."""
+    return ExpirationCache(key_func, TTLPolicy(ttl, clock), clock)
 
 
 def new_expiration_store(key_func: KeyFunc, policy: ExpirationPolicy) -> Store:

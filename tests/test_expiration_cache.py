@@ -125,3 +125,17 @@ def test_expiration_store_custom_policy_and_delete() -> None:
     with pytest.raises(KeyFuncError):
         store.add({"no": "name"})
     assert isinstance(store, ExpirationCache)
+
+
+def test_a_ttl_store_goes_by_the_monotonic_clock_not_the_wall() -> None:
+    """Issue 59: a step of the wall clock forward does not empty a TTL store, nor does a
+    step back keep a 0.5 s entry past its time."""
+    clock = FakeClock(T0)
+    store = new_ttl_store(key, 0.5, clock)
+    store.add({"metadata": {"name": "a"}})
+    clock.step_wall(3600.0)  # forward an hour
+    assert [key(o) for o in store.list()] == ["a"]
+    clock.step_wall(-7200.0)  # then back two
+    clock.step(0.6)
+    assert store.list() == []
+    assert store.get_by_key("a") == (None, False)

@@ -226,15 +226,27 @@ def _status_of(err: BaseException | None) -> ApiStatusError | None:
     return None
 
 
+_MESSAGE_LIMIT = 300
+"""The most characters of a server's ``Status`` message :func:`describe_error` repeats."""
+
+
 def describe_error(err: BaseException) -> str:
     """A one-line description of ``err`` that is safe to log: for an API error (ours or the
     ``kubernetes`` client's ``ApiException``, whose text carries response headers and a
-    body that may quote the object) its type, HTTP code and reason only; for anything
-    else its type and message (the raiser's words)."""
+    body that may quote the object) its type, HTTP code, reason and the ``Status``
+    message the server wrote (``pods "web" not found``; at most 300 characters, on one
+    line), never the headers or the body; for anything else its type and message (the
+    raiser's words)."""
     if isinstance(err, ApiStatusError) or _is_client_api_exception(err):
         status = _status_of(err)
         if status is not None:
-            return f"{type(err).__name__}: {status.code} {status.reason or 'Unknown'}"
+            text = f"{type(err).__name__}: {status.code} {status.reason or 'Unknown'}"
+            message = " ".join(str(status.message or "").split())
+            if message:
+                if len(message) > _MESSAGE_LIMIT:
+                    message = message[:_MESSAGE_LIMIT] + "..."
+                text += f": {message}"
+            return text
     return f"{type(err).__name__}: {err}"
 
 

@@ -175,3 +175,17 @@ def test_predicates_answer_false_for_urllib3_errors() -> None:
             assert predicate(err) is False
     assert is_connection_refused(refused)
     assert errors.reason_for_error(refused) == ""
+
+
+def test_an_api_exception_is_described_by_status_reason_and_message_only() -> None:
+    """Issue 59: a 404 reads ``NotFoundException``-like ``404 NotFound: pods "web" not
+    found``, never the headers or the body it came with; a long message is cut."""
+    err = ApiException(status=404, reason="Not Found")
+    err.body = ('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound",'
+                '"message":"pods \\"web\\" not found","code":404}')
+    err.headers = {"Authorization": "Bearer secret-token"}
+    text = errors.describe_error(err)
+    assert text == 'ApiException: 404 NotFound: pods "web" not found'
+    long = errors.new_bad_request("x" * 1000)
+    assert errors.describe_error(long).endswith("x" * 300 + "...")
+    assert "\n" not in errors.describe_error(errors.new_bad_request("two\nlines"))

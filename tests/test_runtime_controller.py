@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import gc
 import itertools
+import logging
 import os
 import queue
 import signal
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -616,3 +619,102 @@ def test_a_stopped_controller_is_collected(server: EmbeddedApiServer, core: Core
     del controller, running
     gc.collect()
     assert ref() is None
+
+
+def test_a_failing_reconcile_is_logged_once_with_its_traceback_then_rate_limited(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 59: the first failure of an episode is an ERROR with the traceback and the
+    object's kind and namespace/name (never its content); the repeats are DEBUG until
+    FAILURE_REPEAT_SECONDS pass; a success ends the episode, so the next failure is an
+    ERROR again."""
+    cm(core, "x")
+    attempts: list[int] = []
+    done = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        attempts.append(1)
+        if len(attempts) == 4:  # a success ends the episode
+            return Action.requeue(0.0)
+        if len(attempts) == 6:
+            done.set()
+            return Action.await_change()
+        raise ValueError("boom")
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    with caplog.at_level(logging.DEBUG, logger="client_cache.runtime"):
+        running = Running(controller, reconcile)
+        try:
+            assert done.wait(10)
+        finally:
+            running.stop()
+    failures = [r for r in caplog.records if "reconcile of" in r.getMessage()]
+    errors = [r for r in failures if r.levelno == logging.ERROR]
+    # attempts 1-3 fail (one ERROR, two DEBUG), 4 succeeds, 5 fails: an ERROR again
+    assert [r.levelno for r in failures] == [logging.ERROR, logging.DEBUG, logging.DEBUG,
+                                             logging.ERROR]
+    assert all(r.exc_info is not None for r in errors) and len(errors) == 2
+    assert "ConfigMap default/x" in errors[0].getMessage()
+    assert "ValueError: boom" in errors[0].getMessage()
+
+
+def test_a_reconcile_returning_none_is_an_error_naming_the_function(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    cm(core, "x")
+    called = threading.Event()
+
+    def forgot_to_return(obj: Any, ctx: Context[Any]) -> Any:
+        called.set()
+        return None
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    with caplog.at_level(logging.ERROR, logger="client_cache.runtime"):
+        running = Running(controller, forgot_to_return)
+        try:
+            assert called.wait(10)
+            eventually(lambda: any("forgot_to_return" in r.getMessage()
+                                   for r in caplog.records), 10)
+        finally:
+            running.stop()
+    [record] = [r for r in caplog.records if "forgot_to_return" in r.getMessage()]
+    assert "returned NoneType, not an Action" in record.getMessage()
+    assert "Action.await_change()" in record.getMessage()
+
+
+def test_a_failure_reaches_stderr_when_the_application_configured_no_logging(
+        tmp_path: Any) -> None:
+    """With no logging configured at all, the package's NullHandler kept even an ERROR
+    from stderr; the first failure of a reconcile now reaches it, with its traceback."""
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import threading\n"
+        "from kubernetes.client import CoreV1Api\n"
+        "from client_cache.informers import new_shared_informer_factory\n"
+        "from client_cache.runtime import Action, Controller, ControllerConfig\n"
+        "from client_cache.schema import GroupVersionResource\n"
+        "from client_cache.testing.apiserver import EmbeddedApiServer\n"
+        "with EmbeddedApiServer() as server:\n"
+        "    api = server.api_client()\n"
+        "    CoreV1Api(api).create_namespaced_config_map('default', "
+        "{'metadata': {'name': 'x'}, 'data': {'password': 'hunter2'}})\n"
+        "    failed = threading.Event()\n"
+        "    def reconcile(obj, ctx):\n"
+        "        failed.set()\n"
+        "        raise RuntimeError('it broke')\n"
+        "    stop = threading.Event()\n"
+        "    factory = new_shared_informer_factory(api, 0)\n"
+        "    controller = Controller(factory, GroupVersionResource('', 'v1', 'configmaps'),"
+        " config=ControllerConfig(client_qps=0))\n"
+        "    runner = threading.Thread(target=controller.run, args=(reconcile,), "
+        "kwargs={'stop': stop})\n"
+        "    runner.start()\n"
+        "    failed.wait(20)\n"
+        "    stop.set()\n"
+        "    runner.join(20)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "reconcile of ConfigMap default/x" in done.stderr
+    assert "RuntimeError: it broke" in done.stderr and "Traceback" in done.stderr
+    assert "hunter2" not in done.stderr

@@ -111,6 +111,7 @@ from client_cache.shared_informer import (
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
+from client_cache.util.logs import log_visibly
 from client_cache.util.signals import SignalWaker
 from client_cache.util.stop import on_stop
 
@@ -164,6 +165,9 @@ class Controller(Generic[D]):
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._summary = RunSummary()
+        # objects whose reconciles are failing: when the last ERROR line about each was
+        # written and how many failures followed it (an episode ends at a success)
+        self._failing: dict[ObjectRef, list[float]] = {}
         self._running: set[ObjectRef] = set()
         self._scheduler: Scheduler | None = None
         self._watch(self._informer, ResourceEventHandlerFuncs(
@@ -527,6 +531,7 @@ class Controller(Generic[D]):
             _log.debug("controller %s: %s is no longer cached; not reconciled", self.name, ref)
             with self._lock:
                 self._summary.not_found += 1
+                self._failing.pop(ref, None)
             return
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
@@ -536,14 +541,16 @@ class Controller(Generic[D]):
         try:
             action = reconcile(obj, ctx)
             if not isinstance(action, Action):
-                raise TypeError(f"reconcile returned {type(action).__name__}, not an Action")
+                raise TypeError(
+                    f"{_name_of(reconcile)} returned {type(action).__name__}, not an Action "
+                    "(return Action.await_change() to wait for the next change, or "
+                    "Action.requeue(seconds))")
         except Exception as err:
             metrics.observe(started, "error")
             with self._lock:
                 self._summary.reconciles += 1
                 self._summary.errors += 1
-            _log.error("controller %s: reconcile of %s failed: %s", self.name,
-                       meta.describe(obj), describe_error(err))
+            self._report_failure(ref, obj, err)
             self._after_error(scheduler, obj, err, ctx, error_policy)
             return
         finally:
@@ -551,6 +558,7 @@ class Controller(Generic[D]):
         scheduler.forget(ref)
         with self._lock:
             self._summary.reconciles += 1
+            self._failing.pop(ref, None)  # the episode of failures, if any, is over
         if action.requeue_after is None:
             metrics.observe(started, "success")
             return
@@ -559,6 +567,34 @@ class Controller(Generic[D]):
             self._summary.requeues += 1
         scheduler.schedule(ref, ReconcileReason.reconciler_requested_retry(),
                            action.requeue_after)
+
+    def _report_failure(self, ref: ObjectRef, obj: Any, err: Exception) -> None:
+        """Log a failed reconcile: the first of an episode (failures of one object until
+        it reconciles again) at ERROR with its traceback, then, while it goes on failing,
+        one ERROR line every :data:`FAILURE_REPEAT_SECONDS` with the count (DEBUG for the
+        others). The object is named by kind, namespace/name and resourceVersion, an API
+        error by its status, reason and message; the ERROR lines reach stderr when the
+        application configured no logging (:func:`client_cache.util.logs.log_visibly`)."""
+        now = time.monotonic()
+        with self._lock:
+            episode = self._failing.get(ref)
+            if episode is None:
+                self._failing[ref] = [now, 0]
+            else:
+                episode[1] += 1
+                since, count = episode
+                if now - since >= FAILURE_REPEAT_SECONDS:
+                    episode[:] = [now, 0]
+        if episode is None:
+            log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s failed: %s",
+                        self.name, meta.describe(obj), describe_error(err), exc_info=err)
+        elif now - since >= FAILURE_REPEAT_SECONDS:
+            log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s still failing "
+                        "(%d more times in %.0f s): %s", self.name, meta.describe(obj), count,
+                        now - since, describe_error(err))
+        else:
+            _log.debug("controller %s: reconcile of %s failed again: %s", self.name,
+                       meta.describe(obj), describe_error(err))
 
     def _after_error(self, scheduler: Scheduler, obj: Any, err: Exception, ctx: Context[D],
                      error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
@@ -578,6 +614,16 @@ class Controller(Generic[D]):
             scheduler.backoff(ctx.obj_ref, reason)
         with self._lock:
             self._summary.requeues += 1
+
+
+FAILURE_REPEAT_SECONDS = 60.0
+"""While an object's reconciles keep failing, how often an ERROR line says so again (the
+first failure of an episode is always logged, with its traceback)."""
+
+
+def _name_of(fn: Any) -> str:
+    """A function's qualified name, for an error about what it did."""
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or fn)
 
 
 class _Wake:

@@ -468,8 +468,9 @@ class Reflector:
             return None
         except Exception as err:
             if is_connection_refused(err) or is_too_many_requests(err):
-                self.log.debug("%s: watch of %s returned %s - backing off", self.name,
-                           self.type_description, err)
+                # a failed attempt like any other: counted (health turns unhealthy when
+                # they go on) and reported, once an episode at WARNING
+                self.status.failed(err)
                 wait_for_backoff(self.backoff_manager, stop)
                 return None
             raise
@@ -492,16 +493,14 @@ class Reflector:
         if is_expired(error) or is_gone(error):
             self.status.expired(self.last_sync_resource_version(), "watch")
             return False
+        # a watch that failed is a failed attempt: counted and reported (status.failed)
         if is_too_many_requests(error):
-            self.log.info("%s: watch of %s returned 429 - backing off", self.name,
-                      self.type_description)
+            self.status.failed(error)
             return wait_for_backoff(self.backoff_manager, stop)
         if is_internal_error(error) and retry.should_retry():
-            self.log.info("%s: retrying watch of %s internal error: %s", self.name,
-                      self.type_description, error)
+            self.status.failed(error)
             return True
-        self.log.warning("%s: watch of %s ended with: %s", self.name, self.type_description,
-                     error)
+        self.status.failed(error)
         return False
 
     def watch_target(self) -> WatchTarget:

@@ -4,7 +4,10 @@ server."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +21,7 @@ from client_cache.health import display_resource, informers_check, serve
 from client_cache.informers.factory import new_shared_informer_factory
 from client_cache.runtime import Action, Controller, ControllerConfig
 from client_cache.schema import GroupVersionResource
-from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.util.runtime import handle_error
 from tests.fixtures import eventually
 
@@ -82,7 +85,9 @@ def test_health_through_sync_outage_and_return(server: EmbeddedApiServer) -> Non
         eventually(lambda: not running.informer.health().healthy, 20, "never unhealthy")
         down = running.informer.health()
         assert down.consecutive_failures >= 1 and "failing for" in down.reason
-        assert "refused" in down.last_error.lower()
+        # the watch cut short counts as the first failure; the refused attempts follow
+        eventually(lambda: "refused" in running.informer.health().last_error.lower(), 20,
+                   "no refused attempt counted")
         revived = EmbeddedApiServer(server.port, bookmark_interval=0.2, store=server.store)
         revived.start()
         try:
@@ -216,3 +221,54 @@ def test_the_runtime_reports_its_informers(server: EmbeddedApiServer) -> None:
         runner.join(10)
         api.close()
     assert not runner.is_alive()
+
+
+def test_a_killed_server_turns_health_and_both_probes_red_and_its_return_green() -> None:
+    """Issue 59: the embedded server's process SIGKILLed: refused reconnects are failed
+    attempts, so the informer turns unhealthy after its threshold and /healthz and
+    /readyz answer 500 naming the resource and the error (they stayed 200: the refused
+    watch restarts were logged at DEBUG and never counted); back to 200 by themselves
+    when the server is back."""
+    server = EmbeddedApiServerProcess(bookmark_interval=0.2).start()
+    api = server.api_client()
+    stop = threading.Event()
+    factory = new_shared_informer_factory(api, 0)
+    informer = factory.core().v1().pods().informer()
+    informer.status.failing_after = 0.5
+    try:
+        with serve(factory=factory) as health:
+            factory.start(stop)
+            assert factory.wait_for_cache_sync(stop, timeout=20)
+            eventually(lambda: http_get(health.url + "/readyz") == (200, "ok"), 10)
+            # an event through the watch: it is no "very short watch" when it is cut
+            CoreV1Api(api).create_namespaced_pod("default", {"metadata": {"name": "a"}})
+            eventually(lambda: informer.get_indexer().get_by_key("default/a")[1], 10)
+            assert server.pid is not None
+            os.kill(server.pid, signal.SIGKILL)
+            eventually(lambda: http_get(health.url + "/healthz")[0] == 500, 20,
+                       "/healthz stayed 200 with the server dead")
+            for probe in ("/healthz", "/readyz"):
+                status, body = http_get(health.url + probe)
+                assert status == 500 and "[-]informers failed: pods: failing for" in body
+            eventually(lambda: "refused" in informer.health().last_error.lower(), 20)
+            eventually(lambda: informer.health().consecutive_failures >= 2, 20,
+                       "the refused attempts after the first were not counted")
+            server.stop()
+            server.start()  # the same port, an empty store
+            eventually(lambda: http_get(health.url + "/healthz") == (200, "ok"), 40,
+                       "/healthz never recovered")
+            eventually(lambda: http_get(health.url + "/readyz") == (200, "ok"), 40)
+            assert informer.health().consecutive_failures == 0
+    finally:
+        stop.set()
+        assert factory.shutdown(5) == []
+        api.close()
+        server.stop()
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()

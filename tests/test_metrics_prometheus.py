@@ -197,13 +197,14 @@ def test_probe_answers_as_controller_runtime(server: EmbeddedApiServer) -> None:
         try:
             status, body = get(health.url + "/readyz")
             assert status == 500
-            assert body == "[-]caches failed: reason withheld\n[+]ping ok\nreadyz check failed\n"
+            assert body == ("[-]caches failed: not synced: pods\n[+]informers ok\n[+]ping ok\n"
+                            "readyz check failed\n")
             assert get(health.url + "/healthz") == (200, "ok")
             assert get(health.url + "/healthz?verbose") == (
                 200, "[+]custom ok\n[+]informers ok\n[+]ping ok\nhealthz check passed\n")
             broken["on"] = True
             assert get(health.url + "/healthz") == (
-                500, "[-]custom failed: reason withheld\n[+]informers ok\n[+]ping ok\n"
+                500, "[-]custom failed: disk full\n[+]informers ok\n[+]ping ok\n"
                      "healthz check failed\n")
             assert get(health.url + "/healthz?exclude=custom") == (200, "ok")
             assert get(health.url + "/healthz/custom") == (

@@ -9,7 +9,10 @@ controller-runtime's probe and metrics endpoints answer them.
 * ``GET /healthz`` (liveness) and ``GET /readyz`` (readiness) run every check of that
   endpoint: all pass: 200 ``ok`` (with ``?verbose``, one ``[+]name ok`` line per check
   and ``healthz check passed``); one fails: 500, a line per check (``[-]name failed:
-  reason withheld``) and ``healthz check failed``. ``?exclude=name`` leaves a check out.
+  <reason>``, on one line and at most 300 characters: the library's checks name a
+  resource and the error's type and message, never a credential or an object; Kubernetes
+  withholds reasons, a port choice for operators who curl the probe) and ``healthz check
+  failed``. ``?exclude=name`` leaves a check out.
   ``GET /healthz/<name>`` runs one check: 200 ``ok`` or 500 ``internal server error:
   <reason>``; an unknown name is 404.
 * ``GET /metrics``: the ``prometheus_client`` registry in the text exposition format
@@ -19,9 +22,10 @@ A check is a function taking nothing: it passes when it returns None or True; it
 when it returns False or a string (the reason) or raises. Checks run on the request's
 thread and must not block: the ones made here only read counters, so the endpoint answers
 while a LIST hangs. :func:`serve` adds ``ping`` to both endpoints, and, given a factory,
-``informers`` (liveness: no informer unhealthy, see
-:meth:`~client_cache.shared_informer.SharedIndexInformer.health`) and ``caches`` (readiness:
-every started informer synced); given a leader elector, ``leader-election`` (liveness: the
+``informers`` (liveness and readiness: no informer unhealthy, see
+:meth:`~client_cache.shared_informer.SharedIndexInformer.health`: one whose server has
+been failing for longer than its threshold is) and ``caches`` (readiness: every started
+informer synced); given a leader elector, ``leader-election`` (liveness: the
 elector's ``check``). The server binds to loopback by default: in a pod, pass
 ``host="0.0.0.0"`` so that the kubelet can probe it. Threads: ``health-server`` (accepts)
 and one ``health-request`` per request; :meth:`HealthServer.stop` ends them within a
@@ -63,6 +67,12 @@ def _run_check(check: Check) -> str | None:
     if result is None or result is True:
         return None
     return str(result) if result is not False else "check failed"
+
+
+def _one_line(reason: str, limit: int = 300) -> str:
+    """A check's reason on one line, at most ``limit`` characters."""
+    text = " ".join(reason.split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def informers_check(factory: Any) -> Check:
@@ -172,7 +182,7 @@ class HealthServer:
             failure = _run_check(checks[name])
             failed = failed or failure is not None
             lines.append(f"[+]{name} ok" if failure is None
-                         else f"[-]{name} failed: reason withheld")
+                         else f"[-]{name} failed: {_one_line(failure)}")
             if failure is not None:
                 _log.info("%s check %s failed: %s", parts[0], name, failure)
         if failed:
@@ -247,7 +257,7 @@ def serve(port: int = 0, host: str = "127.0.0.1", *, factory: Any = None,
     live: dict[str, Check] = {"ping": lambda: None}
     ready: dict[str, Check] = {"ping": lambda: None}
     if factory is not None:
-        live["informers"] = informers_check(factory)
+        live["informers"] = ready["informers"] = informers_check(factory)
         ready["caches"] = caches_synced_check(factory)
     if elector is not None:
         live["leader-election"] = leader_election_check(elector)

@@ -354,7 +354,17 @@ class ControlPlane:
     def restart_apiserver(self) -> None:
         """Stop the API server and start it again on the same port; etcd keeps the data.
         The watch cache starts over, so watches from older resourceVersions get 410."""
+        self.stop_apiserver()
+        self.start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Stop the API server alone (an outage: connections refused); etcd keeps the
+        data until :meth:`start_apiserver` brings it back on the same port."""
         _terminate(self._apiserver)
+        self._apiserver = None
+
+    def start_apiserver(self) -> None:
+        """Start the API server stopped by :meth:`stop_apiserver`, on the same port."""
         self._start_apiserver()
 
     def stop(self) -> None:

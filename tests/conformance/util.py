@@ -52,6 +52,16 @@ class Backend:
         ``state_path``; the real one's etcd keeps it)."""
         raise NotImplementedError
 
+    def stop_apiserver(self, state_path: str) -> None:
+        """An outage: the API server stops (connections refused) until
+        :meth:`start_apiserver`, the data kept (the embedded one's in a dump at
+        ``state_path``, the real one's in etcd)."""
+        raise NotImplementedError
+
+    def start_apiserver(self, state_path: str) -> None:
+        """End the outage :meth:`stop_apiserver` began, on the same port."""
+        raise NotImplementedError
+
     def kubeconfig(self) -> dict[str, Any]:
         """A kubeconfig for another process (an admin's, on the real server)."""
         raise NotImplementedError
@@ -86,6 +96,12 @@ class EmbeddedBackend(Backend):
     def restart_apiserver(self, state_path: str) -> None:
         self.server.kill_and_restart(state_path)
 
+    def stop_apiserver(self, state_path: str) -> None:
+        self.server.kill(state_path)
+
+    def start_apiserver(self, state_path: str) -> None:
+        self.server.restart(state_path)
+
     def kubeconfig(self) -> dict[str, Any]:
         return {"apiVersion": "v1", "kind": "Config",
                 "clusters": [{"name": "embedded", "cluster": {"server": self.server.url}}],
@@ -113,6 +129,12 @@ class RealBackend(Backend):
 
     def restart_apiserver(self, state_path: str) -> None:
         self.plane.restart_apiserver()
+
+    def stop_apiserver(self, state_path: str) -> None:
+        self.plane.stop_apiserver()
+
+    def start_apiserver(self, state_path: str) -> None:
+        self.plane.start_apiserver()
 
     def kubeconfig(self) -> dict[str, Any]:
         return self.plane.kubeconfig()

@@ -71,6 +71,14 @@ class EmbeddedApiServerProcess:
         after the dump succeeds), SIGKILL the process, then start a new one on the same
         port from the dump. Its watch history starts over, as a restarted API server's
         watch cache does. Returns the restored resourceVersion."""
+        revision = self.kill(state_path)
+        self.restart(state_path)
+        return revision
+
+    def kill(self, state_path: str) -> int:
+        """An outage: dump the store to ``state_path`` and freeze it, then SIGKILL the
+        process (connections reset, then refused); :meth:`restart` brings it back from the
+        dump. Returns the dumped resourceVersion."""
         revision = int(self.control("dump", path=state_path, freeze=True)["result"])
         proc, self._proc = self._proc, None
         if proc is not None:
@@ -79,11 +87,16 @@ class EmbeddedApiServerProcess:
             for pipe in (proc.stdin, proc.stdout):
                 if pipe is not None:
                     pipe.close()
+        return revision
+
+    def restart(self, state_path: str) -> None:
+        """Start again on the same port from the dump at ``state_path`` (the port may
+        linger for a moment: tried for 10 s)."""
         deadline = time.monotonic() + 10
-        while True:  # the port may linger for a moment
+        while True:
             try:
                 self.start(state_path)
-                return revision
+                return
             except ClientCacheError:
                 if time.monotonic() > deadline:
                     raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -297,18 +298,22 @@ class SharedProcessor:
                 listener.start()
             self.started = True
 
-    def stop(self) -> None:
+    def stop(self) -> list[threading.Thread]:
         """Stop and join every listener (pending notifications are dropped; Go
-        ``sharedProcessor.run``, second half)."""
+        ``sharedProcessor.run``, second half), each for at most a second; returns the
+        handler threads still running then (blocked in a handler: a port addition, so
+        that whoever stops the informer can name them)."""
         with self._lock:
             threads = [t for t in (listener.stop() for listener in self.listeners) if t]
             for listener in self.listeners:
                 self._retire(listener)
             self.listeners = {}
             self.started = False
+        deadline = time.monotonic() + 1.0
         for thread in threads:
             if thread is not threading.current_thread():
-                thread.join(1.0)
+                thread.join(max(0.0, deadline - time.monotonic()))
+        return [t for t in threads if t.is_alive() and t is not threading.current_thread()]
 
     def should_resync(self) -> bool:
         """Mark which listeners are due for a resync now; True when any is (Go

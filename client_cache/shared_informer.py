@@ -236,6 +236,10 @@ class SharedIndexInformer(Generic[T]):
                                    dict(options.indexers or {}))
         self.clock: WithTicker = options.clock or REAL_CLOCK
         self.processor = SharedProcessor(self.clock)
+        self.stuck_handlers: list[threading.Thread] = []
+        """The handler threads still running a second after the informer stopped (blocked
+        in user code), for :meth:`SharedInformerFactory.shutdown
+        <client_cache.informers.SharedInformerFactory.shutdown>` to name; a port addition."""
         self.lister_watcher = lister_watcher
         self.object_type = example_object
         description, _, _ = describe_expected_type(example_object)
@@ -349,7 +353,7 @@ class SharedIndexInformer(Generic[T]):
             reuse_cached(self.lister_watcher, None)
             detector_stop.set()
             self.indexer.close_subscriptions()
-            self.processor.stop()
+            self.stuck_handlers = self.processor.stop()
             if detector is not None:
                 detector.join(1.0)
 

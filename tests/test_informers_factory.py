@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -240,3 +241,37 @@ def test_for_resource_of_a_resource_the_server_does_not_serve_raises(
     assert elsewhere.for_resource(GroupVersionResource("", "v1", "podz"))
     assert any("could not check that the server serves podz (" in r.getMessage()
                for r in caplog.records)
+
+
+def test_shutdown_names_a_handler_thread_blocked_in_user_code(
+        server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 59: a handler blocked in user code keeps its thread past the informer's
+    stop; shutdown returns its name and says so in one WARNING (it returned [] and logged
+    nothing)."""
+    api = server.api_client()
+    CoreV1Api(api).create_namespaced_pod("default", {"metadata": {"name": "a"}})
+    factory = new_shared_informer_factory(api, 0)
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(obj: Any) -> None:
+        entered.set()
+        release.wait(30)
+
+    factory.core().v1().pods().informer().add_event_handler(
+        ResourceEventHandlerFuncs(add_func=stuck))
+    stop = threading.Event()
+    factory.start(stop)
+    try:
+        assert entered.wait(10)
+        stop.set()
+        with caplog.at_level(logging.WARNING, logger="client_cache.informers"):
+            alive = factory.shutdown(2.0)
+        assert alive == ["informer-handler-pods"]
+        [record] = [r for r in caplog.records if "still running" in r.getMessage()]
+        assert record.levelno == logging.WARNING
+        assert "informer-handler-pods" in record.getMessage()
+    finally:
+        release.set()
+        stop.set()
+        api.close()
+    assert factory.shutdown(5) == []

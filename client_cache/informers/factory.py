@@ -275,19 +275,29 @@ class SharedInformerFactory(TypedGroups):
         events must be set by the caller; Go ``Shutdown``). Idempotent.
 
         All informers are waited for together: ``timeout`` bounds the whole call, not each
-        informer. Returns the names of the informer threads still alive when it gave up
-        (an empty list when everything ended), and logs them at ERROR; Go's ``Shutdown``
-        blocks without a limit, which is ``timeout=None`` here."""
+        informer. Returns the names of the threads still alive when it gave up (an empty
+        list when everything ended): informer threads, and the handler threads of stopped
+        informers still blocked in a handler (each informer waits a second for those);
+        logs them in one WARNING. Go's ``Shutdown`` blocks without a limit, which is
+        ``timeout=None`` here."""
         with self._lock:
             self._shutting_down = True
             threads = list(self._threads)
+            informers = [self._informers[gvr] for gvr in self._started]
         deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
         for thread in threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        alive = [thread.name for thread in threads if thread.is_alive()]
+            thread.join(left())
+        handlers = [t for informer in informers for t in informer.stuck_handlers]
+        for thread in handlers:
+            thread.join(left())
+        alive = [t.name for t in (*threads, *handlers) if t.is_alive()]
         if alive:
-            _log.error("informers still running %.1f s after shutdown began: %s",
-                       timeout, ", ".join(alive))
+            _log.warning("still running %s s after shutdown began (a handler blocked in "
+                         "user code keeps its thread): %s",
+                         "?" if timeout is None else f"{timeout:.1f}", ", ".join(alive))
         return alive
 
     def wait_for_cache_sync(self, stop: threading.Event, timeout: float | None = None,

@@ -54,12 +54,26 @@ def s2(tree: Path, files: ReplayFiles, handlers: int) -> float:
     return float(results["throughput"]["events_per_second"])
 
 
+def run_s1(args: argparse.Namespace, trees: dict[str, Path],
+           record: Any) -> None:
+    """S1's rounds against one embedded server loaded with ``args.pods`` pods."""
+    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
+        load(server, CoreV1Api(server.api_client()), "s1", args.pods)
+        CoreV1Api(server.api_client()).list_namespaced_pod("s1", resource_version="0",
+                                                           _preload_content=False)
+        for round_ in range(args.rounds):
+            order = ["before", "after"] if round_ % 2 == 0 else ["after", "before"]
+            print(f"S1 round {round_ + 1}", flush=True)
+            for side in order:
+                record(side, s1(trees[side], server.url, args.pods))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--pods", type=int, default=50_000)
+    parser.add_argument("--pods", type=int, default=50_000, help="S1's pods (0: no S1)")
     parser.add_argument("--replay-pods", type=int, default=10_000)
     parser.add_argument("--replay-events", type=int, default=100_000)
     parser.add_argument("--handlers", type=int, default=10)
@@ -75,15 +89,8 @@ def main() -> int:
               flush=True)
 
     started = time.monotonic()
-    with EmbeddedApiServerProcess(bookmark_interval=60) as server:
-        load(server, CoreV1Api(server.api_client()), "s1", args.pods)
-        CoreV1Api(server.api_client()).list_namespaced_pod("s1", resource_version="0",
-                                                           _preload_content=False)
-        for round_ in range(args.rounds):
-            order = ["before", "after"] if round_ % 2 == 0 else ["after", "before"]
-            print(f"S1 round {round_ + 1}", flush=True)
-            for side in order:
-                record(side, s1(trees[side], server.url, args.pods))
+    if args.pods:
+        run_s1(args, trees, record)
     files = ReplayFiles(args.replay_pods, args.replay_events)
     try:
         for round_ in range(args.rounds):

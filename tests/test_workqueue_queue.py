@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -526,3 +526,70 @@ def test_the_native_core_has_exactly_its_python_specifications_methods() -> None
     q: workqueue.Typed[str] = workqueue.new()
     for state in ("_dirty", "_processing", "_getters", "_shutting_down", "_drain", "_queue"):
         assert not hasattr(q, state), state
+
+
+class Flaky:
+    """An item whose hash and equality fail while ``broken`` is set."""
+
+    broken = False
+
+    def __hash__(self) -> int:
+        if Flaky.broken:
+            raise RuntimeError("hash failed")
+        return 7
+
+    def __eq__(self, other: object) -> bool:
+        if Flaky.broken:
+            raise RuntimeError("eq failed")
+        return self is other
+
+
+class BadEq:
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("no equality")
+
+
+@pytest.fixture
+def flaky() -> Iterator[None]:
+    Flaky.broken = False
+    yield
+    Flaky.broken = False
+
+
+def test_an_item_that_cannot_be_hashed_or_compared_is_refused_at_add() -> None:
+    """Issue 59: refused with a TypeError naming the type, and nothing kept."""
+    q: workqueue.Typed[Any] = workqueue.new()
+    with pytest.raises(TypeError, match="hashable and comparable: list"):
+        q.add([1, 2])
+    with pytest.raises(TypeError, match="hashable and comparable: BadEq"):
+        q.add(BadEq())
+    assert q.len() == 0
+    q.add("fine")
+    assert q.get(timeout=1) == ("fine", False)
+    q.shut_down()
+
+
+def test_an_item_whose_hash_fails_after_it_was_added_is_never_lost(flaky: None) -> None:
+    """get() raises TypeError and leaves it in line; done() raises TypeError, takes it out
+    of processing by identity and lets a draining shutdown end."""
+    q: workqueue.Typed[Any] = workqueue.new()
+    item = Flaky()
+    q.add(item)
+    Flaky.broken = True
+    with pytest.raises(TypeError, match="hashable and comparable: Flaky"):
+        q.get(timeout=1)
+    assert q.len() == 1  # still in line
+    Flaky.broken = False
+    assert q.get(timeout=1) == (item, False)
+    Flaky.broken = True
+    drained = threading.Event()
+    drainer = threading.Thread(target=lambda: (q.shut_down_with_drain(), drained.set()),
+                               name="test-drain")
+    drainer.start()
+    with pytest.raises(TypeError, match="hashable and comparable"):
+        q.done(item)
+    assert drained.wait(5), "shut_down_with_drain never returned"
+    drainer.join(1)

@@ -34,7 +34,7 @@ from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_chec
 from client_cache.util.parking import Parker
 from client_cache.workqueue.metrics import NoQueueMetrics, QueueMetrics
 
-__all__ = ["DefaultQueue", "PyQueueCore", "Queue", "default_queue"]
+__all__ = ["DefaultQueue", "PyQueueCore", "Queue", "check_item", "default_queue"]
 
 T = TypeVar("T", bound=Hashable)
 
@@ -100,6 +100,22 @@ def default_queue() -> Queue[T]:
 _NOTHING: Any = object()
 
 
+def check_item(item: object) -> None:
+    """Refuse an item a work queue cannot keep: one whose hash fails, or whose equality
+    with itself fails (TypeError naming its type and the error; the sets that hold items
+    call both). A port addition: Go's comparable types cannot fail there."""
+    try:
+        hash(item)
+        item == item  # noqa: B015, PLR0124 - its __eq__ must not raise
+    except Exception as err:
+        raise _unusable(item, err) from err
+
+
+def _unusable(item: object, err: BaseException) -> TypeError:
+    return TypeError(f"a work queue item must be hashable and comparable: "
+                     f"{type(item).__name__}: {type(err).__name__}: {err}")
+
+
 class PyQueueCore(Generic[T]):
     """A work queue's state and its operations (see the module documentation); the
     Python twin, and specification, of the native ``QueueCore``. ``queue`` is the storage
@@ -124,8 +140,9 @@ class PyQueueCore(Generic[T]):
     # -- one call each, under the lock -----------------------------------------------------
     def add(self, item: T) -> Wake:
         """Queue ``item`` unless it is queued already or the queue is shutting down; the
-        getter to wake. Raises TypeError, and keeps nothing, for an item that cannot be
-        hashed."""
+        getter to wake. An item that cannot be hashed or compared with itself is refused
+        with TypeError (:func:`check_item`), and nothing is kept."""
+        check_item(item)
         with self.lock:
             if self._shutting_down:
                 return None
@@ -151,26 +168,42 @@ class PyQueueCore(Generic[T]):
         getter to wake, or True when a draining shutdown may end. An item not being
         processed is ignored."""
         with self.lock:
-            if item not in self._processing:
+            try:
+                handed_out = item in self._processing
+                again = handed_out and item in self._dirty
+            except Exception as err:
+                # its hash or equality fails now: taken out by identity, so that a
+                # draining shutdown still ends; not queued again
+                self._processing = {x for x in self._processing if x is not item}
+                self._dirty = {x for x in self._dirty if x is not item}
+                raise _unusable(item, err) from err
+            if not handed_out:
                 return None  # never handed out (or already done): nothing to do
             if self._metrics is not None:
                 self._metrics.done(item)
             self._processing.discard(item)
-            if item in self._dirty:
+            if again:
                 self._queue.push(item)
                 return self._getters.popleft() if self._getters else None
             return True if self._drain and not self._processing else None
 
     # -- under the caller's lock -----------------------------------------------------------
     def take_locked(self) -> Any:
-        """:meth:`take`, with the lock held."""
+        """:meth:`take`, with the lock held. An item whose hash or equality fails now
+        (it passed :func:`check_item` when added) goes back in line and TypeError is
+        raised: nothing is lost."""
         if self._queue.len() == 0:
             return _NOTHING
         item = self._queue.pop()
+        try:
+            self._processing.add(item)
+            self._dirty.discard(item)
+        except Exception as err:
+            self._processing = {x for x in self._processing if x is not item}
+            self._queue.push(item)
+            raise _unusable(item, err) from err
         if self._metrics is not None:
             self._metrics.get(item)
-        self._processing.add(item)
-        self._dirty.discard(item)
         return item
 
     def queued_locked(self) -> int:

@@ -197,7 +197,9 @@ class Typed(QueueIteration[T]):
             self._metrics_thread.start()
 
     def add(self, item: T) -> None:
-        """Queue ``item`` unless it is queued already or the queue is shutting down."""
+        """Queue ``item`` unless it is queued already or the queue is shutting down. An
+        item that cannot be hashed or compared with itself is refused with TypeError
+        (:func:`~client_cache.workqueue.core.check_item`)."""
         self._woken(self._core.add(item))
 
     @property
@@ -298,8 +300,17 @@ class Typed(QueueIteration[T]):
                 self._wake_async_locked()
 
     def done(self, item: T) -> None:
-        """Mark ``item`` processed; if it was added meanwhile, queue it again."""
-        self._woken(self._core.done(item))
+        """Mark ``item`` processed; if it was added meanwhile, queue it again. An item
+        whose hash or equality fails now is taken out by identity and TypeError raised
+        (:class:`~client_cache.workqueue.core.PyQueueCore`); a draining shutdown is
+        woken all the same."""
+        try:
+            woken = self._core.done(item)
+        except TypeError:
+            with self._lock:
+                self._cond.notify_all()
+            raise
+        self._woken(woken)
 
     def shut_down(self) -> None:
         """Stop accepting items; workers get what is queued, then ``shutdown=True``.

@@ -93,9 +93,83 @@ push(QueueCore *self, PyObject *item)
     return next_getter(self);
 }
 
+/* The TypeError for an item whose hash or equality failed (the error set now is its
+ * cause); NULL. */
+static PyObject *
+unusable(PyObject *item)
+{
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyErr_NormalizeException(&exc_type, &exc_value, &exc_tb);
+    PyErr_Format(PyExc_TypeError,
+                 "a work queue item must be hashable and comparable: %s: %S",
+                 Py_TYPE(item)->tp_name, exc_value ? exc_value : Py_None);
+    if (exc_value != NULL) {
+        PyObject *type2, *value2, *tb2;
+        PyErr_Fetch(&type2, &value2, &tb2);
+        PyErr_NormalizeException(&type2, &value2, &tb2);
+        PyException_SetCause(value2, Py_NewRef(exc_value));
+        PyErr_Restore(type2, value2, tb2);
+    }
+    Py_XDECREF(exc_type);
+    Py_XDECREF(exc_value);
+    Py_XDECREF(exc_tb);
+    return NULL;
+}
+
+/* *slot (a set) without item, compared by identity (its hash may fail): a new set in
+ * *slot. -1 on error. */
+static int
+without(PyObject **slot, PyObject *item)
+{
+    PyObject *kept = PySet_New(NULL), *iter = PyObject_GetIter(*slot), *x;
+    if (kept == NULL || iter == NULL) {
+        Py_XDECREF(kept);
+        Py_XDECREF(iter);
+        return -1;
+    }
+    while ((x = PyIter_Next(iter)) != NULL) {
+        int failed = x != item && PySet_Add(kept, x) < 0;
+        Py_DECREF(x);
+        if (failed) {
+            Py_DECREF(iter);
+            Py_DECREF(kept);
+            return -1;
+        }
+    }
+    Py_DECREF(iter);
+    if (PyErr_Occurred()) {
+        Py_DECREF(kept);
+        return -1;
+    }
+    Py_SETREF(*slot, kept);
+    return 0;
+}
+
+/* Refuse an item a work queue cannot keep (PyQueueCore's check_item): its hash fails, or
+ * its equality with itself. -1 with TypeError set. */
+static int
+check_item(PyObject *item)
+{
+    if (PyObject_Hash(item) == -1) {
+        unusable(item);
+        return -1;
+    }
+    PyObject *same = PyObject_RichCompare(item, item, Py_EQ);
+    if (same == NULL) {
+        unusable(item);
+        return -1;
+    }
+    Py_DECREF(same);
+    return 0;
+}
+
 static PyObject *
 core_add(QueueCore *self, PyObject *item)
 {
+    if (check_item(item) < 0) {
+        return NULL;
+    }
     if (lock(self) < 0) {
         return NULL;
     }
@@ -134,7 +208,21 @@ take_locked(QueueCore *self)
         return NULL;
     }
     if (PySet_Add(self->processing, item) < 0 || PySet_Discard(self->dirty, item) < 0) {
+        /* its hash or equality fails now: back in line, TypeError (nothing lost) */
+        unusable(item);
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyObject *r = without(&self->processing, item) < 0 ? NULL
+                      : PyObject_CallOneArg(self->append, item);
+        Py_XDECREF(r);
         Py_DECREF(item);
+        if (r == NULL) {
+            Py_XDECREF(exc_type);
+            Py_XDECREF(exc_value);
+            Py_XDECREF(exc_tb);
+            return NULL;
+        }
+        PyErr_Restore(exc_type, exc_value, exc_tb);
         return NULL;
     }
     return item;
@@ -163,14 +251,27 @@ core_done(QueueCore *self, PyObject *item)
     }
     PyObject *result = NULL;
     int found = PySet_Discard(self->processing, item);
-    if (found <= 0) {
-        result = found < 0 ? NULL : Py_NewRef(Py_None); /* not handed out: ignored */
+    if (found == 0) {
+        result = Py_NewRef(Py_None); /* not handed out: ignored */
         goto out;
     }
-    found = PySet_Contains(self->dirty, item);
-    if (found < 0) {
+    int again = found < 0 ? -1 : PySet_Contains(self->dirty, item);
+    if (again < 0) {
+        /* its hash or equality fails now: taken out of both sets by identity, so that
+         * a draining shutdown still ends; not queued again; TypeError */
+        unusable(item);
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        if (without(&self->processing, item) < 0 || without(&self->dirty, item) < 0) {
+            Py_XDECREF(exc_type);
+            Py_XDECREF(exc_value);
+            Py_XDECREF(exc_tb);
+            goto out;
+        }
+        PyErr_Restore(exc_type, exc_value, exc_tb);
         goto out;
     }
+    found = again;
     if (found) {
         result = push(self, item);
     }

@@ -77,7 +77,10 @@ class ReadyIndexer(Indexer, Protocol):
 
     * ``mark_ready()`` / ``is_ready()`` / ``wait_until_ready(timeout, stop)``: readiness,
       set by the first ``replace`` or by the store's owner;
-    * ``subscribe(buffer)`` / ``close_subscriptions()``: see :mod:`client_cache.subscription`.
+    * ``subscribe(buffer)`` / ``close_subscriptions()``: see :mod:`client_cache.subscription`;
+    * ``set_index_error_handler(handler)``: objects an index function fails on are stored
+      without that index's entries (an informer's choice, see
+      :mod:`client_cache.thread_safe_store`).
     """
 
     def mark_ready(self) -> None:
@@ -92,6 +95,12 @@ class ReadyIndexer(Indexer, Protocol):
                          stop: threading.Event | None = None) -> bool:
         """Wait until the first complete list is stored (True), ``timeout`` seconds pass or
         ``stop`` is set (False)."""
+        ...
+
+    def set_index_error_handler(
+            self, handler: Callable[[str, str | None, BaseException], None] | None) -> None:
+        """Store an object an index function fails on without that index's entries, and
+        tell ``handler`` (None: raise and change nothing)."""
         ...
 
     def subscribe(self, buffer: int = ...) -> Subscription:

@@ -35,6 +35,7 @@ from client_cache.errors import (
     is_unauthorized,
 )
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
+from client_cache.util.logs import log_visibly
 
 __all__ = [
     "DEFAULT_FAILING_AFTER",
@@ -100,6 +101,9 @@ class InformerHealth:
     """Notifications waiting in each event handler's buffer, by handler name."""
     handled: int = 0
     handler_errors: int = 0
+    index_errors: dict[str, int] = field(default_factory=dict)
+    """Objects an index function failed on, by index: each is cached and delivered, and
+    left out of that index alone (a port addition)."""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -130,6 +134,8 @@ class ReflectorStatus:
         self._after_list = False
         self._reported = 0
         self.watch_events = 0
+        self._index_errors: dict[str, int] = {}
+        self._index_reasons: set[tuple[str, str]] = set()
 
     def _wall(self, mono: float | None) -> float | None:
         if mono is None:
@@ -214,6 +220,23 @@ class ReflectorStatus:
                  extra={"resource": self.resource})
         return line
 
+    def index_failed(self, index: str, key: str | None, err: BaseException) -> None:
+        """Index function ``index`` failed on the object stored under ``key``: counted
+        (:class:`InformerHealth` ``index_errors``, the ``index_errors_total`` metric),
+        and logged at ERROR once per (index, reason), naming the object by its key, the
+        error by its type and message (an informer's index error handler: the object is
+        stored and delivered all the same)."""
+        reason = f"{type(err).__name__}: {err}"
+        with self._lock:
+            self._index_errors[index] = self._index_errors.get(index, 0) + 1
+            first = (index, reason) not in self._index_reasons
+            if first:
+                self._index_reasons.add((index, reason))
+        if first:
+            log_visibly(_log, logging.ERROR, "%s: index %r failed on %s (it is cached and "
+                        "delivered, but not in that index; this is said once per reason): "
+                        "%s", self.resource, index, key or "an object", reason[:300])
+
     def reported(self, err: BaseException) -> bool:
         """Whether :meth:`failed` already reported ``err`` (the default error handler
         then says nothing more)."""
@@ -244,4 +267,4 @@ class ReflectorStatus:
                 watch_restarts=self._restarts,
                 watch_events=self.watch_events, queue_depth=queue_depth,
                 handler_buffers=dict(handler_buffers or {}), handled=handled,
-                handler_errors=handler_errors)
+                handler_errors=handler_errors, index_errors=dict(self._index_errors))

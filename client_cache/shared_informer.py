@@ -261,6 +261,9 @@ class SharedIndexInformer(Generic[T]):
         self._queue: Queue | None = None
         self.status = ReflectorStatus(self.object_description, self.clock)
         """What the informer's reflector has been doing (see :meth:`health`)."""
+        # an index function that fails on an object leaves it out of that index only: the
+        # object is cached and delivered, and health, a metric and a log line say so
+        self.indexer.set_index_error_handler(self.status.index_failed)
 
     def __repr__(self) -> str:
         return f"<SharedIndexInformer {self.object_description}>"

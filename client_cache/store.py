@@ -313,6 +313,13 @@ class _Cache:
         """Objects indexed under ``indexed_value`` in ``index_name``."""
         return self._storage.by_index(index_name, indexed_value)
 
+    def set_index_error_handler(
+            self, handler: Callable[[str, str | None, BaseException], None] | None) -> None:
+        """Store objects an index function fails on, without that index's entries, and
+        tell ``handler`` (see :meth:`ThreadSafeMap.set_index_error_handler
+        <client_cache.thread_safe_store.ThreadSafeMap.set_index_error_handler>`)."""
+        self._storage.set_index_error_handler(handler)
+
     def get_indexers(self) -> Indexers:
         """A copy of the registered index functions."""
         return self._storage.get_indexers()

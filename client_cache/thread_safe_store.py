@@ -9,7 +9,10 @@ Differences from Go, all in the direction of safety:
 
 * an index function that raises makes ``add``/``update``/``replace``/``add_indexers`` raise
   :class:`~client_cache.errors.IndexFuncError` (Go panics); every index value is computed
-  before anything is changed, so the map and all its indices are exactly as before;
+  before anything is changed, so the map and all its indices are exactly as before. With
+  an index error handler (:meth:`ThreadSafeMap.set_index_error_handler`, which an
+  informer sets) the object is stored instead and left out of that index alone, and the
+  handler is told: an informer must not hide an object because one index cannot read it;
 * index values are remembered per key, so an update or delete removes the entries the old
   object was indexed under even if someone (wrongly) mutated the stored object in place;
   an update whose values are unchanged only swaps the object in its index entries;
@@ -33,7 +36,7 @@ subscriptions (:meth:`ThreadSafeMap.subscribe`; see :mod:`client_cache.subscript
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from client_cache import meta
@@ -186,7 +189,28 @@ def _index(index: _Postings, key: str, obj: Any, values: Sequence[str]) -> None:
             keys[key] = obj
 
 
+IndexErrorHandler = Callable[[str, "str | None", BaseException], None]
+"""Told of an index function that failed on an object (the index's name, the object's key,
+the error) when the object is stored without that index's entries instead; a port
+addition (:meth:`ThreadSafeMap.set_index_error_handler`). Called with the store's lock
+held: it must be quick and must not touch the store."""
+
+
+def _index_values(name: str, func: IndexFunc, obj: Any, key: str | None,
+                  on_error: IndexErrorHandler | None) -> Sequence[str]:
+    """The values ``func`` indexes ``obj`` under; with ``on_error``, none (and the handler
+    told) when it fails, else :class:`~client_cache.errors.IndexFuncError`."""
+    if on_error is None:
+        return _run_index_func(name, func, obj, key)
+    try:
+        return _run_index_func(name, func, obj, key)
+    except IndexFuncError as err:
+        on_error(name, key, err.err)
+        return ()
+
+
 def _build_indices(indexers: Mapping[str, IndexFunc], items: Mapping[str, Any],
+                   on_error: IndexErrorHandler | None = None,
                    ) -> tuple[dict[str, dict[str, Sequence[str]]], _AllPostings]:
     """Every index of ``indexers`` over ``items``: (per-key values, indices)."""
     new_values: dict[str, dict[str, Sequence[str]]] = {}
@@ -195,7 +219,7 @@ def _build_indices(indexers: Mapping[str, IndexFunc], items: Mapping[str, Any],
         per_key: dict[str, Sequence[str]] = {}
         index: _Postings = {}
         for key, obj in items.items():
-            values = _run_index_func(name, func, obj, key)
+            values = _index_values(name, func, obj, key, on_error)
             if values:
                 per_key[key] = values
                 _index(index, key, obj, values)
@@ -215,8 +239,8 @@ def _changed(old: Any, new: Any) -> bool:
 class ThreadSafeMap:
     """The :class:`ThreadSafeStore` implementation (Go ``threadSafeMap``)."""
 
-    __slots__ = ("_indexers", "_indices", "_items", "_lock", "_ready", "_ready_cond",
-                 "_subscribers", "_values")
+    __slots__ = ("_indexers", "_indices", "_items", "_lock", "_on_index_error", "_ready",
+                 "_ready_cond", "_subscribers", "_values")
 
     def __init__(self, indexers: Indexers | None = None) -> None:
         self._lock = threading.Lock()
@@ -228,12 +252,23 @@ class ThreadSafeMap:
         self._indices: _AllPostings = {name: {} for name in self._indexers}
         # index name -> key -> the values that key is indexed under (non-empty only).
         self._values: dict[str, dict[str, Sequence[str]]] = {name: {} for name in self._indexers}
+        self._on_index_error: IndexErrorHandler | None = None
+
+    def set_index_error_handler(self, handler: IndexErrorHandler | None) -> None:
+        """From now on, store an object an index function fails on, without that index's
+        entries, and tell ``handler`` (None: raise :class:`~client_cache.errors.
+        IndexFuncError` and change nothing, the default, as Go's panic). A port addition:
+        an informer sets one, so that its handlers still hear of the object."""
+        with self._lock:
+            self._on_index_error = handler
 
     # -- writes ---------------------------------------------------------------------------
     def _compute_locked(self, key: str, obj: Any) -> _Values:
         values: _Values = {}
+        on_error = self._on_index_error
         for name, func in self._indexers.items():  # a loop, not a comprehension's call
-            values[name] = _run_index_func(name, func, obj, key)
+            values[name] = _run_index_func(name, func, obj, key) if on_error is None \
+                else _index_values(name, func, obj, key, on_error)
         return values
 
     def _update_indices_locked(self, key: str, obj: Any, new_values: _Values) -> None:
@@ -328,7 +363,8 @@ class ThreadSafeMap:
         while True:
             with self._lock:
                 indexers = dict(self._indexers)
-            new_values, new_indices = _build_indices(indexers, new_items)
+                on_error = self._on_index_error
+            new_values, new_indices = _build_indices(indexers, new_items, on_error)
             with self._lock:
                 if self._indexers != indexers:
                     continue  # add_indexers ran meanwhile: build again with all of them
@@ -353,7 +389,8 @@ class ThreadSafeMap:
             conflicts = set(new_indexers) & set(self._indexers)
             if conflicts:
                 raise IndexerConflictError(conflicts)
-            new_values, new_indices = _build_indices(new_indexers, self._items)
+            new_values, new_indices = _build_indices(new_indexers, self._items,
+                                                     self._on_index_error)
             self._indexers.update(new_indexers)
             self._values.update(new_values)
             self._indices.update(new_indices)

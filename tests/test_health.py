@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import prometheus_client
 import pytest
 from kubernetes.client import CoreV1Api
 
@@ -19,6 +20,7 @@ from client_cache import CacheSyncTimeoutError, ResourceEventHandlerFuncs
 from client_cache import reflector_status as status_module
 from client_cache.health import display_resource, informers_check, serve
 from client_cache.informers.factory import new_shared_informer_factory
+from client_cache.metrics.prometheus import InformerCollector
 from client_cache.runtime import Action, Controller, ControllerConfig
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
@@ -272,3 +274,49 @@ def http_get(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+def test_an_index_function_that_raises_does_not_hide_the_object(
+        server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 59: the object is cached and delivered, the failing index skips it, and the
+    informer's health, a metric and one log line per (index, reason) say so (the object
+    was left out of the cache and no handler heard of it)."""
+    def by_team(obj: Any) -> list[str]:
+        labels = obj["metadata"].get("labels") or {}
+        if "broken" in labels:
+            raise KeyError("team")
+        return [labels.get("team", "")]
+
+    running = Running(server)
+    running.informer.add_indexers({"team": by_team})
+    seen: list[str] = []
+    running.informer.add_event_handler(ResourceEventHandlerFuncs(
+        add_func=lambda obj: seen.append(obj["metadata"]["name"]),
+        update_func=lambda old, new: seen.append(new["metadata"]["name"])))
+    api = server.api_client()
+    core = CoreV1Api(api)
+    core.create_namespaced_pod("default", {"metadata": {"name": "ok",
+                                                        "labels": {"team": "a"}}})
+    core.create_namespaced_pod("default", {"metadata": {"name": "odd",
+                                                        "labels": {"broken": "1"}}})
+    with caplog.at_level(logging.ERROR, logger="client_cache.reflector"):
+        running.start()
+        try:
+            assert running.factory.wait_for_cache_sync(running.stop, timeout=10)
+            eventually(lambda: sorted(seen) == ["odd", "ok"], 10)
+            indexer = running.informer.get_indexer()
+            assert indexer.get_by_key("default/odd")[1]
+            assert [o["metadata"]["name"] for o in indexer.by_index("team", "a")] == ["ok"]
+            core.patch_namespaced_pod("odd", "default", {"metadata": {"annotations": {"x": "1"}}})
+            eventually(lambda: seen.count("odd") == 2, 10)
+            assert running.informer.health().index_errors == {"team": 2}
+            registry = prometheus_client.CollectorRegistry()
+            registry.register(InformerCollector([running.factory]))
+            assert registry.get_sample_value("client_cache_informer_index_errors_total",
+                                             {"resource": "pods", "index": "team"}) == 2
+        finally:
+            running.close()
+            api.close()
+    lines = [r for r in caplog.records if "index 'team' failed" in r.getMessage()]
+    assert len(lines) == 1 and "default/odd" in lines[0].getMessage()
+    assert "KeyError" in lines[0].getMessage()

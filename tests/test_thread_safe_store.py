@@ -12,6 +12,7 @@ from client_cache import (
     IndexerConflictError,
     IndexFuncError,
     IndexNotFoundError,
+    ThreadSafeMap,
     new_indexer,
     new_thread_safe_store,
 )
@@ -387,3 +388,32 @@ def test_mark_ready_by_the_owner() -> None:
     store.mark_ready()
     store.mark_ready()  # idempotent
     assert store.is_ready() and store.wait_until_ready(0)
+
+
+def test_with_an_index_error_handler_a_failing_index_leaves_out_only_that_object() -> None:
+    """Issue 59 (an informer's store): the object is stored and found through the other
+    indices; the failing index skips it; the handler is told (index, key, error) for adds,
+    updates, replace and add_indexers alike. Without a handler the store raises and
+    changes nothing, as before."""
+    def bad(obj: Any) -> list[str]:
+        if obj.get("bad"):
+            raise ValueError("cannot read")
+        return [obj["ns"]]
+
+    told: list[tuple[str, str | None, str]] = []
+    store = ThreadSafeMap({"ns": lambda o: [o["ns"]], "bad": bad})
+    store.set_index_error_handler(lambda i, k, e: told.append((i, k, str(e))))
+    store.add("a", {"ns": "x", "bad": True})
+    store.add("b", {"ns": "x"})
+    assert store.get("a") == ({"ns": "x", "bad": True}, True)
+    assert sorted(store.index_keys("ns", "x")) == ["a", "b"]
+    assert store.index_keys("bad", "x") == ["b"]
+    assert told == [("bad", "a", "cannot read")]
+    store.replace({"c": {"ns": "y", "bad": True}}, "1")
+    assert store.list_keys() == ["c"] and store.index_keys("bad", "y") == []
+    store.add_indexers({"also": bad})
+    assert [t[:2] for t in told] == [("bad", "a"), ("bad", "c"), ("also", "c")]
+    strict = ThreadSafeMap({"bad": bad})
+    with pytest.raises(IndexFuncError):
+        strict.add("a", {"ns": "x", "bad": True})
+    assert strict.list_keys() == []

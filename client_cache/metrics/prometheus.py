@@ -28,8 +28,9 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``client_cache_informer_consecutive_failures``,
   ``client_cache_informer_last_watch_activity_age_seconds``,
   ``client_cache_informer_queue_depth``, ``client_cache_informer_events_handled_total``,
-  ``client_cache_informer_handler_errors_total`` and
-  ``client_cache_informer_handler_buffer_depth{resource, handler}``;
+  ``client_cache_informer_handler_errors_total``,
+  ``client_cache_informer_handler_buffer_depth{resource, handler}`` and
+  ``client_cache_informer_index_errors_total{resource, index}``;
 * the controller runtime, controller-runtime's names and label ``controller``:
   ``controller_runtime_reconcile_total{result}``,
   ``controller_runtime_reconcile_errors_total``,
@@ -300,6 +301,9 @@ class InformerCollector(Collector):
         buffers = GaugeMetricFamily(prefix + "handler_buffer_depth",
                                     "Notifications waiting in a handler's buffer",
                                     labels=["resource", "handler"])
+        index_errors = CounterMetricFamily(
+            prefix + "index_errors", "Objects an index function failed on (cached and "
+            "delivered, left out of that index)", labels=["resource", "index"])
         now = time.time()
         for factory in factories:
             for health in factory.health().values():
@@ -318,8 +322,10 @@ class InformerCollector(Collector):
                 errors.add_metric(label, health.handler_errors)
                 for handler, pending in health.handler_buffers.items():
                     buffers.add_metric([health.resource, handler], pending)
+                for index, count in health.index_errors.items():
+                    index_errors.add_metric([health.resource, index], count)
         yield from (synced, healthy, lists, relists, restarts, events, failures, age, depth,
-                    handled, errors, buffers)
+                    handled, errors, buffers, index_errors)
 
 
 def register(registry: CollectorRegistry | None = None, *,

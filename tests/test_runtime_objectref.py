@@ -8,14 +8,18 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
+from client_cache.informers import new_shared_informer_factory
 from client_cache.runtime import (
     Action,
+    Controller,
     ObjectRef,
     OwnerConflictError,
     ReconcileReason,
     controller_owner_ref,
     deep_copy,
     finalizer,
+    get_controller_of,
+    is_controlled_by,
     object_ref,
     set_controller_reference,
 )
@@ -88,3 +92,44 @@ def test_finalizer_retries_a_conflict_and_keeps_other_finalizers() -> None:
         assert core.read_namespaced_config_map("x", "default").metadata.finalizers == \
             ["other/keep", "mine/cleanup"]
         api.close()
+
+
+def test_an_owner_reference_of_either_shape() -> None:
+    """Issue 59: blockOwnerDeletion written (apimachinery and controller-runtime's shape,
+    the default), left out (kube-rs's: None) or false, by choice."""
+    assert controller_owner_ref(OWNER)["blockOwnerDeletion"] is True
+    assert "blockOwnerDeletion" not in controller_owner_ref(OWNER, block_owner_deletion=None)
+    assert controller_owner_ref(OWNER, block_owner_deletion=False)["blockOwnerDeletion"] is False
+    child: dict[str, Any] = {"metadata": {"name": "c"}}
+    set_controller_reference(OWNER, child, block_owner_deletion=None)
+    assert "blockOwnerDeletion" not in child["metadata"]["ownerReferences"][0]
+
+
+def test_is_controlled_by_and_get_controller_of() -> None:
+    child: dict[str, Any] = {"metadata": {"name": "c", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "u-9"}]}}
+    assert get_controller_of(child) is None and not is_controlled_by(child, OWNER)
+    set_controller_reference(OWNER, child)
+    assert get_controller_of(child) == controller_owner_ref(OWNER)
+    assert is_controlled_by(child, OWNER)
+    assert not is_controlled_by(child, {"metadata": {"name": "x", "uid": "u-9"}})
+    assert not is_controlled_by(child, {"metadata": {"name": "no-uid"}})
+
+
+def test_the_controllers_owner_ref_fills_in_its_kind_for_a_cached_list_item() -> None:
+    """A LIST item lacks kind and apiVersion; Controller.owner_ref takes the controller's
+    own, so the reconcile need not restate them."""
+    with EmbeddedApiServer() as server:
+        api = server.api_client()
+        try:
+            factory = new_shared_informer_factory(api, 0)
+            controller: Controller[Any] = Controller(
+                factory, GroupVersionResource("", "v1", "configmaps"))
+            item = {"metadata": {"name": "web", "namespace": "ns", "uid": "u-1"}}
+            assert controller.owner_ref(item) == {
+                "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "uid": "u-1",
+                "controller": True, "blockOwnerDeletion": True}
+            assert "blockOwnerDeletion" not in controller.owner_ref(
+                item, block_owner_deletion=None)
+        finally:
+            api.close()

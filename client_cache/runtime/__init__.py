@@ -21,6 +21,8 @@ from client_cache.runtime.objectref import (
     ObjectRef,
     OwnerConflictError,
     controller_owner_ref,
+    get_controller_of,
+    is_controlled_by,
     object_ref,
     set_controller_reference,
 )
@@ -57,6 +59,8 @@ __all__ = [
     "deep_copy",
     "finalizer",
     "get_controller_metrics_provider",
+    "get_controller_of",
+    "is_controlled_by",
     "object_ref",
     "reset_controller_metrics_provider_for_tests",
     "set_controller_metrics_provider",

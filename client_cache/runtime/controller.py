@@ -93,7 +93,7 @@ from client_cache.reflector_status import InformerHealth
 from client_cache.runtime.config import ControllerConfig
 from client_cache.runtime.leading import LeadershipGate
 from client_cache.runtime.metrics import ControllerMetrics
-from client_cache.runtime.objectref import ObjectRef, object_ref
+from client_cache.runtime.objectref import ObjectRef, controller_owner_ref, object_ref
 from client_cache.runtime.reconcile import (
     Action,
     Context,
@@ -284,6 +284,16 @@ class Controller(Generic[D]):
         """Requests scheduled and not yet started (due or not), held ones included."""
         scheduler = self._scheduler
         return 0 if scheduler is None else len(scheduler)
+
+    def owner_ref(self, owner: Any, *,
+                  block_owner_deletion: bool | None = True) -> dict[str, Any]:
+        """The controller owner reference that makes ``owner`` (an object this controller
+        reconciles, as its cache holds it: a LIST item without kind or apiVersion) the
+        controller of a child, with this controller's kind and apiVersion filled in
+        (:func:`~client_cache.runtime.objectref.controller_owner_ref` says which shape
+        ``block_owner_deletion`` gives and what permission ``True`` needs; kube-rs
+        ``Resource::controller_owner_ref``)."""
+        return controller_owner_ref(owner, self.kind, self.api_version, block_owner_deletion)
 
     def health(self) -> dict[str, InformerHealth]:
         """The health of every informer the controller reads (the primary resource first,

@@ -20,6 +20,8 @@ __all__ = [
     "ObjectRef",
     "OwnerConflictError",
     "controller_owner_ref",
+    "get_controller_of",
+    "is_controlled_by",
     "object_ref",
     "set_controller_reference",
 ]
@@ -62,19 +64,53 @@ def object_ref(obj: Any, kind: str = "", api_version: str = "") -> ObjectRef:
 
 
 def controller_owner_ref(owner: Any, kind: str = "", api_version: str = "",
-                         block_owner_deletion: bool = True) -> dict[str, Any]:
+                         block_owner_deletion: bool | None = True) -> dict[str, Any]:
     """The ``ownerReferences`` entry (wire form) that makes ``owner`` the controller of
-    another object (apimachinery ``metav1.NewControllerRef``; kube-rs
-    ``Resource::controller_owner_ref``). ``kind`` and ``api_version`` are needed when
-    ``owner`` does not carry them. Raises ``ValueError`` when the owner has no uid (it was
-    never stored by a server) or no kind is known."""
+    another object. ``kind`` and ``api_version`` are needed when ``owner`` does not carry
+    them (a cached LIST item does not: :meth:`Controller.owner_ref
+    <client_cache.runtime.Controller.owner_ref>` fills in the controller's own). Raises
+    ``ValueError`` when the owner has no uid (it was never stored by a server) or no kind
+    is known.
+
+    ``block_owner_deletion``: True (the default) writes ``blockOwnerDeletion: true``, the
+    shape of apimachinery's ``metav1.NewControllerRef`` and controller-runtime's
+    ``SetControllerReference``: a foreground deletion of the owner waits for this object.
+    Under the ``OwnerReferencesPermissionEnforcement`` admission plugin (OpenShift enables
+    it) writing it needs ``update`` on the owner's ``finalizers`` subresource, which a
+    controller's RBAC often lacks (the write is refused with 403). None leaves the field
+    out, kube-rs's ``Resource::controller_owner_ref`` shape, which needs no more than
+    write access to the object itself; False writes ``false``."""
     ref = object_ref(owner, kind, api_version)
     if not ref.uid:
         raise ValueError(f"{meta.describe(owner)} has no uid: only a stored object can own")
     if not ref.kind or not ref.api_version:
         raise ValueError(f"{meta.describe(owner)}: kind and apiVersion are needed")
-    return {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name,
-            "uid": ref.uid, "controller": True, "blockOwnerDeletion": block_owner_deletion}
+    entry: dict[str, Any] = {"apiVersion": ref.api_version, "kind": ref.kind,
+                             "name": ref.name, "uid": ref.uid, "controller": True}
+    if block_owner_deletion is not None:
+        entry["blockOwnerDeletion"] = block_owner_deletion
+    return entry
+
+
+def get_controller_of(obj: Any) -> dict[str, Any] | None:
+    """The owner reference (wire form) of ``obj``'s controller, or None (apimachinery
+    ``metav1.GetControllerOf``)."""
+    for ref in meta.accessor(obj).owner_references:
+        if ref.controller:
+            entry = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name,
+                     "uid": ref.uid, "controller": True}
+            if ref.block_owner_deletion is not None:
+                entry["blockOwnerDeletion"] = ref.block_owner_deletion
+            return entry
+    return None
+
+
+def is_controlled_by(obj: Any, owner: Any) -> bool:
+    """Whether ``owner`` is ``obj``'s controller, by uid (apimachinery
+    ``metav1.IsControlledBy``)."""
+    controller = get_controller_of(obj)
+    uid = meta.accessor(owner).uid
+    return controller is not None and bool(uid) and controller["uid"] == uid
 
 
 class OwnerConflictError(ClientCacheError, ValueError):
@@ -88,12 +124,14 @@ class OwnerConflictError(ClientCacheError, ValueError):
 
 
 def set_controller_reference(owner: Any, child: dict[str, Any], kind: str = "",
-                             api_version: str = "") -> dict[str, Any]:
+                             api_version: str = "",
+                             block_owner_deletion: bool | None = True) -> dict[str, Any]:
     """Make ``owner`` the controller of ``child`` (a wire dict, changed in place and
     returned; build it before creating or updating it): replaces an entry for the same
-    owner, adds one otherwise (controller-runtime ``SetControllerReference``). Raises
+    owner, adds one otherwise (controller-runtime ``SetControllerReference``; the entry as
+    :func:`controller_owner_ref` makes it, ``block_owner_deletion`` included). Raises
     :class:`OwnerConflictError` when another object is already its controller."""
-    entry = controller_owner_ref(owner, kind, api_version)
+    entry = controller_owner_ref(owner, kind, api_version, block_owner_deletion)
     refs = child.setdefault("metadata", {}).setdefault("ownerReferences", [])
     for current in refs:
         if current.get("controller") and current.get("uid") != entry["uid"]:

@@ -43,6 +43,7 @@ from _sample_apis import (
 from _sample_demo import run_demo
 from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
 
+from client_cache.codec import to_wire
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.informers import (
     SharedInformerFactory,
@@ -79,7 +80,7 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
     except ApiStatusError as err:
         if not is_not_found(err):
             raise
-        deployment = to_dict(clients.apps.create_namespaced_deployment(
+        deployment = to_wire(clients.apps.create_namespaced_deployment(
             namespace, new_deployment(foo)))
     if not is_controlled_by(deployment, foo):
         message = MESSAGE_RESOURCE_EXISTS % deployment_name
@@ -90,7 +91,7 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
     if replicas is not None and replicas != deployment["spec"].get("replicas"):
         log.info("Foo %s/%s replicas: %s, deployment replicas: %s", namespace, name,
                  replicas, deployment["spec"].get("replicas"))
-        deployment = to_dict(clients.apps.replace_namespaced_deployment(
+        deployment = to_wire(clients.apps.replace_namespaced_deployment(
             deployment_name, namespace, new_deployment(foo)))
     updated = with_available_replicas(foo, deployment)
     if updated.get("status") != foo.get("status"):
@@ -99,11 +100,6 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
     ctx.recorder.event(foo, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED, kind=KIND,
                        api_version=API_VERSION)
     return Action.await_change()
-
-
-def to_dict(model: Any) -> Any:
-    """A client model as the wire dict the informers hold."""
-    return ApiClient().sanitize_for_serialization(model)
 
 
 def build(api_client: ApiClient, *, namespace: str = "", concurrency: int = 2,

@@ -41,6 +41,7 @@ from client_cache import (
     split_meta_namespace_key,
     wait_for_cache_sync,
 )
+from client_cache.codec import to_wire
 from client_cache.errors import describe_error, is_not_found
 from client_cache.informers import (
     GenericInformer,
@@ -161,7 +162,7 @@ class Controller:
         except Exception as err:
             if not is_not_found(err):
                 raise
-            deployment = to_dict(self.kubeclientset.create_namespaced_deployment(
+            deployment = to_wire(self.kubeclientset.create_namespaced_deployment(
                 namespace, new_deployment(foo)))
         if not is_controlled_by(deployment, foo):
             msg = MESSAGE_RESOURCE_EXISTS % deployment_name
@@ -172,7 +173,7 @@ class Controller:
         if replicas is not None and replicas != deployment["spec"].get("replicas"):
             log.info("Update deployment resource currentReplicas=%s desiredReplicas=%s",
                      deployment["spec"].get("replicas"), replicas)
-            deployment = to_dict(self.kubeclientset.replace_namespaced_deployment(
+            deployment = to_wire(self.kubeclientset.replace_namespaced_deployment(
                 deployment_name, namespace, new_deployment(foo)))
         self.update_foo_status(foo, deployment)
         self.recorder.event(foo, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED, kind=KIND,
@@ -209,11 +210,6 @@ class Controller:
                 return
             self.enqueue_foo(foo)
             return
-
-
-def to_dict(model: Any) -> Any:
-    """A client model as the wire dict the informers hold."""
-    return ApiClient().sanitize_for_serialization(model)
 
 
 def run(api_client: ApiClient, stop: threading.Event, *, namespace: str = "",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kubernetes.client import AppsV1Api, CoreV1Api
+from kubernetes.client import ApiException, AppsV1Api, CoreV1Api
 
 from client_cache.informers import SharedInformerFactory, new_shared_informer_factory
 from client_cache.labels import everything
@@ -718,3 +718,32 @@ def test_a_failure_reaches_stderr_when_the_application_configured_no_logging(
     assert "reconcile of ConfigMap default/x" in done.stderr
     assert "RuntimeError: it broke" in done.stderr and "Traceback" in done.stderr
     assert "hunter2" not in done.stderr
+
+
+def test_an_api_error_is_summarised_without_its_response(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An ApiException's text and traceback print the response's headers and body; the
+    failure line gives its status, reason and the server's message only."""
+    cm(core, "x")
+    failed = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        err = ApiException(status=409, reason="Conflict")
+        err.body = ('{"kind":"Status","status":"Failure","reason":"Conflict","code":409,'
+                    '"message":"the object has been modified","details":{"x":"hunter2"}}')
+        failed.set()
+        raise err
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    with caplog.at_level(logging.ERROR, logger="client_cache.runtime"):
+        running = Running(controller, reconcile)
+        try:
+            assert failed.wait(10)
+            eventually(lambda: any("reconcile of" in r.getMessage()
+                                   for r in caplog.records), 10)
+        finally:
+            running.stop()
+    [record] = [r for r in caplog.records if "reconcile of" in r.getMessage()]
+    assert "409 Conflict: the object has been modified" in record.getMessage()
+    assert record.exc_info is None and "hunter2" not in record.getMessage()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -62,9 +63,9 @@ def to_wire(obj: Any) -> Any:
 def to_model(obj: Any, model: type | str, api_client: Any = None) -> Any:
     """The wire dict (or :mod:`~client_cache.codec.structs` struct) ``obj`` as a
     ``kubernetes.client`` model: ``model`` is the class or its name (``"V1Pod"``);
-    ``api_client`` lends its deserializer (a throwaway client is made when none is given
-    and the model class cannot decode by itself). Raises ``TypeError`` for an unknown
-    model name."""
+    ``api_client`` lends its deserializer (when none is given and the model class cannot
+    decode by itself, one client made once for the process lends it: no client, and no
+    thread pool, per call). Raises ``TypeError`` for an unknown model name."""
     if is_struct_type(type(obj)):
         obj = struct_to_wire(obj)
     if isinstance(model, str):
@@ -75,10 +76,17 @@ def to_model(obj: Any, model: type | str, api_client: Any = None) -> Any:
             raise TypeError(f"kubernetes.client has no model {model!r}")
         model = found
     if api_client is None and not callable(getattr(model, "from_dict", None)):
-        from kubernetes.client import ApiClient  # noqa: PLC0415 - the classic client only
-
-        api_client = ApiClient()
+        api_client = _shared_client()
     return model_decoder(api_client, model)(copy.deepcopy(dict(obj)))
+
+
+@functools.cache
+def _shared_client() -> Any:
+    """One ``kubernetes`` ApiClient for the process, only for its deserializer (it never
+    sends a request, so it opens no connection)."""
+    from kubernetes.client import ApiClient  # noqa: PLC0415 - the classic client only
+
+    return ApiClient()
 
 
 def to_struct(data: Any, object_type: type) -> Any:

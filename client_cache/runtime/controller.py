@@ -84,7 +84,7 @@ from typing import Any, Generic, TypeVar
 from client_cache import meta
 from client_cache.aio.bridge import LoopCaller, is_async_callable
 from client_cache.controller import ResourceEventHandlerFuncs
-from client_cache.errors import describe_error
+from client_cache.errors import describe_error, find_api_error
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
 from client_cache.listwatch import resource_kind
@@ -580,7 +580,8 @@ class Controller(Generic[D]):
 
     def _report_failure(self, ref: ObjectRef, obj: Any, err: Exception) -> None:
         """Log a failed reconcile: the first of an episode (failures of one object until
-        it reconciles again) at ERROR with its traceback, then, while it goes on failing,
+        it reconciles again) at ERROR with its traceback (an API error without: see
+        below), then, while it goes on failing,
         one ERROR line every :data:`FAILURE_REPEAT_SECONDS` with the count (DEBUG for the
         others). The object is named by kind, namespace/name and resourceVersion, an API
         error by its status, reason and message; the ERROR lines reach stderr when the
@@ -596,8 +597,12 @@ class Controller(Generic[D]):
                 if now - since >= FAILURE_REPEAT_SECONDS:
                     episode[:] = [now, 0]
         if episode is None:
+            # an API error is summarised (its status, reason and message): its text and
+            # traceback would print the response's headers and body, which may quote the
+            # object; any other error comes with its traceback
             log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s failed: %s",
-                        self.name, meta.describe(obj), describe_error(err), exc_info=err)
+                        self.name, meta.describe(obj), describe_error(err),
+                        exc_info=None if find_api_error(err) is not None else err)
         elif now - since >= FAILURE_REPEAT_SECONDS:
             log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s still failing "
                         "(%d more times in %.0f s): %s", self.name, meta.describe(obj), count,

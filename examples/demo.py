@@ -22,7 +22,6 @@ if __name__ == "__main__":  # something on the screen before the slow imports (~
     print("client_cache demo: starting ...", flush=True)
 
 import functools
-import shutil
 import threading
 import time
 from collections import Counter
@@ -76,8 +75,10 @@ class Stats:
 
 
 class View:
-    """The live status line: on a terminal it is cut to the terminal's width and redrawn
-    in place (no wrapping); otherwise one line per tick."""
+    """The live status, two lines of at most 79 characters (it fits an 80-column
+    terminal): on a terminal redrawn in place, otherwise printed at each tick."""
+
+    WIDTH = 79
 
     def __init__(self, controller: Controller, stats: Stats, enqueued: Counter[str]) -> None:
         self.controller = controller
@@ -86,30 +87,31 @@ class View:
         self.started = time.monotonic()
         self.tty = sys.stdout.isatty()
         self.phase = "starting"
+        self.drawn = False
 
-    def line(self) -> str:
+    def lines(self) -> tuple[str, str]:
         c = self.stats.snapshot()
-        health = self.controller.pods.informer().health()
-        state = "healthy" if health.healthy else f"UNHEALTHY ({health.reason})"
-        return (f"[{time.monotonic() - self.started:5.1f}s] {self.phase:<28} "
-                f"cache {len(self.controller.pods.informer().get_store().list_keys()):>5} "
-                f"| queue {self.controller.queue.len():>4} | processed "
-                f"{self.controller.processed:>5} retries {self.controller.retries:>3} "
-                f"| informer {state}, lists {health.lists}, watch events "
-                f"{health.watch_events} | controller handler {sum(self.enqueued.values()):>5} "
-                f"| stats handler add {c['add']} upd {c['update']} del {c['delete']} "
-                f"unchanged {c['unchanged']} | resync/relist rounds {c['resync']}")
+        informer = self.controller.pods.informer()
+        health = informer.health()
+        state = "healthy" if health.healthy else "UNHEALTHY"
+        first = (f"[{time.monotonic() - self.started:5.1f}s] {self.phase[:26]:<26} "
+                 f"cache {len(informer.get_store().list_keys()):>5} queue "
+                 f"{self.controller.queue.len():>4} done {self.controller.processed:>5} "
+                 f"retry {self.controller.retries:>3}")
+        second = (f"  {state}, lists {health.lists}, events {health.watch_events} | "
+                  f"ctl {sum(self.enqueued.values())} | stats +{c['add']} ~{c['update']} "
+                  f"-{c['delete']} ={c['unchanged']} | resyncs {c['resync']}")
+        return first[:self.WIDTH], second[:self.WIDTH]
 
     def show(self, final: bool = False) -> None:
-        text = self.line()
+        first, second = self.lines()
         if not self.tty:
-            print(text, flush=True)
+            print(first, second, sep="\n", flush=True)
             return
-        width = shutil.get_terminal_size().columns - 1
-        if len(text) > width:
-            text = text[: max(0, width - 1)] + "…"
-        # carriage return, the line, erase what a longer previous line left
-        print("\r" + text + "\x1b[K", end="\n" if final else "", flush=True)
+        # back to the first line drawn last time, then both lines, each erased to its end
+        up = "\x1b[1A\r" if self.drawn else "\r"
+        print(f"{up}{first}\x1b[K\n{second}\x1b[K", end="\n" if final else "", flush=True)
+        self.drawn = not final
 
 
 def pod(name: str, version: str = "1") -> dict[str, Any]:
@@ -196,10 +198,11 @@ def demo(args: Any, stop: threading.Event, finished: threading.Event, api_client
         total = args.pods if server is not None else None
         view.phase = "initial list"
         while not stop.is_set() and not controller.synced.is_set():
-            cache = len(informer.get_store().list_keys())
-            progress = f"{cache}/{total}" if total else f"{cache}"
-            print(f"{chr(13) if view.tty else ''}syncing the initial list: {progress} pods in "
-                  "the cache", end="" if view.tty else "\n", flush=True)
+            # the LIST fills the cache at once; its pods reach the handlers one by one
+            delivered = enqueued["add"]
+            progress = f"{delivered}/{total}" if total else f"{delivered}"
+            print(f"{chr(13) if view.tty else ''}syncing the initial list: {progress} pods "
+                  "delivered", end="" if view.tty else "\n", flush=True)
             stop.wait(0.2)
         if stop.is_set():
             return 0
@@ -248,7 +251,7 @@ def scripted(args: Any, stop: threading.Event, core: CoreV1Api,
     rounds = stats.snapshot()["resync"]
     server.control("watch-error", code=410)
     core.create_namespaced_pod(NAMESPACE, pod("after-relist"))
-    wait_until(view, stop, "forced relist (410 Expired)",
+    wait_until(view, stop, "relist (410 Expired)",
                lambda: stats.snapshot()["resync"] > rounds, timeout=10)
     rounds = stats.snapshot()["resync"]
     wait_until(view, stop, "waiting for a resync tick",
@@ -268,11 +271,13 @@ def summary(core: CoreV1Api, controller: Controller, stats: Stats, enqueued: Cou
     print(f"  controller handler: {dict(enqueued)}")
     health = controller.pods.informer().health()
     print(f"  informer: {'healthy' if health.healthy else 'UNHEALTHY: ' + health.reason}; "
-          f"lists {health.lists} (relists {health.relists}), watch restarts "
-          f"{health.watch_restarts}, watch events {health.watch_events}, handled "
-          f"{health.handled}, handler errors {health.handler_errors}")
+          f"lists {health.lists} (relists {health.relists}),")
+    print(f"    watch restarts {health.watch_restarts}, watch events "
+          f"{health.watch_events}, handled {health.handled}, handler errors "
+          f"{health.handler_errors}")
     print(f"  stats handler: add {c['add']}, update {c['update']}, delete {c['delete']}, "
-          f"unchanged {c['unchanged']} in {c['resync']} resync/relist rounds")
+          f"unchanged {c['unchanged']},")
+    print(f"    in {c['resync']} resync/relist rounds")
     if check:
         truth = {f"{p.metadata.namespace}/{p.metadata.name}": p.metadata.resource_version
                  for p in core.list_pod_for_all_namespaces().items}

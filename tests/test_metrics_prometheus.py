@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+import prometheus_client
 import pytest
 from kubernetes.client import CoreV1Api
 from prometheus_client import CollectorRegistry
@@ -233,3 +234,24 @@ def test_the_collector_does_not_keep_a_factory_alive(server: EmbeddedApiServer,
     assert alive() is None
     assert all(not family.samples for family in collector.collect())
     api.close()
+
+
+def test_register_is_idempotent_and_exports_no_created_twins(
+        server: EmbeddedApiServer, registry: CollectorRegistry) -> None:
+    """Issue 59: a second register() with one registry returns the first collector (it
+    raised DuplicateTimeseries), with the new factories added; no ``*_created`` series."""
+    api = server.api_client()
+    try:
+        first_factory = new_shared_informer_factory(api, 0)
+        second_factory = new_shared_informer_factory(api, 0)
+        first = register(registry, factories=[first_factory])
+        assert register(registry, factories=[second_factory]) is first
+        queue: Any = new_named_rate_limiting_queue(
+            new_item_exponential_failure_rate_limiter(0.001, 0.01), "idempotent")
+        queue.add("k")
+        text = prometheus_client.generate_latest(registry).decode()
+        assert 'workqueue_adds_total{name="idempotent"} 1.0' in text
+        assert "_created" not in text
+        queue.shut_down()
+    finally:
+        api.close()

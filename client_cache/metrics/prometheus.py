@@ -12,7 +12,7 @@ afterwards) and adds a collector that reads the informers' health at each scrape
 
 * work queues, client-go's names and label ``name``: ``workqueue_depth``,
   ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
-  ``workqueue_work_duration_seconds`` (histograms, client-go's buckets: 10 ns to 1,000 s
+  ``workqueue_work_duration_seconds`` (histograms, client-go's buckets: 10 ns to 10 s
   by factors of 10), ``workqueue_unfinished_work_seconds``,
   ``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``;
 * reflectors, label ``name``: ``reflector_lists_total``,
@@ -50,6 +50,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import prometheus_client
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Summary
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 WORKQUEUE_BUCKETS = tuple(1e-8 * 10 ** i for i in range(10))
-"""client-go's ``ExponentialBuckets(10e-9, 10, 10)``: 10 ns to 1,000 s."""
+"""client-go's ``ExponentialBuckets(10e-9, 10, 10)``: 10 ns to 10 s (ten buckets)."""
 
 
 class WorkqueueProvider:
@@ -332,13 +333,30 @@ def register(registry: CollectorRegistry | None = None, *,
              factories: Iterable[Any] = ()) -> InformerCollector:
     """Set the library's providers to Prometheus metrics in ``registry`` (the default
     registry when None) and register an :class:`InformerCollector` for ``factories``
-    (more can be added to it later). Call it before building what it should measure;
-    calling it twice with one registry raises (Prometheus refuses duplicate names)."""
+    (more can be added to it later). Call it before building what it should measure.
+    Idempotent: a second call with the same registry adds ``factories`` to the collector
+    the first made and returns it (Prometheus refuses the same names twice). Counters
+    come without their ``*_created`` twins (``prometheus_client.disable_created_metrics``,
+    process-wide), as Go's client exports none."""
     registry = registry if registry is not None else REGISTRY
-    workqueue_metrics.set_provider(WorkqueueProvider(registry))
-    reflector_metrics.set_reflector_metrics_provider(ReflectorProvider(registry))
-    set_controller_metrics_provider(ControllerProvider(registry))
-    set_leader_metrics_provider(LeaderProvider(registry))
-    collector = InformerCollector(factories)
-    registry.register(collector)
-    return collector
+    with _registered_lock:
+        collector = _registered.get(registry)
+        if collector is not None:
+            for factory in factories:
+                collector.add_factory(factory)
+            return collector
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+        workqueue_metrics.set_provider(WorkqueueProvider(registry))
+        reflector_metrics.set_reflector_metrics_provider(ReflectorProvider(registry))
+        set_controller_metrics_provider(ControllerProvider(registry))
+        set_leader_metrics_provider(LeaderProvider(registry))
+        collector = InformerCollector(factories)
+        registry.register(collector)
+        _registered[registry] = collector
+        return collector
+
+
+_registered: weakref.WeakKeyDictionary[CollectorRegistry, InformerCollector] = \
+    weakref.WeakKeyDictionary()
+"""The collector :func:`register` made for each registry."""
+_registered_lock = threading.Lock()

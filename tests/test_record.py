@@ -201,3 +201,18 @@ def test_bad_input_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> Non
     assert [e["reason"] for e in seen] == ["Made"]
     assert "Unsupported event type" in caplog.text and "kind is unknown" in caplog.text
     assert "object=ConfigMap default/x type=Normal reason=Made" in caplog.text
+
+
+def test_an_event_names_its_reporter_in_the_reporting_fields(
+        server: EmbeddedApiServer) -> None:
+    """Issue 59: as client-go's makeEvent, reportingComponent and reportingInstance carry
+    the source's component and host (they were empty)."""
+    broadcaster = EventBroadcaster()
+    broadcaster.start_recording_to_sink(CoreV1EventSink(server.api_client(), timeout=2.0))
+    rec = broadcaster.new_recorder(EventSource(component="sample-controller",
+                                               host="node-1"))
+    rec.event(FOO, "Normal", "Synced", "Foo synced successfully")
+    assert broadcaster.shutdown(5) == []
+    [stored] = events(server)
+    assert stored.reporting_component == "sample-controller"
+    assert stored.reporting_instance == "node-1"

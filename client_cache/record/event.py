@@ -228,4 +228,7 @@ class EventRecorder:
             "reason": reason, "message": message, "firstTimestamp": stamp,
             "lastTimestamp": stamp, "count": 1, "type": event_type,
             "source": {k: v for k, v in (("component", self.source.component),
-                                         ("host", self.source.host)) if v}})
+                                         ("host", self.source.host)) if v},
+            # as client-go's makeEvent: the reporter in the fields the newer API reads
+            **{k: v for k, v in (("reportingComponent", self.source.component),
+                                 ("reportingInstance", self.source.host)) if v}})

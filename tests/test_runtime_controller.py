@@ -8,6 +8,7 @@ import itertools
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -747,3 +748,28 @@ def test_an_api_error_is_summarised_without_its_response(
     [record] = [r for r in caplog.records if "reconcile of" in r.getMessage()]
     assert "409 Conflict: the object has been modified" in record.getMessage()
     assert record.exc_info is None and "hunter2" not in record.getMessage()
+
+
+def test_requests_carry_the_controllers_name_as_user_agent(
+        server: EmbeddedApiServer, core: CoreV1Api) -> None:
+    """Issue 59: client-go's user-agent shape with the controller's name (the server
+    takes its first part as the field manager of the writes), unless the application set
+    its own."""
+    api = server.api_client()
+    try:
+        assert api.user_agent.startswith("OpenAPI-Generator/")
+        factory = new_shared_informer_factory(api, 0)
+        controller: Controller[Any] = Controller(
+            factory, CONFIGMAPS, config=no_throttle(name="sample-controller"))
+        running = Running(controller, lambda obj, ctx: Action.await_change())
+        running.stop()
+        assert re.fullmatch(r"sample-controller/v0\.0\.0 \([a-z]+/[a-z0-9_]+\) client_cache",
+                            api.user_agent), api.user_agent
+        api.user_agent = "my-operator/1.2"
+        running = Running(Controller(new_shared_informer_factory(api, 0), CONFIGMAPS,
+                                     config=no_throttle()),
+                          lambda obj, ctx: Action.await_change())
+        running.stop()
+        assert api.user_agent == "my-operator/1.2"
+    finally:
+        api.close()

@@ -71,7 +71,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import platform
 import queue
+import re
 import signal
 import threading
 import time
@@ -394,6 +396,7 @@ class Controller(Generic[D]):
         if config.client_qps > 0:
             throttle_client(self._factory.api_client,
                             TokenBucketRateLimiter(config.client_qps, config.client_burst))
+        identify(self._factory.api_client, self.name)
         self._stopping.clear()
         self._summary = RunSummary()
         gate = None if config.leader_election is None else LeadershipGate(
@@ -629,6 +632,20 @@ class Controller(Generic[D]):
             scheduler.backoff(ctx.obj_ref, reason)
         with self._lock:
             self._summary.requeues += 1
+
+
+def identify(api_client: Any, name: str) -> None:
+    """Give ``api_client``'s requests the controller's name as their User-Agent, in
+    client-go's default shape (``<name>/<version> (<os>/<arch>) client_cache``), unless the
+    application set one: the server then records ``name`` as the field manager of its
+    writes (it was ``OpenAPI-Generator``, the ``kubernetes`` package's default) and its
+    audit log names it."""
+    current = str(getattr(api_client, "user_agent", "") or "")
+    if current and not current.startswith("OpenAPI-Generator/"):
+        return
+    agent = re.sub(r"[^A-Za-z0-9._-]+", "-", name.replace("/", ".")).strip("-") or "controller"
+    api_client.user_agent = (f"{agent}/v0.0.0 ({platform.system().lower()}/"
+                             f"{platform.machine().lower()}) client_cache")
 
 
 FAILURE_REPEAT_SECONDS = 60.0

@@ -773,3 +773,29 @@ def test_requests_carry_the_controllers_name_as_user_agent(
         assert api.user_agent == "my-operator/1.2"
     finally:
         api.close()
+
+
+def test_queued_events_are_written_within_the_shutdown_timeout(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
+    """Issue 59: the Events a reconcile recorded are all written at shutdown, in what is
+    left of the controller's shutdown timeout (they were dropped after one second)."""
+    cm(core, "x")
+    recorded = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        if not recorded.is_set():
+            server.latency = 0.15  # each Event write now takes 0.15 s: 12 take 1.8 s
+            for i in range(12):
+                ctx.recorder.event(obj, "Normal", f"Step{i}", f"step {i} done")
+            recorded.set()
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    running = Running(controller, reconcile)
+    try:
+        assert recorded.wait(10)
+    finally:
+        running.stop(timeout=30)
+        server.latency = 0.0
+    reasons = {e.reason for e in core.list_namespaced_event("default").items}
+    assert reasons >= {f"Step{i}" for i in range(12)}, sorted(reasons)

@@ -464,7 +464,9 @@ class Controller(Generic[D]):
                 gate.stop()
                 self._summary.lost_leadership = gate.lost
             if broadcaster is not None:
-                broadcaster.shutdown(1.0)
+                # queued Events are written within what is left of the shutdown timeout
+                # (at least a second), not dropped after one
+                broadcaster.shutdown(max(1.0, deadline - time.monotonic()))
             for informer, registration in registrations:
                 informer.remove_event_handler(registration)
             for hook in hooks:

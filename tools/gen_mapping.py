@@ -343,6 +343,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Action": ("—", "kube-rs Action (requeue, await_change)"),
     "Context": ("—", "kube-rs Arc<Context>: the user's data plus the request"),
     "client_cache.runtime.Controller": ("—", "kube-rs Controller"),
+    "run_workers": ("—", "N worker threads over a queue (sample-controller's loop)"),
     "ControllerConfig": ("—", "kube-rs controller::Config plus controller-runtime options"),
     "ControllerMetricsProvider": ("—", "controller-runtime reconcile metrics"),
     "ControllerMetrics": ("—", "one controller's reconcile metrics"),

@@ -68,6 +68,7 @@ from client_cache.workqueue.rate_limiting_queue import (
     new_typed_rate_limiting_queue,
     new_typed_rate_limiting_queue_with_config,
 )
+from client_cache.workqueue.workers import run_workers
 
 __all__ = [
     "C_CORE_AVAILABLE",
@@ -125,5 +126,6 @@ __all__ = [
     "new_with_config",
     "new_with_max_wait_rate_limiter",
     "parallelize_until",
+    "run_workers",
     "set_provider",
 ]

@@ -104,6 +104,8 @@ def check_item(item: object) -> None:
     """Refuse an item a work queue cannot keep: one whose hash fails, or whose equality
     with itself fails (TypeError naming its type and the error; the sets that hold items
     call both). A port addition: Go's comparable types cannot fail there."""
+    if type(item) in (str, int):
+        return  # the usual keys: their hash and equality cannot fail
     try:
         hash(item)
         item == item  # noqa: B015, PLR0124 - its __eq__ must not raise

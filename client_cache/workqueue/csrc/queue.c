@@ -151,6 +151,9 @@ without(PyObject **slot, PyObject *item)
 static int
 check_item(PyObject *item)
 {
+    if (PyUnicode_CheckExact(item) || PyLong_CheckExact(item)) {
+        return 0; /* the usual keys: their hash and equality cannot fail */
+    }
     if (PyObject_Hash(item) == -1) {
         unusable(item);
         return -1;

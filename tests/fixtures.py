@@ -9,6 +9,8 @@ import queue as queue_module
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -451,3 +453,12 @@ class RecordingStore:
             assert self.cond.wait_for(lambda: len(self.writes) >= count, timeout), \
                 [op for op, _ in self.writes]
             return list(self.writes)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """GET ``url`` (5 s timeout): its status and body, an HTTP error's included."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()

@@ -25,7 +25,7 @@ from client_cache.runtime import Action, Controller, ControllerConfig
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.util.runtime import handle_error
-from tests.fixtures import eventually
+from tests.fixtures import eventually, http_get
 
 
 @pytest.fixture
@@ -267,13 +267,6 @@ def test_a_killed_server_turns_health_and_both_probes_red_and_its_return_green()
         api.close()
         server.stop()
 
-
-def http_get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def test_an_index_function_that_raises_does_not_hide_the_object(

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import urllib.error
-import urllib.request
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -46,7 +44,7 @@ from client_cache.workqueue import (
     new_named_rate_limiting_queue,
 )
 from client_cache.workqueue.metrics import reset_provider_for_tests
-from tests.fixtures import eventually
+from tests.fixtures import eventually, http_get
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
@@ -67,13 +65,6 @@ def registry() -> Iterator[CollectorRegistry]:
     reset_controller_metrics_provider_for_tests()
     set_leader_metrics_provider(NoopLeaderMetricsProvider())
 
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def samples(text: str) -> dict[str, float]:
@@ -142,7 +133,7 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
         assert reconciled.acquire(timeout=10) and reconciled.acquire(timeout=10)
         assert leading.wait(10)
         with serve(registry=registry, factory=factory) as health:
-            status, text = get(health.url + "/metrics")
+            status, text = http_get(health.url + "/metrics")
             assert status == 200
             got = samples(text)
             expected = {
@@ -196,25 +187,25 @@ def test_probe_answers_as_controller_runtime(server: EmbeddedApiServer) -> None:
     with serve(factory=factory, healthz={"custom": custom}) as health:
         factory.start(stop)
         try:
-            status, body = get(health.url + "/readyz")
+            status, body = http_get(health.url + "/readyz")
             assert status == 500
             assert body == ("[-]caches failed: not synced: pods\n[+]informers ok\n[+]ping ok\n"
                             "readyz check failed\n")
-            assert get(health.url + "/healthz") == (200, "ok")
-            assert get(health.url + "/healthz?verbose") == (
+            assert http_get(health.url + "/healthz") == (200, "ok")
+            assert http_get(health.url + "/healthz?verbose") == (
                 200, "[+]custom ok\n[+]informers ok\n[+]ping ok\nhealthz check passed\n")
             broken["on"] = True
-            assert get(health.url + "/healthz") == (
+            assert http_get(health.url + "/healthz") == (
                 500, "[-]custom failed: disk full\n[+]informers ok\n[+]ping ok\n"
                      "healthz check failed\n")
-            assert get(health.url + "/healthz?exclude=custom") == (200, "ok")
-            assert get(health.url + "/healthz/custom") == (
+            assert http_get(health.url + "/healthz?exclude=custom") == (200, "ok")
+            assert http_get(health.url + "/healthz/custom") == (
                 500, "internal server error: disk full\n")
-            assert get(health.url + "/healthz/ping") == (200, "ok")
-            assert get(health.url + "/healthz/nope")[0] == 404
+            assert http_get(health.url + "/healthz/ping") == (200, "ok")
+            assert http_get(health.url + "/healthz/nope")[0] == 404
             server.latency = 0.0
             assert factory.wait_for_cache_sync(stop, timeout=20)
-            eventually(lambda: get(health.url + "/readyz") == (200, "ok"), 10)
+            eventually(lambda: http_get(health.url + "/readyz") == (200, "ok"), 10)
         finally:
             stop.set()
             assert factory.shutdown(5) == []

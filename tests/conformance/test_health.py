@@ -5,8 +5,6 @@ and the timeout names it with the server's answer."""
 from __future__ import annotations
 
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from client_cache.informers import (
 )
 from client_cache.schema import GroupVersionResource
 from tests.conformance.util import Backend
-from tests.fixtures import eventually
+from tests.fixtures import eventually, http_get
 
 
 def test_health_of_a_synced_informer(api: Any, ns: str) -> None:
@@ -81,24 +79,17 @@ def test_an_outage_turns_both_probes_red_and_its_end_green(
             eventually(lambda: informer.get_indexer().get_by_key(f"{ns}/seen")[1], 30)
             backend.stop_apiserver(state)
             try:
-                eventually(lambda: probe(health.url + "/healthz")[0] == 500, 30,
+                eventually(lambda: http_get(health.url + "/healthz")[0] == 500, 30,
                            "/healthz stayed 200 with the API server down")
                 for path in ("/healthz", "/readyz"):
-                    status, body = probe(health.url + path)
+                    status, body = http_get(health.url + path)
                     assert status == 500 and "[-]informers failed: configmaps: failing" in body
             finally:
                 backend.start_apiserver(state)
-            eventually(lambda: probe(health.url + "/healthz") == (200, "ok"), 60,
+            eventually(lambda: http_get(health.url + "/healthz") == (200, "ok"), 60,
                        "/healthz never recovered")
-            eventually(lambda: probe(health.url + "/readyz") == (200, "ok"), 60)
+            eventually(lambda: http_get(health.url + "/readyz") == (200, "ok"), 60)
     finally:
         stop.set()
         assert factory.shutdown(5) == []
 
-
-def probe(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()

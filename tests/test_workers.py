@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+from typing import Any
 
 import pytest
 
@@ -63,3 +65,26 @@ def test_a_plain_queue_drops_a_failed_item_and_zero_workers_is_refused() -> None
     assert not runner.is_alive() and queue.len() == 0
     with pytest.raises(ValueError, match="at least 1"):
         run_workers(queue, process, 0, stop)
+
+
+def test_a_failure_names_an_object_item_by_kind_and_name_never_its_content(
+        caplog: pytest.LogCaptureFixture) -> None:
+    class Item(dict):  # type: ignore[type-arg]
+        def __hash__(self) -> int:
+            return 1
+
+    queue: workqueue.Typed[Any] = workqueue.new()
+    item = Item(kind="Secret", metadata={"name": "db", "namespace": "prod"},
+                data={"password": "hunter2"})
+    stop = threading.Event()
+
+    def process(obj: Any) -> None:
+        stop.set()
+        raise RuntimeError("boom")
+
+    queue.add(item)
+    with caplog.at_level(logging.ERROR, logger="client_cache.workqueue"):
+        run_workers(queue, process, 1, stop)
+    [record] = caplog.records
+    assert "Secret prod/db" in record.getMessage()
+    assert "hunter2" not in record.getMessage()

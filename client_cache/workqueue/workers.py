@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from client_cache import meta
 from client_cache.util.stop import on_stop
 
 __all__ = ["run_workers"]
@@ -17,6 +18,12 @@ __all__ = ["run_workers"]
 _log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=Hashable)
+
+
+def _named(item: Any) -> str:
+    """An item as a log line names it: a key as it is, an object by kind and
+    namespace/name (never its content)."""
+    return repr(item) if isinstance(item, (str, int)) else meta.describe(item)
 
 
 def run_workers(queue: Any, process: Callable[[T], None], workers: int,
@@ -27,7 +34,8 @@ def run_workers(queue: Any, process: Callable[[T], None], workers: int,
     have ended. A rate-limiting queue (one with ``forget`` and ``add_rate_limited``)
     forgets an item ``process`` handled and adds back with backoff one it raised on, as
     sample-controller's ``processNextWorkItem`` does; on another queue the error is
-    logged and the item dropped. Every failure is logged at ERROR with its traceback."""
+    logged and the item dropped. Every failure is logged at ERROR with its traceback,
+    the item named by its key (an object by kind and namespace/name, never its content)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     forget = getattr(queue, "forget", None)
@@ -41,7 +49,7 @@ def run_workers(queue: Any, process: Callable[[T], None], workers: int,
             try:
                 process(item)
             except Exception:
-                _log.exception("%s: processing %r failed%s", name, item,
+                _log.exception("%s: processing %s failed%s", name, _named(item),
                                "; retried with backoff" if retry else "")
                 if retry is not None and not queue.shutting_down():
                     retry(item)

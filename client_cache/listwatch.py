@@ -43,6 +43,7 @@ from client_cache.transport import (
     socket_of,
 )
 from client_cache.util.chan import NEVER_STOP
+from client_cache.util.rest_metrics import measure
 from client_cache.watch import Event, Watch
 
 __all__ = [
@@ -213,8 +214,9 @@ def discover(api_client: Any, group: str, version: str) -> list[dict[str, Any]]:
     :class:`~client_cache.errors.ApiStatusError`, or urllib3's network errors)."""
     host = str(api_client.configuration.host).rstrip("/")
     path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    response = api_client.rest_client.pool_manager.request(
-        "GET", host + path, headers=request_headers(api_client), timeout=30.0, retries=False)
+    pool = api_client.rest_client.pool_manager
+    response = measure("GET", host + path, lambda: pool.request(
+        "GET", host + path, headers=request_headers(api_client), timeout=30.0, retries=False))
     if response.status == 404:
         return []
     if not 200 <= response.status < 300:

@@ -1,22 +1,32 @@
-"""JSON requests through a ``kubernetes`` client's REST client, for the few writes the
-library makes itself (finalizers, leases, events).
+"""JSON requests for the few writes the library makes itself (finalizers, leases, events).
 
-They go through ``api_client.rest_client.request``, so they carry the client's
-authentication headers and its throttling
-(:func:`~client_cache.util.flowcontrol.throttle_client`), and come back as
+They go on the ``kubernetes`` client's own connections (its ``rest_client.pool_manager``:
+its TLS, proxy and credentials), wait for the client's rate limiter
+(:func:`~client_cache.util.flowcontrol.throttle_client`) or for the one given, are counted
+in the ``rest_client_*`` metrics (:mod:`client_cache.util.rest_metrics`), and come back as
 ``(status, body)``: the decoded JSON body (None when empty or not JSON) and the HTTP
 status, also for error statuses, so that callers can treat a 409 as the lost race it is
-rather than as an exception. Transport failures raise :class:`RestError` with the cause
-chained (never the body, which may quote an object).
+rather than as an exception.
+
+urllib3's immediate retries are off (the ``kubernetes`` client's pool retries a failed
+connection three times at once, each with a WARNING line): every caller here has a
+backoff of its own (the elector's retry period, the event sink's, the reconcile's
+requeue), so an outage costs one failed attempt per backoff step and one line where the
+caller logs it. Transport failures raise :class:`RestError` with the cause chained (never
+the body, which may quote an object).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import urllib3
 
 from client_cache.codec import wire
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import request_headers
+from client_cache.util.rest_metrics import RateLimiter, client_limiter, measure
 
 __all__ = ["JSON_MERGE_PATCH", "RestError", "request_json"]
 
@@ -29,25 +39,29 @@ class RestError(ClientCacheError):
 
 def request_json(api_client: Any, method: str, path: str, body: Any = None,
                  content_type: str = "application/json",
-                 timeout: float | None = None) -> tuple[int, Any]:
+                 timeout: float | None = None,
+                 limiter: RateLimiter | None = None) -> tuple[int, Any]:
     """Send ``method`` to ``path`` (``/apis/...``) with a JSON ``body``; returns
-    ``(status, decoded body or None)``. ``timeout`` bounds the whole request (seconds)."""
+    ``(status, decoded body or None)``. ``timeout`` bounds the whole request (seconds).
+    ``limiter`` throttles it instead of the client's own limiter (the event sink has a
+    bucket of its own, as controller-runtime's recorder has its own client)."""
     url = str(api_client.configuration.host).rstrip("/") + path
     headers = dict(request_headers(api_client))
+    data: bytes | None = None
     if body is not None:
         headers["Content-Type"] = content_type
+        data = json.dumps(body, separators=(",", ":")).encode()
+    pool = api_client.rest_client.pool_manager
     try:
-        response = api_client.rest_client.request(method, url, headers=headers, body=body,
-                                                  _request_timeout=timeout)
-    except Exception as err:  # the client raises ApiException for non-2xx answers
-        status = getattr(err, "status", None)
-        if isinstance(status, int) and status > 0:
-            return status, _decode(getattr(err, "body", None))
+        response = measure(
+            method, url,
+            lambda: pool.request(method, url, body=data, headers=headers, retries=False,
+                                 timeout=urllib3.Timeout(total=timeout)),
+            request_bytes=None if data is None else len(data),
+            limiter=limiter if limiter is not None else client_limiter(api_client))
+    except Exception as err:
         raise RestError(f"{method} {path} failed: {type(err).__name__}") from err
-    data = response.data
-    if data is None:  # newer clients read the body on demand
-        data = response.read()
-    return int(response.status), _decode(data)
+    return int(response.status), _decode(response.data)
 
 
 def _decode(data: Any) -> Any:

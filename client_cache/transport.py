@@ -39,6 +39,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ProtocolError
 
 from client_cache.errors import StopRequestedError
+from client_cache.util.rest_metrics import measure, retried
 from client_cache.util.stop import on_stop
 
 __all__ = [
@@ -233,31 +234,38 @@ class Transport:
         for attempt in (1, 2):
             if stop.is_set():
                 raise StopRequestedError()
+            answered = False
+            body: Any = None
+
+            def send() -> Any:
+                nonlocal answered, body
+                response = self.pool_manager.request(
+                    "GET", url, headers=headers, preload_content=False, timeout=timeout,
+                    retries=False)
+                answered = True
+                keep_alive(response, self.api_client)
+                if read_body:
+                    try:
+                        body = response.read() if reader is None else reader(response)
+                    finally:
+                        response.release_conn()
+                return response
+
             with _RequestScope(stop) as scope:
                 try:
-                    response = self.pool_manager.request(
-                        "GET", url, headers=headers, preload_content=False, timeout=timeout,
-                        retries=False)
+                    response = measure("GET", url, send, streaming=not read_body)
                 except Exception as err:
                     if scope.cancelled or stop.is_set():
                         raise StopRequestedError() from err
                     # nothing was received: a dead pooled connection is worth one more try
-                    if attempt == 1 and scope.reused and _is_dead_connection(err):
+                    if (attempt == 1 and not answered and scope.reused
+                            and _is_dead_connection(err)):
                         _log.debug("GET %s: the pooled connection was dead (%s), retrying on a "
                                    "new one", _path_of(url), type(err).__name__)
+                        retried("GET", url)
                         continue
                     raise
-                keep_alive(response, self.api_client)
-                if not read_body:
-                    return response, None
-                try:
-                    return response, response.read() if reader is None else reader(response)
-                except Exception as err:
-                    if scope.cancelled or stop.is_set():
-                        raise StopRequestedError() from err
-                    raise
-                finally:
-                    response.release_conn()
+                return response, body
         raise AssertionError("unreachable")  # pragma: no cover
 
 

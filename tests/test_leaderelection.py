@@ -22,6 +22,7 @@ from client_cache.leaderelection import (
     LeaderElectionRecord,
     LeaseLock,
     LockConflictError,
+    LockNotFoundError,
     ResourceLockConfig,
     format_micro_time,
     new_leader_elector,
@@ -286,3 +287,109 @@ def test_a_candidate_retries_after_retry_period_jittered_as_client_go(
         stop.set()
         thread.join(5)
     assert not thread.is_alive()
+
+
+class ScriptedLock:
+    """A lock held by "me" whose ``update`` runs ``on_update`` first (to block it, or to
+    make it fail) and whose ``get`` returns ``held_by``'s record."""
+
+    def __init__(self) -> None:
+        self.on_update: Any = None
+        self.held_by = "me"
+        self.updates = 0
+        self.created = threading.Event()
+
+    def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
+        if not self.created.is_set():
+            raise LockNotFoundError("none yet")
+        now = datetime.now(timezone.utc)
+        record = LeaderElectionRecord(self.held_by, 15, now, now)
+        return record, repr(record).encode()
+
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        self.created.set()
+
+    def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        self.updates += 1
+        if self.on_update is not None:
+            self.on_update()
+
+    def record_event(self, message: str) -> None:
+        pass
+
+    def identity(self) -> str:
+        return "me"
+
+    def describe(self) -> str:
+        return "default/scripted"
+
+
+def leading_elector(lock: ScriptedLock, clock: FakeClock,
+                    ) -> tuple[Any, threading.Event, threading.Event, threading.Thread]:
+    """An elector on ``lock`` that has acquired it; returns it, the stop event its
+    leading work got (set when it stops leading), run's stop and its thread."""
+    handed: queue.Queue[threading.Event] = queue.Queue()
+    elector = new_leader_elector(LeaderElectionConfig(
+        lock=lock, callbacks=LeaderCallbacks(handed.put, lambda: None),
+        lease_duration=15, renew_deadline=10, retry_period=2, clock=clock))
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop,), name="test-elector",
+                              daemon=True)
+    thread.start()
+    return elector, handed.get(timeout=5), stop, thread
+
+
+def test_a_renewal_answered_after_a_pause_does_not_extend_leadership() -> None:
+    """Issue 59: the renew deadline runs from when the last successful renewal was sent.
+    A renewal sent at t=1 whose answer arrives after a 20 s freeze leaves the leader
+    without the lease (client-go restarts its deadline when the answer arrives)."""
+    clock = FakeClock(1000.0)
+    lock = ScriptedLock()
+    sending, answer = threading.Event(), threading.Event()
+
+    def frozen_in_flight() -> None:
+        sending.set()
+        assert answer.wait(5)
+
+    elector, lead_stop, stop, thread = leading_elector(lock, clock)
+    try:
+        assert elector.holds_lease()
+        eventually(clock.has_waiters)
+        lock.on_update = frozen_in_flight
+        clock.step(2.0)  # the retry period: a renewal goes out and hangs
+        assert sending.wait(5)
+        clock.step(20.0)  # the process is frozen; the fence timer would fire on resume
+        assert not elector.holds_lease()  # asked at once after the pause: no
+        answer.set()  # the renewal's success arrives late
+        assert lead_stop.wait(5)
+        thread.join(5)
+        assert not thread.is_alive() and not elector.holds_lease()
+    finally:
+        answer.set()
+        stop.set()
+        thread.join(5)
+
+
+def test_a_leader_that_reads_another_holder_stops_at_once() -> None:
+    """Issue 59: a renewal refused because another candidate holds the lock ends the
+    leadership when the lock is read, not at the renew deadline (the fake clock never
+    reaches it here)."""
+    clock = FakeClock(1000.0)
+    lock = ScriptedLock()
+
+    def conflict() -> None:
+        lock.held_by = "other"
+        raise LockConflictError("changed under us")
+
+    elector, lead_stop, stop, thread = leading_elector(lock, clock)
+    try:
+        eventually(clock.has_waiters)
+        lock.on_update = conflict
+        clock.step(2.0)
+        assert lead_stop.wait(5)
+        assert not elector.holds_lease() and elector.get_leader() == "other"
+        thread.join(5)
+        assert not thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(5)

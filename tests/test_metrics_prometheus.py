@@ -17,6 +17,7 @@ from kubernetes.client import CoreV1Api
 from prometheus_client import CollectorRegistry
 
 from client_cache import ResourceEventHandlerFuncs, reflector_metrics
+from client_cache.apis import ListOptions
 from client_cache.health import serve
 from client_cache.informers.factory import new_shared_informer_factory
 from client_cache.leaderelection import (
@@ -30,11 +31,15 @@ from client_cache.leaderelection.metrics import (
     NoopLeaderMetricsProvider,
     set_leader_metrics_provider,
 )
+from client_cache.listwatch import ClientListerWatcher
+from client_cache.metrics import prometheus as exporter
 from client_cache.metrics.prometheus import register
 from client_cache.runtime import (
     Action,
     Controller,
     ControllerConfig,
+    ReconcileError,
+    TerminalError,
     reset_controller_metrics_provider_for_tests,
 )
 from client_cache.schema import GroupVersionResource
@@ -45,6 +50,7 @@ from client_cache.workqueue import (
 )
 from client_cache.workqueue.metrics import reset_provider_for_tests
 from tests.fixtures import eventually, http_get
+from tests.test_transport import PODS, RawServer
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 
@@ -65,6 +71,20 @@ def registry() -> Iterator[CollectorRegistry]:
     reset_controller_metrics_provider_for_tests()
     set_leader_metrics_provider(NoopLeaderMetricsProvider())
 
+
+
+def elector_thread(api: Any, lease: str, stop: threading.Event,
+                   ) -> tuple[threading.Event, threading.Thread]:
+    """An elector for ``lease`` on a thread not started yet, and the event it sets when it
+    leads."""
+    leading = threading.Event()
+    elector = new_leader_elector(LeaderElectionConfig(
+        lock=LeaseLock("default", lease, api, ResourceLockConfig("me")), name=lease,
+        lease_duration=2.0, renew_deadline=1.5, retry_period=0.2,
+        callbacks=LeaderCallbacks(on_started_leading=lambda _: leading.set(),
+                                  on_stopped_leading=lambda: None)))
+    return leading, threading.Thread(target=elector.run, args=(stop,), daemon=True,
+                                     name="test-elector")
 
 
 def samples(text: str) -> dict[str, float]:
@@ -114,14 +134,7 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
     runner = threading.Thread(target=controller.run, args=(reconcile,), daemon=True,
                               name="test-controller-run")
     stop = threading.Event()
-    lock = LeaseLock("default", "metrics-lease", api, ResourceLockConfig("me"))
-    leading = threading.Event()
-    elector = new_leader_elector(LeaderElectionConfig(
-        lock=lock, name="metrics-lease", lease_duration=2.0, renew_deadline=1.5,
-        retry_period=0.2, callbacks=LeaderCallbacks(on_started_leading=lambda _: leading.set(),
-                                  on_stopped_leading=lambda: None)))
-    electing = threading.Thread(target=elector.run, args=(stop,), daemon=True,
-                                name="test-elector")
+    leading, electing = elector_thread(api, "metrics-lease", stop)
     factory.start(stop)
     runner.start()
     electing.start()
@@ -137,11 +150,11 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
             assert status == 200
             got = samples(text)
             expected = {
-                'workqueue_adds_total{name="test-queue"}': 4.0,
-                'workqueue_retries_total{name="test-queue"}': 1.0,
-                'workqueue_depth{name="test-queue"}': 0.0,
-                'workqueue_work_duration_seconds_count{name="test-queue"}': 4.0,
-                'workqueue_queue_duration_seconds_count{name="test-queue"}': 4.0,
+                'workqueue_adds_total{controller="",name="test-queue"}': 4.0,
+                'workqueue_retries_total{controller="",name="test-queue"}': 1.0,
+                'workqueue_depth{controller="",name="test-queue"}': 0.0,
+                'workqueue_work_duration_seconds_count{controller="",name="test-queue"}': 4.0,
+                'workqueue_queue_duration_seconds_count{controller="",name="test-queue"}': 4.0,
                 'reflector_lists_total{name="pods"}': 1.0,
                 'reflector_items_per_list_sum{name="pods"}': 3.0,
                 'client_cache_informer_synced{resource="pods"}': 1.0,
@@ -241,8 +254,165 @@ def test_register_is_idempotent_and_exports_no_created_twins(
             new_item_exponential_failure_rate_limiter(0.001, 0.01), "idempotent")
         queue.add("k")
         text = prometheus_client.generate_latest(registry).decode()
-        assert 'workqueue_adds_total{name="idempotent"} 1.0' in text
+        assert 'workqueue_adds_total{controller="",name="idempotent"} 1.0' in text
         assert "_created" not in text
         queue.shut_down()
     finally:
         api.close()
+
+
+#: Every metric the module documentation names, as it appears in the exposition text
+#: (a histogram's or summary's ``_count`` series), with its documented label names.
+DOCUMENTED: dict[str, set[str]] = {
+    "rest_client_requests_total": {"code", "method", "host"},
+    "rest_client_request_duration_seconds": {"verb", "host"},
+    "rest_client_rate_limiter_duration_seconds": {"verb", "host"},
+    "rest_client_request_size_bytes": {"verb", "host"},
+    "rest_client_response_size_bytes": {"verb", "host"},
+    "rest_client_request_retries_total": {"code", "verb", "host"},
+    "workqueue_depth": {"name", "controller"},
+    "workqueue_adds_total": {"name", "controller"},
+    "workqueue_queue_duration_seconds": {"name", "controller"},
+    "workqueue_work_duration_seconds": {"name", "controller"},
+    "workqueue_unfinished_work_seconds": {"name", "controller"},
+    "workqueue_longest_running_processor_seconds": {"name", "controller"},
+    "workqueue_retries_total": {"name", "controller"},
+    "reflector_lists_total": {"name"},
+    "reflector_list_duration_seconds": {"name"},
+    "reflector_items_per_list": {"name"},
+    "reflector_watches_total": {"name"},
+    "reflector_watch_duration_seconds": {"name"},
+    "reflector_items_per_watch": {"name"},
+    "reflector_last_resource_version": {"name"},
+    "client_cache_informer_synced": {"resource"},
+    "client_cache_informer_healthy": {"resource"},
+    "client_cache_informer_lists_total": {"resource"},
+    "client_cache_informer_relists_total": {"resource"},
+    "client_cache_informer_watch_restarts_total": {"resource"},
+    "client_cache_informer_watch_events_total": {"resource"},
+    "client_cache_informer_consecutive_failures": {"resource"},
+    "client_cache_informer_last_watch_activity_age_seconds": {"resource"},
+    "client_cache_informer_queue_depth": {"resource"},
+    "client_cache_informer_events_handled_total": {"resource"},
+    "client_cache_informer_handler_errors_total": {"resource"},
+    "client_cache_informer_handler_buffer_depth": {"resource", "handler"},
+    "controller_runtime_reconcile_total": {"controller", "result"},
+    "controller_runtime_reconcile_errors_total": {"controller"},
+    "controller_runtime_terminal_reconcile_errors_total": {"controller"},
+    "controller_runtime_reconcile_panics_total": {"controller"},
+    "controller_runtime_reconcile_time_seconds": {"controller"},
+    "controller_runtime_max_concurrent_reconciles": {"controller"},
+    "controller_runtime_active_workers": {"controller"},
+    "leader_election_master_status": {"name"},
+}
+_SERIES_SUFFIX = {"rest_client_request_duration_seconds",
+                  "rest_client_rate_limiter_duration_seconds", "rest_client_request_size_bytes",
+                  "rest_client_response_size_bytes",
+                  "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds",
+                  "reflector_list_duration_seconds", "reflector_items_per_list",
+                  "reflector_watch_duration_seconds", "reflector_items_per_watch",
+                  "controller_runtime_reconcile_time_seconds"}
+
+
+def series(text: str) -> dict[str, list[dict[str, str]]]:
+    """Metric name -> the label sets of its samples in the exposition text."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head = line.rsplit(" ", 1)[0]
+        name, _, rest = head.partition("{")
+        labels = dict(pair.split("=", 1) for pair in rest.rstrip("}").split(",") if pair)
+        out.setdefault(name, []).append({k: v.strip('"') for k, v in labels.items()})
+    return out
+
+
+def test_every_documented_metric_is_scraped_with_its_labels(
+        server: EmbeddedApiServer, registry: CollectorRegistry) -> None:
+    """Issue 59: after real work (a throttled runtime controller whose reconciles end in
+    every result controller-runtime counts, Events, a leader election, a retried request),
+    /metrics has every name the module documents, with the documented labels; the
+    reconcile time has controller-runtime's buckets."""
+
+    for name in DOCUMENTED:
+        assert f"``{name}" in (exporter.__doc__ or "") or name.removesuffix("_total") in (
+            exporter.__doc__ or ""), name
+    api = server.api_client()
+    core = CoreV1Api(api)
+    names = ("ok", "later", "again", "failing", "terminal", "panic")
+    for name in names:
+        core.create_namespaced_config_map("default", {"metadata": {"name": name}})
+    factory = new_shared_informer_factory(api, 0)
+    register(registry, factories=[factory])
+    factory.core().v1().pods().informer().add_event_handler(ResourceEventHandlerFuncs())
+    asked_again: set[str] = set()
+
+    def reconcile(obj: Any, ctx: Any) -> Action:
+        name = obj["metadata"]["name"]
+        ctx.recorder.event(obj, "Normal", "Seen", "reconciled")
+        if name == "later":
+            return Action.requeue(60)
+        if name == "again" and name not in asked_again:
+            asked_again.add(name)
+            return Action.requeue_with_backoff()
+        if name == "failing":
+            raise ReconcileError("not yet")
+        if name == "terminal":
+            raise TerminalError("never")
+        if name == "panic":
+            return obj["no such field"]  # type: ignore[no-any-return]
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=ControllerConfig(
+        client_qps=100, client_burst=100, name="scraped", shutdown_timeout=5))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(reconcile,),
+                              kwargs={"stop": stop}, daemon=True, name="test-controller-run")
+    leading, electing = elector_thread(api, "scraped-lease", stop)
+    dying = RawServer("serve-then-die", "serve")
+    runner.start()
+    electing.start()
+    try:
+        lw = ClientListerWatcher(dying.client(), PODS)
+        lw.list(ListOptions())
+        lw.list(ListOptions())  # a dead pooled connection: one retried request
+        assert leading.wait(10)
+        with serve(registry=registry, factory=factory) as health:
+            def scraped() -> dict[str, list[dict[str, str]]]:
+                return series(http_get(health.url + "/metrics")[1])
+
+            def results() -> set[str]:
+                return {s.get("result", "") for s in
+                        scraped().get("controller_runtime_reconcile_total", [])
+                        if s.get("controller") == "scraped"}
+            eventually(lambda: results() >= {"success", "error", "requeue", "requeue_after"},
+                       15, lambda: f"results so far: {results()}")
+            eventually(lambda: any(s.get("method") == "POST" and s.get("code") == "201"
+                                   for s in scraped().get("rest_client_requests_total", [])),
+                       15, "no Event was posted")
+            got = scraped()
+            text = http_get(health.url + "/metrics")[1]
+        for name, labels in DOCUMENTED.items():
+            key = name + "_count" if name in _SERIES_SUFFIX else name
+            assert key in got, f"{key} not scraped"
+            assert all(set(sample) == labels for sample in got[key]), (key, got[key])
+        values = samples(text)
+        # one terminal failure, not retried; the panic is retried with backoff
+        assert values['controller_runtime_terminal_reconcile_errors_total'
+                      '{controller="scraped"}'] == 1.0
+        assert values['controller_runtime_reconcile_panics_total{controller="scraped"}'] >= 1
+        assert values['controller_runtime_reconcile_errors_total{controller="scraped"}'] >= 3
+        assert 'workqueue_adds_total{controller="scraped",name="scraped"}' in text
+        assert 'controller_runtime_reconcile_time_seconds_bucket{controller="scraped",' \
+               'le="0.15"}' in text  # controller-runtime's buckets, not the default ones
+        assert 'rest_client_request_retries_total{code="<error>"' in text
+        assert 'rest_client_rate_limiter_duration_seconds_count{' in text
+    finally:
+        controller.shutdown()
+        stop.set()
+        runner.join(10)
+        electing.join(10)
+        dying.close()
+        assert factory.shutdown(5) == []
+        api.close()
+    assert not runner.is_alive() and not electing.is_alive()

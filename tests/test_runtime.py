@@ -6,7 +6,10 @@ import logging
 import time
 
 import pytest
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ProtocolError
 
+from client_cache.runtime import ReconcileError, TerminalError, is_panic
 from client_cache.util import runtime
 
 
@@ -47,3 +50,20 @@ def test_handle_crash_swallows_when_not_really_crash() -> None:
         raise ValueError("logged only")
     runtime.reset_for_tests()
     assert runtime.REALLY_CRASH is True
+
+
+def test_which_failures_count_as_panics() -> None:
+    """Expected failures (the reconcile's own ReconcileError, API errors, also as a cause,
+    network failures) are not panics; a bug's exception is."""
+    def caused_by(cause: BaseException) -> BaseException:
+        try:
+            raise RuntimeError("wrapped") from cause
+        except RuntimeError as err:
+            return err
+
+    for expected in (ReconcileError("x"), TerminalError("x"), ApiException(status=409),
+                     caused_by(ApiException(status=500)), ConnectionRefusedError(),
+                     ProtocolError("reset")):
+        assert not is_panic(expected), expected
+    for bug in (KeyError("spec"), TypeError("x"), AttributeError("x"), RuntimeError("x")):
+        assert is_panic(bug), bug

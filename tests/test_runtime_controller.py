@@ -31,9 +31,11 @@ from client_cache.runtime import (
     ControllerConfig,
     ObjectRef,
     ReasonKind,
+    ReconcileError,
     ReconcileReason,
     ReconcileRequest,
     RunSummary,
+    TerminalError,
     controller_owner_ref,
     finalizer,
     reset_controller_metrics_provider_for_tests,
@@ -565,6 +567,15 @@ class CountingProvider:
     def new_reconcile_time_metric(self, name: str) -> Any:
         return self.metric(f"{name}/time")
 
+    def new_terminal_reconcile_errors_metric(self, name: str) -> Any:
+        return self.metric(f"{name}/terminal")
+
+    def new_reconcile_panics_metric(self, name: str) -> Any:
+        return self.metric(f"{name}/panics")
+
+    def new_queue_metrics_provider(self, name: str) -> Any:
+        return None
+
     def new_active_workers_metric(self, name: str) -> Any:
         return self.metric(f"{name}/active")
 
@@ -577,35 +588,84 @@ def test_metrics_through_the_provider(server: EmbeddedApiServer, core: CoreV1Api
     provider = CountingProvider()
     set_controller_metrics_provider(provider)
     try:
-        cm(core, "ok")
-        cm(core, "bad")
-        cm(core, "again")
+        for name in ("ok", "bad", "again", "terminal", "backoff"):
+            cm(core, name)
         rec = Recorder()
 
         def reconcile(obj: Any, ctx: Context[Any]) -> Action:
             name = obj["metadata"]["name"]
             rec(obj, ctx)
-            if name == "bad" and ctx.reason.kind is ReasonKind.OBJECT_UPDATED:
-                raise RuntimeError("once")
-            if name == "again" and ctx.reason.kind is ReasonKind.OBJECT_UPDATED:
+            first = ctx.reason.kind is ReasonKind.OBJECT_UPDATED
+            if name == "bad" and first:
+                raise RuntimeError("once")  # not an expected failure: a panic
+            if name == "again" and first:
                 return Action.requeue(0.01)
+            if name == "terminal":
+                raise TerminalError("for good")
+            if name == "backoff" and first:
+                return Action.requeue_with_backoff()
             return Action.await_change()
 
         controller: Controller[Any] = Controller(factory, CONFIGMAPS,
                                                  config=no_throttle(concurrency=2))
         running = Running(controller, reconcile)
         try:
-            rec.wait(lambda calls: len(calls) == 5)
+            rec.wait(lambda calls: len(calls) == 8)
         finally:
             running.stop()
     finally:
         reset_controller_metrics_provider_for_tests()
     counts = provider.counts
-    assert counts["configmaps/total/success"] == 3  # ok, bad's retry, again's requeue
-    assert counts["configmaps/total/error"] == 1 and counts["configmaps/errors"] == 1
+    # ok, bad's retry, again's requeue, backoff's requeue
+    assert counts["configmaps/total/success"] == 4
+    assert counts["configmaps/total/error"] == 2 and counts["configmaps/errors"] == 2
+    assert counts["configmaps/terminal"] == 1 and counts["configmaps/panics"] == 1
     assert counts["configmaps/total/requeue_after"] == 1
-    assert counts["configmaps/time_count"] == 5
+    assert counts["configmaps/total/requeue"] == 1
+    assert counts["configmaps/time_count"] == 8
     assert counts["configmaps/active"] == 0 and counts["configmaps/max"] == 2
+
+
+def test_a_terminal_error_is_not_retried_until_the_object_changes(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
+    """controller-runtime's TerminalError: no error policy, no backoff retry; the next
+    change of the object reconciles it again. A requeue_with_backoff() runs again after
+    the object's backoff delay without a failure."""
+    cm(core, "broken")
+    cm(core, "waiting")
+    rec = Recorder()
+    policy_calls: list[str] = []
+    backoffs = 0
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        nonlocal backoffs
+        rec(obj, ctx)
+        if obj["metadata"]["name"] == "broken":
+            raise TerminalError("bad spec")
+        if backoffs < 3:
+            backoffs += 1
+            return Action.requeue_with_backoff()
+        return Action.await_change()
+
+    def error_policy(obj: Any, err: BaseException, ctx: Context[Any]) -> Action:
+        policy_calls.append(obj["metadata"]["name"])
+        return Action.requeue(0.01)
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    running = Running(controller, reconcile, error_policy=error_policy)
+    try:
+        rec.wait(lambda calls: [c for c in calls if c[0] == "waiting"] == [
+            ("waiting", ReasonKind.OBJECT_UPDATED)]
+            + [("waiting", ReasonKind.RECONCILER_REQUESTED_RETRY)] * 3)
+        assert [c for c in rec.calls if c[0] == "broken"] == [
+            ("broken", ReasonKind.OBJECT_UPDATED)]  # the waiting object's retries ran after
+        core.patch_namespaced_config_map("broken", NS, {"data": {"k": "v"}})
+        rec.wait(lambda calls: calls.count(("broken", ReasonKind.OBJECT_UPDATED)) == 2)
+    finally:
+        summary = running.stop()
+    assert policy_calls == []
+    assert summary.errors == 2 and summary.requeues == 3
+    assert issubclass(TerminalError, ReconcileError)
 
 
 def test_a_stopped_controller_is_collected(server: EmbeddedApiServer, core: CoreV1Api,

@@ -5,7 +5,8 @@ ctx.recorder posting Events."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, Resourc
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, RunSummary
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.util.clock import RealClock, Timer
 from tests.fixtures import eventually
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -31,7 +33,9 @@ def server() -> Iterator[EmbeddedApiServer]:
 class Replica:
     """One replica: its own client, factory and controller, run on a thread."""
 
-    def __init__(self, server: EmbeddedApiServer, identity: str, **election: Any) -> None:
+    def __init__(self, server: EmbeddedApiServer, identity: str,
+                 reconcile_gate: threading.Event | None = None, **election: Any) -> None:
+        self.reconcile_gate = reconcile_gate
         self.api = server.api_client()
         self.identity = identity
         self.reconciled: list[str] = []
@@ -49,6 +53,8 @@ class Replica:
     def _run(self) -> None:
         def reconcile(obj: Any, ctx: Context[Any]) -> Action:
             self.reconciled.append(obj["metadata"]["name"])
+            if self.reconcile_gate is not None:
+                self.reconcile_gate.wait(10)
             return Action.await_change()
 
         self.summary = self.controller.run(reconcile)
@@ -93,6 +99,48 @@ def test_losing_leadership_stops_reconciling(server: EmbeddedApiServer) -> None:
         assert replica.summary is not None and replica.summary.lost_leadership
     finally:
         server.clear_faults()
+        replica.stop()
+
+
+class FrozenTimers(RealClock):
+    """The real clock, except that its timers never fire and :meth:`pause` moves its
+    monotonic reading forward: a process resumed from a pause whose timer threads have not
+    run yet."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+    def pause(self, seconds: float) -> None:
+        self.offset += seconds
+
+    def after_func(self, d: float, f: Callable[[], None]) -> Timer:
+        return self.new_timer(3600.0)  # stoppable, fires long after the test
+
+
+def test_no_reconcile_starts_after_a_pause_longer_than_the_renew_deadline(
+        server: EmbeddedApiServer) -> None:
+    """Issue 59: a replica resumed from a pause that outlasted its renew deadline starts
+    no reconcile, even before the fencing timer's thread has run: the worker asks the
+    lease (from the clock) before each one, and the run ends as leadership lost."""
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+    clock = FrozenTimers()
+    in_reconcile = threading.Event()
+    replica = Replica(server, "paused", reconcile_gate=in_reconcile, clock=clock)
+    try:
+        eventually(lambda: len(replica.reconciled) == 1, 10, "the leader did not reconcile")
+        clock.pause(FAST["renew_deadline"] + 5)  # frozen during the first reconcile
+        in_reconcile.set()
+        replica.thread.join(10)
+        assert not replica.thread.is_alive()
+        assert replica.summary is not None and replica.summary.lost_leadership
+        assert len(replica.reconciled) == 1  # the second object was not reconciled
+    finally:
+        in_reconcile.set()
         replica.stop()
 
 

@@ -51,6 +51,7 @@ from client_cache.shared_informer import (
     unsynced_details,
     wait_for_cache_sync,
 )
+from client_cache.util.rest_metrics import instrument_client
 
 __all__ = [
     "GenericInformer",
@@ -124,6 +125,7 @@ class SharedInformerFactory(TypedGroups):
     def __init__(self, api_client: Any, default_resync: float,
                  options: SharedInformerFactoryOptions) -> None:
         self.api_client = api_client
+        instrument_client(api_client)  # the application's calls on it count in rest_client_*
         self.default_resync = default_resync
         self.namespace = options.namespace
         self.tweak_list_options = options.tweak_list_options

@@ -14,6 +14,30 @@ leads and acts, the others wait. The protocol, as client-go's:
   ``on_started_leading`` is set at that moment (fencing: work must stop there), then
   ``on_stopped_leading`` runs. Since ``lease_duration`` > ``renew_deadline``, the others
   cannot take over before the old leader has stopped.
+
+Stricter than client-go, so that a pause (a GC pause, a frozen VM, SIGSTOP) cannot make
+two leaders:
+
+* the renew deadline runs from when the last successful write was *sent*, not from when
+  its answer came back: a renewal that was in flight while the process was frozen, and
+  whose answer arrives after the freeze, does not extend the leadership (client-go
+  restarts its deadline when the answer arrives, so a leader frozen with a renewal in
+  flight believes it leads for up to ``renew_deadline`` after it resumes, possibly beside
+  the candidate that took over meanwhile);
+* a leader that reads the lock held by another candidate (or released) stops leading at
+  once, not at its renew deadline;
+* :meth:`LeaderElector.holds_lease` answers from the monotonic clock at the moment it is
+  asked (leader, and the deadline not passed), so a process resumed from a pause longer
+  than what was left of its deadline stops believing it leads in its first instruction
+  after the pause, before the fencing timer's thread has run. The controller runtime
+  asks it before every reconcile.
+
+The remaining bound: another candidate takes over at the earliest ``lease_duration``
+after it *observed* the leader's last write, which happened after that write was sent; so
+the old leader's belief ends at least ``lease_duration - renew_deadline`` before, as long
+as the two monotonic clocks run at the same rate (one machine: one clock) and nothing in
+the old leader acts without asking (work already running learns it through the stop
+event, set by a timer thread as soon as the process is scheduled again).
 * **release** (``release_on_cancel``): a leader told to stop writes an empty holder with a
   one-second lease, so a successor takes over after about ``retry_period`` instead of
   ``lease_duration``.
@@ -129,6 +153,7 @@ class LeaderElector:
         self._observed_raw = b""
         self._observed_at = 0.0  # monotonic reading when the record last changed
         self._reported_leader = ""
+        self._leading_until = 0.0  # monotonic: last successful write sent + renew_deadline
         self._wake = threading.Condition()
         self._metrics = get_leader_metrics_provider()
 
@@ -148,6 +173,25 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Whether this candidate was the leader at its last observation."""
         return self.get_leader() == self.identity()
+
+    def holds_lease(self) -> bool:
+        """Whether this candidate leads at this instant: it was the holder at its last
+        observation and its last successful write was sent less than ``renew_deadline``
+        ago, by the monotonic clock read now (see the module documentation: stricter than
+        Go's ``IsLeader``, which :meth:`is_leader` is)."""
+        with self._lock:
+            if self._observed.holder_identity != self.identity():
+                return False
+            until = self._leading_until
+        return self._clock.monotonic() < until
+
+    def _wrote(self, record: LeaderElectionRecord, sent: float) -> None:
+        """``record`` was written by a request sent at ``sent`` (monotonic)."""
+        with self._lock:
+            self._observed = record
+            self._observed_raw = record.raw()
+            self._observed_at = self._clock.monotonic()
+            self._leading_until = sent + self.config.renew_deadline
 
     def _set_observed(self, record: LeaderElectionRecord) -> None:
         with self._lock:
@@ -186,9 +230,10 @@ class LeaderElector:
             with self._lock:
                 old = self._observed
             renewed = _renewal(record, old)
+            sent = self._clock.monotonic()
             try:
                 lock.update(renewed, timeout)
-                self._set_observed(renewed)
+                self._wrote(renewed, sent)
                 return True
             except LockError as err:
                 _log.debug("renewing lease %s optimistically failed (%s); reading it",
@@ -196,6 +241,7 @@ class LeaderElector:
         try:
             old, raw = lock.get(timeout)
         except LockNotFoundError:
+            sent = self._clock.monotonic()
             try:
                 lock.create(record, timeout)
             except LockConflictError:
@@ -204,7 +250,7 @@ class LeaderElector:
             except LockError as err:
                 _log.error("error initially creating leader election record: %s", err)
                 return False
-            self._set_observed(record)
+            self._wrote(record, sent)
             return True
         except LockError as err:
             _log.error("error retrieving resource lock %s: %s", lock.describe(), err)
@@ -221,6 +267,7 @@ class LeaderElector:
         else:
             record = dataclasses.replace(record,
                                          leader_transitions=old.leader_transitions + 1)
+        sent = self._clock.monotonic()
         try:
             lock.update(record, timeout)
         except LockConflictError:
@@ -229,7 +276,7 @@ class LeaderElector:
         except LockError as err:
             _log.error("Failed to update lock: %s", err)
             return False
-        self._set_observed(record)
+        self._wrote(record, sent)
         return True
 
     def _report_transition(self) -> None:
@@ -283,31 +330,44 @@ class LeaderElector:
         return False
 
     def _renew(self, stop: threading.Event, leading: threading.Event) -> None:
-        """Renew every ``retry_period`` until ``stop`` or until no renewal has succeeded
-        for ``renew_deadline``. A timer fences at that deadline, setting ``leading``
+        """Renew every ``retry_period`` until ``stop``, until another holder is read, or
+        until no renewal has succeeded for ``renew_deadline`` counted from when the last
+        successful one was sent. A timer fences at that deadline, setting ``leading``
         even while a renewal request still hangs (a server gone silent); each request is
         bounded by the time left (Go: the renew context's deadline)."""
         desc = self.config.lock.describe()
-        deadline = self._clock.monotonic() + self.config.renew_deadline
-        fence = self._clock.after_func(self.config.renew_deadline, leading.set)
+        clock = self._clock
+
+        def left() -> float:
+            with self._lock:
+                until = self._leading_until
+            return until - clock.monotonic()
+
+        fence = clock.after_func(max(0.0, left()), leading.set)
         try:
             while not stop.is_set() and not leading.is_set():
-                left = deadline - self._clock.monotonic()
-                if left <= 0:
+                remaining = left()
+                if remaining <= 0:
                     break
-                if self.try_acquire_or_renew(timeout=left):
+                if self.try_acquire_or_renew(timeout=remaining):
                     fence.stop()
-                    deadline = self._clock.monotonic() + self.config.renew_deadline
-                    fence = self._clock.after_func(self.config.renew_deadline, leading.set)
+                    fence = clock.after_func(max(0.0, left()), leading.set)
                 self._report_transition()
-                left = deadline - self._clock.monotonic()
-                if left <= 0 or not self._sleep(min(self.config.retry_period, left), stop):
+                if not self.is_leader():
+                    _log.info("lease %s is held by %r now: stopping leading at once", desc,
+                              self.get_leader())
+                    break
+                remaining = left()
+                if remaining <= 0 or not self._sleep(min(self.config.retry_period, remaining),
+                                                     stop):
                     break
         finally:
             fence.stop()
         if not stop.is_set():
             leading.set()
-            _log.info("failed to renew lease %s: timed out waiting for the condition", desc)
+            if self.is_leader():
+                _log.info("failed to renew lease %s: timed out waiting for the condition",
+                          desc)
 
     def release(self) -> bool:
         """Give the lock up if held: an empty holder with a one-second lease (Go
@@ -344,6 +404,8 @@ class LeaderElector:
             try:
                 self._renew(stop, leading)
             finally:
+                with self._lock:
+                    self._leading_until = 0.0  # holds_lease() is False from here on
                 leading.set()  # fencing: before anything else, stop the leader's work
                 self._metrics.off(self.config.name)
                 forward.cancel()

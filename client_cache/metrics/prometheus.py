@@ -10,7 +10,16 @@
 :func:`register` sets the library's metric providers (which apply to what is built
 afterwards) and adds a collector that reads the informers' health at each scrape:
 
-* work queues, client-go's names and label ``name``: ``workqueue_depth``,
+* every request to the API server, client-go's names and labels:
+  ``rest_client_requests_total{code, method, host}``,
+  ``rest_client_request_duration_seconds{verb, host}``,
+  ``rest_client_rate_limiter_duration_seconds{verb, host}``,
+  ``rest_client_request_size_bytes{verb, host}``,
+  ``rest_client_response_size_bytes{verb, host}``,
+  ``rest_client_request_retries_total{code, verb, host}`` (client-go's buckets; what is
+  measured: :mod:`client_cache.util.rest_metrics`);
+* work queues, client-go's names, labels ``name`` and ``controller`` (controller-runtime's;
+  empty for a queue no runtime controller owns): ``workqueue_depth``,
   ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
   ``workqueue_work_duration_seconds`` (histograms, client-go's buckets: 10 ns to 10 s
   by factors of 10), ``workqueue_unfinished_work_seconds``,
@@ -31,9 +40,11 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``client_cache_informer_handler_errors_total``,
   ``client_cache_informer_handler_buffer_depth{resource, handler}`` and
   ``client_cache_informer_index_errors_total{resource, index}``;
-* the controller runtime, controller-runtime's names and label ``controller``:
-  ``controller_runtime_reconcile_total{result}``,
-  ``controller_runtime_reconcile_errors_total``,
+* the controller runtime, controller-runtime's names, buckets and label ``controller``:
+  ``controller_runtime_reconcile_total{result}`` (``success``, ``error``, ``requeue``,
+  ``requeue_after``), ``controller_runtime_reconcile_errors_total``,
+  ``controller_runtime_terminal_reconcile_errors_total``,
+  ``controller_runtime_reconcile_panics_total``,
   ``controller_runtime_reconcile_time_seconds``,
   ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``;
 * leader election: ``leader_election_master_status{name}`` (1 while leading).
@@ -44,6 +55,7 @@ The work-queue provider is set only by the first call in a process, as client-go
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 import weakref
@@ -58,6 +70,7 @@ from prometheus_client.registry import Collector
 from client_cache import reflector_metrics
 from client_cache.leaderelection.metrics import set_leader_metrics_provider
 from client_cache.runtime.metrics import set_controller_metrics_provider
+from client_cache.util.rest_metrics import set_rest_client_metrics
 from client_cache.workqueue import metrics as workqueue_metrics
 
 __all__ = [
@@ -65,7 +78,11 @@ __all__ = [
     "ControllerProvider",
     "InformerCollector",
     "LeaderProvider",
+    "RECONCILE_TIME_BUCKETS",
+    "REST_DURATION_BUCKETS",
+    "REST_SIZE_BUCKETS",
     "ReflectorProvider",
+    "RestClientProvider",
     "WorkqueueProvider",
     "register",
 ]
@@ -75,16 +92,21 @@ WORKQUEUE_BUCKETS = tuple(1e-8 * 10 ** i for i in range(10))
 
 
 class WorkqueueProvider:
-    """The work queues' metrics (client-go's ``workqueue`` Prometheus adapter)."""
+    """The work queues' metrics (client-go's ``workqueue`` Prometheus adapter), labelled
+    ``name`` and ``controller`` as controller-runtime labels them: a runtime controller's
+    queue carries the controller's name in both (:meth:`for_controller`), any other queue
+    an empty ``controller`` (which Prometheus reads as no label)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["name", "controller"]
+
         def histogram(name: str, text: str) -> Histogram:
-            return Histogram(name, text, ["name"], registry=registry,
+            return Histogram(name, text, labels, registry=registry,
                              buckets=WORKQUEUE_BUCKETS)
-        self.depth = Gauge("workqueue_depth", "Current depth of workqueue", ["name"],
+        self.depth = Gauge("workqueue_depth", "Current depth of workqueue", labels,
                            registry=registry)
         self.adds = Counter("workqueue_adds", "Total number of adds handled by workqueue",
-                            ["name"], registry=registry)
+                            labels, registry=registry)
         self.latency = histogram("workqueue_queue_duration_seconds",
                                  "How long in seconds an item stays in workqueue before "
                                  "being requested.")
@@ -93,46 +115,53 @@ class WorkqueueProvider:
                                        "workqueue takes.")
         self.unfinished = Gauge("workqueue_unfinished_work_seconds",
                                 "How many seconds of work has done that is in progress and "
-                                "hasn't been observed by work_duration.", ["name"],
+                                "hasn't been observed by work_duration.", labels,
                                 registry=registry)
         self.longest = Gauge("workqueue_longest_running_processor_seconds",
                              "How many seconds has the longest running processor for "
-                             "workqueue been running.", ["name"], registry=registry)
+                             "workqueue been running.", labels, registry=registry)
         self.retries = Counter("workqueue_retries", "Total number of retries handled by "
-                               "workqueue", ["name"], registry=registry)
+                               "workqueue", labels, registry=registry)
+        self.controller = ""
+
+    def for_controller(self, controller: str) -> WorkqueueProvider:
+        """The same metrics, labelled with ``controller`` (a runtime controller's queue)."""
+        view = copy.copy(self)
+        view.controller = controller
+        return view
 
     def new_depth_metric(self, name: str) -> Any:
         """The gauge of how many items wait in queue ``name`` (``workqueue_depth``)."""
-        return self.depth.labels(name)
+        return self.depth.labels(name, self.controller)
 
     def new_adds_metric(self, name: str) -> Any:
         """The counter of items added to queue ``name`` (``workqueue_adds_total``)."""
-        return self.adds.labels(name)
+        return self.adds.labels(name, self.controller)
 
     def new_latency_metric(self, name: str) -> Any:
         """The histogram of seconds items wait in queue ``name`` before a worker takes them
         (``workqueue_queue_duration_seconds``)."""
-        return self.latency.labels(name)
+        return self.latency.labels(name, self.controller)
 
     def new_work_duration_metric(self, name: str) -> Any:
         """The histogram of seconds workers of queue ``name`` spend on an item
         (``workqueue_work_duration_seconds``)."""
-        return self.work_duration.labels(name)
+        return self.work_duration.labels(name, self.controller)
 
     def new_unfinished_work_seconds_metric(self, name: str) -> Any:
         """The gauge of seconds of work in progress not yet done in queue ``name``
         (``workqueue_unfinished_work_seconds``)."""
-        return self.unfinished.labels(name)
+        return self.unfinished.labels(name, self.controller)
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> Any:
         """The gauge of the longest time an item of queue ``name`` has been in work
         (``workqueue_longest_running_processor_seconds``)."""
-        return self.longest.labels(name)
+        return self.longest.labels(name, self.controller)
 
     def new_retries_metric(self, name: str) -> Any:
         """The counter of rate-limited re-adds to queue ``name``
         (``workqueue_retries_total``)."""
-        return self.retries.labels(name)
+        return self.retries.labels(name, self.controller)
 
 
 class ReflectorProvider:
@@ -197,19 +226,45 @@ class ReflectorProvider:
         return self.last_rv.labels(name)
 
 
-class ControllerProvider:
-    """The controller runtime's metrics (controller-runtime's names)."""
+RECONCILE_TIME_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45,
+                          0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5,
+                          4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0,
+                          40.0, 50.0, 60.0)
+"""controller-runtime's buckets of ``controller_runtime_reconcile_time_seconds``: 5 ms to
+60 s, finest around a second."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+REST_DURATION_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""client-go's buckets of ``rest_client_request_duration_seconds`` and
+``rest_client_rate_limiter_duration_seconds``."""
+
+REST_SIZE_BUCKETS = tuple(64.0 * 4 ** i for i in range(8))
+"""client-go's buckets of the request and response sizes: 64 B to 1 MiB by factors of
+4."""
+
+
+class ControllerProvider:
+    """The controller runtime's metrics (controller-runtime's names, labels and buckets);
+    ``queues`` labels each controller's work-queue metrics with its name."""
+
+    def __init__(self, registry: CollectorRegistry,
+                 queues: WorkqueueProvider | None = None) -> None:
+        self.queues = queues
         self.total = Counter("controller_runtime_reconcile",
                              "Total number of reconciliations per controller",
                              ["controller", "result"], registry=registry)
         self.errors = Counter("controller_runtime_reconcile_errors",
                               "Total number of reconciliation errors per controller",
                               ["controller"], registry=registry)
+        self.terminal = Counter("controller_runtime_terminal_reconcile_errors",
+                                "Total number of terminal reconciliation errors per "
+                                "controller", ["controller"], registry=registry)
+        self.panics = Counter("controller_runtime_reconcile_panics",
+                              "Total number of reconciliation panics per controller",
+                              ["controller"], registry=registry)
         self.time = Histogram("controller_runtime_reconcile_time_seconds",
                               "Length of time per reconciliation per controller",
-                              ["controller"], registry=registry)
+                              ["controller"], registry=registry,
+                              buckets=RECONCILE_TIME_BUCKETS)
         self.workers = Gauge("controller_runtime_active_workers",
                              "Number of currently used workers per controller",
                              ["controller"], registry=registry)
@@ -227,6 +282,16 @@ class ControllerProvider:
         (``controller_runtime_reconcile_errors_total``)."""
         return self.errors.labels(name)
 
+    def new_terminal_reconcile_errors_metric(self, name: str) -> Any:
+        """The counter of reconciles of controller ``name`` that failed for good
+        (``controller_runtime_terminal_reconcile_errors_total``)."""
+        return self.terminal.labels(name)
+
+    def new_reconcile_panics_metric(self, name: str) -> Any:
+        """The counter of reconciles of controller ``name`` that raised an unexpected
+        exception (``controller_runtime_reconcile_panics_total``)."""
+        return self.panics.labels(name)
+
     def new_reconcile_time_metric(self, name: str) -> Any:
         """The histogram of seconds each reconcile of controller ``name`` took
         (``controller_runtime_reconcile_time_seconds``)."""
@@ -241,6 +306,64 @@ class ControllerProvider:
         """The gauge of controller ``name``'s concurrency limit
         (``controller_runtime_max_concurrent_reconciles``)."""
         return self.max_concurrent.labels(name)
+
+    def new_queue_metrics_provider(self, name: str) -> Any:
+        """The work-queue metrics of controller ``name``'s queue, labelled
+        ``controller=name``; None when no work-queue provider was registered here."""
+        return None if self.queues is None else self.queues.for_controller(name)
+
+
+class RestClientProvider:
+    """client-go's REST client metrics (component-base's ``restclient`` adapter): every
+    request the library sends, and the application's calls on an instrumented client
+    (:mod:`client_cache.util.rest_metrics`)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def histogram(name: str, text: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(name, text, ["verb", "host"], registry=registry,
+                             buckets=buckets)
+        self.latency = histogram("rest_client_request_duration_seconds",
+                                 "Request latency in seconds. Broken down by verb, and host.",
+                                 REST_DURATION_BUCKETS)
+        self.limiter = histogram("rest_client_rate_limiter_duration_seconds",
+                                 "Client side rate limiter latency in seconds. Broken down "
+                                 "by verb, and host.", REST_DURATION_BUCKETS)
+        self.request_sizes = histogram("rest_client_request_size_bytes",
+                                       "Request size in bytes. Broken down by verb and host.",
+                                       REST_SIZE_BUCKETS)
+        self.response_sizes = histogram("rest_client_response_size_bytes",
+                                        "Response size in bytes. Broken down by verb and "
+                                        "host.", REST_SIZE_BUCKETS)
+        self.results = Counter("rest_client_requests",
+                               "Number of HTTP requests, partitioned by status code, method, "
+                               "and host.", ["code", "method", "host"], registry=registry)
+        self.retries = Counter("rest_client_request_retries",
+                               "Number of request retries, partitioned by status code, verb, "
+                               "and host.", ["code", "verb", "host"], registry=registry)
+
+    def request_latency(self, verb: str, host: str, seconds: float) -> None:
+        """Observe one request's duration."""
+        self.latency.labels(verb, host).observe(seconds)
+
+    def rate_limiter_latency(self, verb: str, host: str, seconds: float) -> None:
+        """Observe one request's wait for the client-side rate limiter."""
+        self.limiter.labels(verb, host).observe(seconds)
+
+    def request_size(self, verb: str, host: str, size: int) -> None:
+        """Observe one request body's size."""
+        self.request_sizes.labels(verb, host).observe(size)
+
+    def response_size(self, verb: str, host: str, size: int) -> None:
+        """Observe one response body's size."""
+        self.response_sizes.labels(verb, host).observe(size)
+
+    def request_result(self, code: str, method: str, host: str) -> None:
+        """Count one request's outcome."""
+        self.results.labels(code, method, host).inc()
+
+    def request_retry(self, code: str, method: str, host: str) -> None:
+        """Count one retried request."""
+        self.retries.labels(code, method, host).inc()
 
 
 class LeaderProvider:
@@ -346,9 +469,11 @@ def register(registry: CollectorRegistry | None = None, *,
                 collector.add_factory(factory)
             return collector
         prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-        workqueue_metrics.set_provider(WorkqueueProvider(registry))
+        queues = WorkqueueProvider(registry)
+        workqueue_metrics.set_provider(queues)
         reflector_metrics.set_reflector_metrics_provider(ReflectorProvider(registry))
-        set_controller_metrics_provider(ControllerProvider(registry))
+        set_controller_metrics_provider(ControllerProvider(registry, queues))
+        set_rest_client_metrics(RestClientProvider(registry))
         set_leader_metrics_provider(LeaderProvider(registry))
         collector = InformerCollector(factories)
         registry.register(collector)

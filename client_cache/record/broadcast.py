@@ -25,6 +25,7 @@ from client_cache import meta
 from client_cache.errors import ClientCacheError
 from client_cache.rest import RestError, request_json
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
+from client_cache.util.rest_metrics import RateLimiter
 
 __all__ = [
     "EVENT_TYPE_NORMAL",
@@ -63,12 +64,17 @@ class EventSinkError(ClientCacheError):
 
 
 class RestEventSink:
-    """Base of the REST sinks: ``send`` one JSON request with the client's credentials
-    and throttling, ``timeout`` seconds at most (Go's ``EventSinkImpl`` types)."""
+    """Base of the REST sinks: ``send`` one JSON request with the client's credentials,
+    ``timeout`` seconds at most (Go's ``EventSinkImpl`` types). It waits for ``limiter``
+    when one is given (a bucket of the Events' own, so that a burst of Events does not
+    delay the controller's writes nor wait behind them, as controller-runtime's recorder
+    has a client of its own), else for the client's throttling."""
 
-    def __init__(self, api_client: Any, timeout: float = 10.0) -> None:
+    def __init__(self, api_client: Any, timeout: float = 10.0,
+                 limiter: RateLimiter | None = None) -> None:
         self.api_client = api_client
         self.timeout = timeout
+        self.limiter = limiter
 
     def send(self, method: str, path: str, body: Any, content_type: str) -> dict[str, Any]:
         """The stored object, or :class:`EventSinkError` (``retry`` for 5xx, 429 and no
@@ -76,7 +82,7 @@ class RestEventSink:
         body."""
         try:
             status, stored = request_json(self.api_client, method, path, body,
-                                          content_type, self.timeout)
+                                          content_type, self.timeout, self.limiter)
         except RestError as err:
             raise EventSinkError(f"{method} {path}: no answer") from err
         if 200 <= status < 300 and isinstance(stored, dict):

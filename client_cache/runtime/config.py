@@ -17,11 +17,12 @@ class ControllerConfig:
     ``debounce`` seconds (default 0); ``concurrency`` reconciles at once (default 1, see the
     module documentation); ``shutdown_timeout`` seconds given to running reconciles at
     shutdown; ``client_qps``/``client_burst`` client-side throttling (0: off) of every
-    request sent through the factory's ``ApiClient``: the controller's writes, its Events
-    and any other call the application makes with that same client share one token bucket
-    (client-go's ``rest.Config`` QPS/Burst, which is per client too), while the informers'
-    LIST and WATCH requests are not throttled; give the controller a client of its own to
-    keep the application's calls out of it; ``name`` of the
+    request sent through the factory's ``ApiClient``: the controller's writes and any
+    other call the application makes with that same client share one token bucket
+    (client-go's ``rest.Config`` QPS/Burst, which is per client too); its Events wait on a
+    second bucket of the same size (controller-runtime's recorder has a client of its
+    own), and the informers' LIST and WATCH requests are not throttled; give the
+    controller a client of its own to keep the application's calls out of it; ``name`` of the
     controller in thread names, logs and metrics (default: the primary resource);
     ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
     reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while

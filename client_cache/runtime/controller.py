@@ -36,9 +36,13 @@ What it does, as kube-rs:
   one worker keeps a controller's writes ordered; raise it for slow, independent
   reconciles.
 * **Results.** ``Action.requeue(s)`` schedules the object again; ``Action.await_change()``
-  waits for a trigger. An exception goes to ``error_policy(obj, error, ctx) -> Action``;
-  without one, the retry follows the per-object exponential backoff of client-go's default
-  controller rate limiter (5 ms doubling to 1000 s), reset by the next success.
+  waits for a trigger; ``Action.requeue_with_backoff()`` schedules it after its backoff
+  delay (controller-runtime's ``Requeue: true``). An exception goes to
+  ``error_policy(obj, error, ctx) -> Action``; without one, the retry follows the
+  per-object exponential backoff of client-go's default controller rate limiter (5 ms
+  doubling to 1000 s), reset by the next success. A
+  :class:`~client_cache.runtime.reconcile.TerminalError` is logged and counted but not
+  retried. How each outcome is counted: :mod:`client_cache.runtime.metrics`.
 * **Shutdown.** ``shutdown_on_signal()`` (SIGINT/SIGTERM; ``run`` must then be called on the
   main thread; a second signal gets the previous handler, so a second Ctrl-C interrupts),
   ``graceful_shutdown_on(event)``, :meth:`Controller.shutdown`, or the ``stop`` given to
@@ -56,7 +60,9 @@ What it does, as kube-rs:
   one and sets it at the end.
 * **Writes.** ``ControllerConfig.client_qps``/``client_burst`` (default 20/30,
   controller-runtime's; 0 turns it off) throttle every request the factory's API client
-  sends (:func:`~client_cache.util.flowcontrol.throttle_client`).
+  sends (:func:`~client_cache.util.flowcontrol.throttle_client`); Events have a bucket of
+  their own of the same size. Every request on that client is counted in the
+  ``rest_client_*`` metrics (:mod:`client_cache.util.rest_metrics`).
 * **Events.** ``ctx.recorder`` posts core/v1 Events as the controller (client-go's
   correlator and spam filter; flushed at shutdown); ``ControllerConfig(events=False)``
   leaves it None.
@@ -102,6 +108,8 @@ from client_cache.runtime.reconcile import (
     ReconcileReason,
     ReconcileRequest,
     RunSummary,
+    TerminalError,
+    is_panic,
 )
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.schema import GroupVersionResource
@@ -114,6 +122,7 @@ from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
 from client_cache.util.logs import log_visibly
+from client_cache.util.rest_metrics import instrument_client
 from client_cache.util.signals import SignalWaker
 from client_cache.util.stop import on_stop
 
@@ -393,9 +402,12 @@ class Controller(Generic[D]):
         if self._on_signal and threading.current_thread() is not threading.main_thread():
             raise RuntimeError("shutdown_on_signal() needs run() on the main thread")
         config = self._config
+        events_limiter = None
         if config.client_qps > 0:
             throttle_client(self._factory.api_client,
                             TokenBucketRateLimiter(config.client_qps, config.client_burst))
+            events_limiter = TokenBucketRateLimiter(config.client_qps, config.client_burst)
+        instrument_client(self._factory.api_client)
         identify(self._factory.api_client, self.name)
         self._stopping.clear()
         self._summary = RunSummary()
@@ -404,10 +416,12 @@ class Controller(Generic[D]):
         broadcaster = recorder = None
         if config.events:
             broadcaster = EventBroadcaster()
-            broadcaster.start_recording_to_sink(CoreV1EventSink(self._factory.api_client))
+            broadcaster.start_recording_to_sink(
+                CoreV1EventSink(self._factory.api_client, limiter=events_limiter))
             recorder = broadcaster.new_recorder(EventSource(component=self.name))
-        self._scheduler = Scheduler(self.name, config.debounce, clock=self._clock)
         metrics = ControllerMetrics(self.name, config.concurrency)
+        self._scheduler = Scheduler(self.name, config.debounce, clock=self._clock,
+                                    metrics_provider=metrics.queue_provider)
         caller = None
         if is_async_callable(reconcile) or is_async_callable(error_policy):
             caller = LoopCaller(config.loop, name=f"controller-{self.name}-loop")
@@ -440,7 +454,7 @@ class Controller(Generic[D]):
                 _log.info("controller %s: caches synced%s; starting %d workers", self.name,
                           "" if gate is None else " and leading", config.concurrency)
                 workers = [self._thread(self._work, f"worker-{i}", sync_reconcile,
-                                        sync_policy, data, recorder, metrics)
+                                        sync_policy, data, recorder, metrics, gate)
                            for i in range(config.concurrency)]
             if waker is not None:
                 waker.wait(self._stopping)
@@ -516,7 +530,8 @@ class Controller(Generic[D]):
 
     def _work(self, reconcile: Callable[[Any, Context[D]], Action],
               error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-              data: D, recorder: EventRecorder | None, metrics: ControllerMetrics) -> None:
+              data: D, recorder: EventRecorder | None, metrics: ControllerMetrics,
+              gate: LeadershipGate | None) -> None:
         scheduler = self._scheduler
         assert scheduler is not None
         while True:
@@ -526,6 +541,8 @@ class Controller(Generic[D]):
             ref = request.obj_ref
             try:
                 if self._stopping.is_set():
+                    return
+                if gate is not None and not gate.holds_lease():  # lost, maybe by a pause
                     return
                 with self._lock:
                     self._running.add(ref)
@@ -561,19 +578,29 @@ class Controller(Generic[D]):
                     "(return Action.await_change() to wait for the next change, or "
                     "Action.requeue(seconds))")
         except Exception as err:
-            metrics.observe(started, "error")
+            terminal = isinstance(err, TerminalError)
+            metrics.observe(started, "error", terminal=terminal, panic=is_panic(err))
             with self._lock:
                 self._summary.reconciles += 1
                 self._summary.errors += 1
             self._report_failure(ref, obj, err)
-            self._after_error(scheduler, obj, err, ctx, error_policy)
+            if terminal:  # not retried: the next change of the object reconciles it
+                scheduler.forget(ref)
+            else:
+                self._after_error(scheduler, obj, err, ctx, error_policy)
             return
         finally:
             metrics.active.dec()
-        scheduler.forget(ref)
         with self._lock:
             self._summary.reconciles += 1
             self._failing.pop(ref, None)  # the episode of failures, if any, is over
+        if action.backoff:
+            metrics.observe(started, "requeue")
+            with self._lock:
+                self._summary.requeues += 1
+            scheduler.backoff(ref, ReconcileReason.reconciler_requested_retry())
+            return
+        scheduler.forget(ref)
         if action.requeue_after is None:
             metrics.observe(started, "success")
             return

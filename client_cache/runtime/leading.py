@@ -6,7 +6,10 @@ the controller's workers until this replica leads; when it stops leading (the el
 fencing: its renewals failed past the renew deadline) ``on_lost`` runs at once, so the
 controller stops starting reconciles, and :attr:`LeadershipGate.lost` says so. The user's
 own callbacks in the configuration still run. Stopping the gate stops the elector, which
-releases the lease when ``release_on_cancel`` is set.
+releases the lease when ``release_on_cancel`` is set. The controller asks
+:meth:`LeadershipGate.holds_lease` before every reconcile, so a replica resumed from a
+pause longer than its renew deadline starts none (see
+:mod:`client_cache.leaderelection.leaderelection` for the bound this gives).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class LeadershipGate:
         self._on_lost = on_lost
         self._leading = threading.Event()
         self._stop = threading.Event()
+        self._ended_lock = threading.Lock()
         self.lost = False
 
         def started(lead_stop: threading.Event) -> None:
@@ -49,9 +53,11 @@ class LeadershipGate:
                                         daemon=True)
 
     def _lead_ended(self) -> None:
-        if not self._stop.is_set():  # not our own shutdown: leadership was lost
+        with self._ended_lock:
+            if self.lost or self._stop.is_set():  # reported, or our own shutdown
+                return
             self.lost = True
-            self._on_lost()
+        self._on_lost()
 
     def start(self) -> None:
         """Start the election on a thread of its own."""
@@ -67,8 +73,20 @@ class LeadershipGate:
         return not stopping.is_set()
 
     def is_leader(self) -> bool:
-        """True while this replica leads."""
+        """True while this replica leads (its last observation of the lock)."""
         return self._elector.is_leader()
+
+    def holds_lease(self) -> bool:
+        """Whether this replica may act as leader at this instant
+        (:meth:`~client_cache.leaderelection.LeaderElector.holds_lease`: read from the
+        monotonic clock when asked, so it is False in the first instruction after a pause
+        that outlasted the renew deadline). When it is False after leading began, the
+        leadership is over: ``on_lost`` runs (at most once)."""
+        if self._elector.holds_lease():
+            return True
+        if self._leading.is_set():
+            self._lead_ended()
+        return False
 
     def check(self, max_tolerable_expired_lease: float) -> None:
         """The elector's health check (:meth:`LeaderElector.check`)."""

@@ -3,10 +3,19 @@
 
 A provider builds, per controller name: a counter per reconcile result (``success``,
 ``error``, ``requeue``, ``requeue_after``, controller-runtime's labels), an error counter,
-a histogram of reconcile seconds, the gauge of active workers and the gauge of the
-concurrency bound. Queue depth, waits and retries come from the work-queue metrics of the
-scheduler's queue (named after the controller). The operability work exports both through
-``prometheus_client``.
+the terminal-error and panic counters, a histogram of reconcile seconds, the gauge of
+active workers and the gauge of the concurrency bound. Queue depth, waits and retries come
+from the work-queue metrics of the scheduler's queue (named after the controller, and
+labelled with it by :meth:`ControllerMetricsProvider.new_queue_metrics_provider`).
+:mod:`client_cache.metrics.prometheus` exports them through ``prometheus_client``.
+
+How results map (controller-runtime's rules on this runtime's kube-rs shapes): a
+reconcile that returns ``Action.await_change()`` is a ``success``;
+``Action.requeue(seconds)`` is ``requeue_after``; ``Action.requeue_with_backoff()`` is
+``requeue``; one that raises is an ``error`` (and counts in the error counter), a
+:class:`~client_cache.runtime.reconcile.TerminalError` also in the terminal counter, and
+an exception that is not an expected failure (see
+:func:`~client_cache.runtime.reconcile.is_panic`) also in the panic counter.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from client_cache.workqueue.metrics import (
     CounterMetric,
     GaugeMetric,
     HistogramMetric,
+    MetricsProvider,
     SettableGaugeMetric,
 )
 
@@ -49,9 +59,24 @@ class ControllerMetricsProvider(Protocol):
         (``controller_runtime_reconcile_errors_total``)."""
         ...
 
+    def new_terminal_reconcile_errors_metric(self, name: str) -> CounterMetric:
+        """The counter of reconciles of controller ``name`` that failed for good
+        (``controller_runtime_terminal_reconcile_errors_total``)."""
+        ...
+
+    def new_reconcile_panics_metric(self, name: str) -> CounterMetric:
+        """The counter of reconciles of controller ``name`` that raised an unexpected
+        exception (``controller_runtime_reconcile_panics_total``)."""
+        ...
+
     def new_reconcile_time_metric(self, name: str) -> HistogramMetric:
         """The histogram of seconds each reconcile of controller ``name`` took
         (``controller_runtime_reconcile_time_seconds``)."""
+        ...
+
+    def new_queue_metrics_provider(self, name: str) -> MetricsProvider | None:
+        """The work-queue metrics provider of controller ``name``'s queue (None: the
+        work queue's global provider)."""
         ...
 
     def new_active_workers_metric(self, name: str) -> GaugeMetric:
@@ -79,9 +104,21 @@ class NoopControllerMetricsProvider:
         """A metric that records nothing."""
         return _NOOP
 
+    def new_terminal_reconcile_errors_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
+        return _NOOP
+
+    def new_reconcile_panics_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
+        return _NOOP
+
     def new_reconcile_time_metric(self, name: str) -> HistogramMetric:
         """A metric that records nothing."""
         return _NOOP
+
+    def new_queue_metrics_provider(self, name: str) -> MetricsProvider | None:
+        """None: the queue uses the work queue's global provider."""
+        return None
 
     def new_active_workers_metric(self, name: str) -> GaugeMetric:
         """A metric that records nothing."""
@@ -112,22 +149,31 @@ def reset_controller_metrics_provider_for_tests() -> None:
 
 class ControllerMetrics:
     """One controller's metrics, made by the current provider when its run starts: the
-    counters by result, the error counter, the reconcile-time histogram and the gauge of
-    active workers (the concurrency gauge is set here, once)."""
+    counters by result, the error, terminal-error and panic counters, the reconcile-time
+    histogram and the gauge of active workers (the concurrency gauge is set here, once);
+    ``queue_provider`` is what the controller's queue reports to."""
 
     def __init__(self, name: str, concurrency: int) -> None:
         provider = get_controller_metrics_provider()
         self.total = {result: provider.new_reconcile_total_metric(name, result)
-                      for result in ("success", "error", "requeue_after")}
+                      for result in RECONCILE_RESULTS}
         self.errors = provider.new_reconcile_errors_metric(name)
+        self.terminal = provider.new_terminal_reconcile_errors_metric(name)
+        self.panics = provider.new_reconcile_panics_metric(name)
         self.time = provider.new_reconcile_time_metric(name)
         self.active = provider.new_active_workers_metric(name)
+        self.queue_provider = provider.new_queue_metrics_provider(name)
         provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
 
-    def observe(self, started: float, result: str) -> None:
+    def observe(self, started: float, result: str, *, terminal: bool = False,
+                panic: bool = False) -> None:
         """Record one reconcile begun at ``started`` (monotonic) that ended with
-        ``result``."""
+        ``result``; an ``error`` may also be ``terminal`` or a ``panic``."""
         self.time.observe(time.monotonic() - started)
         self.total[result].inc()
         if result == "error":
             self.errors.inc()
+            if terminal:
+                self.terminal.inc()
+            if panic:
+                self.panics.inc()

@@ -15,16 +15,22 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from urllib3.exceptions import HTTPError
+
+from client_cache.errors import ClientCacheError, find_api_error
 from client_cache.runtime.objectref import ObjectRef
 
 __all__ = [
     "Action",
     "Context",
     "ReasonKind",
+    "ReconcileError",
     "ReconcileReason",
     "ReconcileRequest",
     "RunSummary",
+    "TerminalError",
     "deep_copy",
+    "is_panic",
 ]
 
 D = TypeVar("D")
@@ -33,9 +39,12 @@ D = TypeVar("D")
 @dataclass(frozen=True, slots=True)
 class Action:
     """What to do after a reconcile (kube-rs ``Action``): run it again after
-    ``requeue_after`` seconds, or (None) only when something changes."""
+    ``requeue_after`` seconds, or (None) only when something changes; ``backoff``: run it
+    again after the object's next backoff delay (controller-runtime's
+    ``Result{Requeue: true}``)."""
 
     requeue_after: float | None = None
+    backoff: bool = False
 
     @classmethod
     def requeue(cls, seconds: float) -> Action:
@@ -43,6 +52,15 @@ class Action:
         if seconds < 0:
             raise ValueError(f"requeue delay must not be negative, not {seconds}")
         return cls(float(seconds))
+
+    @classmethod
+    def requeue_with_backoff(cls) -> Action:
+        """Reconcile this object again after its per-object backoff delay (the one a
+        failure would get, growing while it is asked for again and reset by a reconcile
+        that asks for anything else), without counting a failure: controller-runtime's
+        ``Result{Requeue: true}``, counted as the ``requeue`` result. kube-rs has no
+        such action."""
+        return cls(None, True)
 
     @classmethod
     def await_change(cls) -> Action:
@@ -167,6 +185,35 @@ class RunSummary:
     not_found: int = 0
     unfinished: list[ObjectRef] = field(default_factory=list)
     lost_leadership: bool = False
+
+
+class ReconcileError(Exception):
+    """A failure a reconcile raises on purpose (the Python spelling of the error a Go
+    reconciler returns): counted as an ``error``, retried by the error policy, not as a
+    panic. API errors and network failures are expected failures as well, without
+    deriving from this class (:func:`is_panic`)."""
+
+
+class TerminalError(ReconcileError):
+    """A failure that retrying cannot mend (controller-runtime's
+    ``reconcile.TerminalError``): logged and counted (``error``, and
+    ``controller_runtime_terminal_reconcile_errors_total``), not retried; the object is
+    reconciled again only when it or a related object changes. Chain the cause:
+    ``raise TerminalError("spec.replicas must be positive") from err``."""
+
+
+def is_panic(err: BaseException) -> bool:
+    """Whether ``err``, raised by a reconcile, counts as a panic
+    (``controller_runtime_reconcile_panics_total``): any exception but the expected
+    failures, which are a :class:`ReconcileError`, an API error (an ``ApiException`` or
+    this library's :class:`~client_cache.errors.ApiStatusError`, also as a cause), a
+    network failure (``OSError``, urllib3's ``HTTPError``) and the library's own errors.
+    So a ``KeyError``, ``TypeError`` or ``AttributeError`` from a bug counts, as a nil
+    dereference panics in Go. Like controller-runtime (its ``RecoverPanic`` default), a
+    panic is still an error: retried and counted in the error counter."""
+    if isinstance(err, (ReconcileError, ClientCacheError, OSError, HTTPError)):
+        return False
+    return find_api_error(err) is None
 
 
 def deep_copy(obj: Any) -> Any:

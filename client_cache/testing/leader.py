@@ -5,7 +5,11 @@ on a Lease and prints one JSON line per thing that happens, stamped with
 ``time.monotonic()`` (one clock for every process on the machine, so timelines of several
 candidates compare): ``wrote`` (a successful create or update of the Lease), ``leading``
 (``on_started_leading`` ran), ``stopped`` (its stop event was set: it no longer acts),
-``leader`` (the observed leader changed), ``exit``. SIGTERM or SIGINT stops it
+``leader`` (the observed leader changed), ``exit``; with ``--sample``, ``believe`` each
+time :meth:`~client_cache.leaderelection.LeaderElector.holds_lease`, sampled every 10 ms,
+changes (``v`` true or false; a false one carries ``last``, the last sample that was
+true: a frozen process takes no samples). With ``--rejoin`` a candidate that lost the
+lease runs for it again instead of exiting. SIGTERM or SIGINT stops it
 gracefully (with ``--release``, releasing the Lease), and so does the end of its standard
 input: :class:`CandidateProcess` holds the only writer, so a candidate never outlives the
 process that started it, however that one dies.
@@ -41,11 +45,12 @@ class Timing:
 class CandidateProcess:
     """A candidate in a child process; :attr:`events` fills as it prints. ``program`` runs
     another candidate taking the same flags (client-go's, for the Go/Python handover),
-    whose lines are stamped when they arrive if they carry no time."""
+    whose lines are stamped when they arrive if they carry no time; ``flags`` are added
+    to its command line (``--sample``, ``--rejoin``)."""
 
     def __init__(self, kubeconfig: str, identity: str, lease: str, namespace: str,
                  timing: Timing, release: bool = False,
-                 program: list[str] | None = None) -> None:
+                 program: list[str] | None = None, flags: tuple[str, ...] = ()) -> None:
         self.identity = identity
         self.events: list[dict[str, Any]] = []
         self._cond = threading.Condition()
@@ -58,7 +63,7 @@ class CandidateProcess:
              "--lease-duration", seconds(timing.lease_duration),
              "--renew-deadline", seconds(timing.renew_deadline),
              "--retry-period", seconds(timing.retry_period),
-             *(["--release"] if release else [])],
+             *(["--release"] if release else []), *flags],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"candidate-reader-{identity}")
@@ -167,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--renew-deadline", type=float, default=1.5)
     parser.add_argument("--retry-period", type=float, default=0.25)
     parser.add_argument("--release", action="store_true")
+    parser.add_argument("--sample", action="store_true")
+    parser.add_argument("--rejoin", action="store_true")
     args = parser.parse_args(argv)
 
     class Recording(LeaseLock):
@@ -209,8 +216,26 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     threading.Thread(target=orphaned, name="candidate-parent-watch", daemon=True).start()
-    runner = threading.Thread(target=elector.run, args=(stop,), daemon=True,
-                              name="candidate-elector")
+    def elect() -> None:
+        elector.run(stop)
+        while args.rejoin and not stop.is_set():
+            elector.run(stop)
+
+    def sample() -> None:
+        believed, last = False, 0.0
+        while not stop.wait(0.01):  # the sampling period, not a synchronisation
+            now, holds = time.monotonic(), elector.holds_lease()
+            if holds and not believed:
+                _emit("believe", v=True)
+            elif believed and not holds:
+                _emit("believe", v=False, last=last)
+            believed = holds
+            if holds:
+                last = now
+
+    if args.sample:
+        threading.Thread(target=sample, name="candidate-sampler", daemon=True).start()
+    runner = threading.Thread(target=elect, daemon=True, name="candidate-elector")
     runner.start()
     runner.join()  # a signal interrupts the wait, runs its handler, and the wait goes on
     _emit("exit")

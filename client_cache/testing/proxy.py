@@ -5,8 +5,9 @@ tests).
 untouched). :meth:`TcpProxy.blackhole` makes it swallow everything from then on, in both
 directions, on open connections and new ones alike, without closing anything: the client
 sees no FIN, no RST, no answer, as when a network path silently drops packets.
-:meth:`TcpProxy.blackhole` with ``False`` forwards again (for new bytes). Only loopback
-addresses are accepted.
+:meth:`TcpProxy.blackhole` with ``False`` forwards again (for new bytes). ``latency``
+seconds delay every chunk on its way to the target (a slow server as the client sees it:
+each request arrives that much later). Only loopback addresses are accepted.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ __all__ = ["TcpProxy"]
 class TcpProxy:
     """See the module documentation. ``port`` 0 picks a free one."""
 
-    def __init__(self, target_host: str, target_port: int, port: int = 0) -> None:
+    def __init__(self, target_host: str, target_port: int, port: int = 0,
+                 latency: float = 0.0) -> None:
         if target_host not in LOOPBACK_NAMES:
             raise ValueError(f"the proxy only forwards to loopback, not {target_host!r}")
         self.target = (target_host, target_port)
+        self.latency = latency
         self._listener = socket.create_server(("127.0.0.1", port))
         self.port: int = self._listener.getsockname()[1]
         self._holed = threading.Event()
@@ -71,10 +74,10 @@ class TcpProxy:
                     upstream.close()
                     return
                 self._sockets += [client, upstream]
-                self._spawn_locked(self._pump, "proxy-up", client, upstream)
+                self._spawn_locked(self._pump, "proxy-up", client, upstream, self.latency)
                 self._spawn_locked(self._pump, "proxy-down", upstream, client)
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, latency: float = 0.0) -> None:
         while True:
             try:
                 data = source.recv(65536)
@@ -87,6 +90,8 @@ class TcpProxy:
                 return
             if self._holed.is_set():
                 continue  # swallowed
+            if latency > 0 and self._stopped.wait(latency):  # the emulated network delay
+                return
             try:
                 sink.sendall(data)
             except OSError:

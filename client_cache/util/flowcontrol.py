@@ -11,16 +11,13 @@ not throttled (a watch is one long request).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from client_cache.util.clock import REAL_CLOCK, Clock
 from client_cache.util.rate import TokenBucket
+from client_cache.util.rest_metrics import RateLimiter, set_client_limiter
 
 __all__ = ["TokenBucketRateLimiter", "new_token_bucket_rate_limiter", "throttle_client"]
-
-_ATTR = "_client_cache_rate_limiter"
-
 
 class TokenBucketRateLimiter:
     """A blocking token bucket (Go ``flowcontrol.tokenBucketRateLimiter``)."""
@@ -53,20 +50,9 @@ def new_token_bucket_rate_limiter(qps: float, burst: int) -> TokenBucketRateLimi
     return TokenBucketRateLimiter(qps, burst)
 
 
-def throttle_client(api_client: Any, limiter: TokenBucketRateLimiter) -> TokenBucketRateLimiter:
+def throttle_client(api_client: Any, limiter: RateLimiter) -> RateLimiter:
     """Make every request ``api_client`` sends wait for ``limiter`` first (Go: the REST
-    client's rate limiter). A client throttled already keeps its limiter, which is
-    returned."""
-    rest = api_client.rest_client
-    current: TokenBucketRateLimiter | None = getattr(rest, _ATTR, None)
-    if current is not None:
-        return current
-    send: Callable[..., Any] = rest.request
-
-    def request(*args: Any, **kwargs: Any) -> Any:
-        limiter.accept()
-        return send(*args, **kwargs)
-
-    rest.request = request
-    setattr(rest, _ATTR, limiter)
-    return limiter
+    client's rate limiter), its wait reported as ``rest_client_rate_limiter_duration_seconds``
+    (:mod:`client_cache.util.rest_metrics`). A client throttled already keeps its limiter,
+    which is returned."""
+    return set_client_limiter(api_client, limiter)

@@ -2,7 +2,9 @@
 servers (short timings: lease 3 s, renew deadline 2 s, retry 0.25 s): a SIGKILLed leader
 is replaced within lease_duration plus the polling delays; a leader that releases on
 SIGTERM is replaced within about retry_period; a leader cut off from the server by a
-black-hole proxy stops acting by its renew deadline, before anyone else starts."""
+black-hole proxy stops acting by its renew deadline, before anyone else starts; frozen
+and resumed candidates (SIGSTOP/SIGCONT at random points of the renew cycle, 0.2 s of
+latency) never believe they lead at the same sampled instant."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import hashlib
 import itertools
 import json
 import os
+import random
+import signal
 import statistics
 import subprocess
 import time
@@ -51,11 +55,12 @@ class Candidates:
         self._ids = itertools.count()
 
     def start(self, release: bool = False, kubeconfig: str | None = None,
-              program: list[str] | None = None) -> CandidateProcess:
+              program: list[str] | None = None, flags: tuple[str, ...] = (),
+              timing: Timing = TIMING) -> CandidateProcess:
         prefix = "go" if program else "c"
         candidate = CandidateProcess(kubeconfig or self.kubeconfig,
                                      f"{prefix}{next(self._ids)}", self.lease, self.ns,
-                                     TIMING, release, program)
+                                     timing, release, program, flags)
         self.all.append(candidate)
         return candidate
 
@@ -236,3 +241,71 @@ def test_go_and_python_candidates_hand_over(candidates: Candidates, backend: Bac
     assert started - released_at <= 1.2 * TIMING.retry_period + 1.0
     assert lease_record(backend, ns, candidates.lease).leader_transitions > \
         record.leader_transitions
+
+
+PAUSE_TIMING = Timing(lease_duration=1.5, renew_deadline=1.0, retry_period=0.25)
+PAUSE_ROUNDS = 30
+
+
+def belief_intervals(candidate: CandidateProcess, end: float) -> list[tuple[float, float]]:
+    """The spans over which ``candidate``'s 10 ms samples said it held the lease: from the
+    first true sample to the last true one (an interval still open ends at ``end``)."""
+    spans: list[tuple[float, float]] = []
+    start: float | None = None
+    for event in list(candidate.events):
+        if event["e"] != "believe":
+            continue
+        if event["v"]:
+            start = event["t"]
+        elif start is not None:
+            spans.append((start, event["last"]))
+            start = None
+    if start is not None:
+        spans.append((start, end))
+    return spans
+
+
+@pytest.mark.slow
+def test_no_two_candidates_believe_they_lead_across_pauses(
+        candidates: Candidates, backend: Backend) -> None:
+    """Issue 59: three candidates behind 0.2 s of latency; in each of 30 rounds one of
+    them (the leader four times in five) is frozen with SIGSTOP at a random point of its
+    renew cycle, half the time for 0.05 to 1 s, half for one to two leases, then resumed
+    (lease 1.5 s, renew deadline 1 s, retry 0.25 s). Each samples
+    ``holds_lease()`` every 10 ms; no two candidates' believing spans overlap, and the
+    lease changed hands along the way."""
+    url = urlsplit(backend.kubeconfig()["clusters"][0]["cluster"]["server"])
+    rng = random.Random(59)
+    with TcpProxy(url.hostname or "127.0.0.1", url.port or 443, latency=0.2) as proxy:
+        slow = write_kubeconfig(backend.kubeconfig(), candidates.tmp_path / "slow",
+                                f"{url.scheme}://127.0.0.1:{proxy.port}")
+        group = [candidates.start(kubeconfig=slow, flags=("--sample", "--rejoin"),
+                                  timing=PAUSE_TIMING) for _ in range(3)]
+        candidates.leader(group)
+        for _ in range(PAUSE_ROUNDS):
+            believing = [c for c in group if (b := c.last("believe")) and b["v"]]
+            victim = believing[0] if believing and rng.random() < 0.8 else rng.choice(group)
+            # a random point of the renew cycle, then a freeze shorter than the renew
+            # deadline or up to twice the lease: the scenario itself (the samples, not
+            # these sleeps, are what is checked)
+            time.sleep(rng.uniform(0.0, 2 * PAUSE_TIMING.retry_period))
+            lease = PAUSE_TIMING.lease_duration
+            pause = rng.uniform(0.05, 1.0) if rng.random() < 0.5 else rng.uniform(lease,
+                                                                                 2 * lease)
+            os.kill(victim.proc.pid, signal.SIGSTOP)
+            try:
+                time.sleep(pause)
+            finally:
+                os.kill(victim.proc.pid, signal.SIGCONT)
+        time.sleep(0.1)  # the last resumed candidate's first samples
+        end = time.monotonic()
+    spans = {c.identity: belief_intervals(c, end) for c in group}
+    for (a, a_spans), (b, b_spans) in itertools.combinations(spans.items(), 2):
+        for a_start, a_end in a_spans:
+            for b_start, b_end in b_spans:
+                assert a_end < b_start or b_end < a_start, (
+                    f"{a} believed it led over {a_start:.3f}-{a_end:.3f} and {b} over "
+                    f"{b_start:.3f}-{b_end:.3f}")
+    handovers = sorted((start, who) for who, s in spans.items() for start, _ in s)
+    changes = sum(1 for (_, x), (_, y) in itertools.pairwise(handovers) if x != y)
+    assert changes >= 5, f"the lease changed hands only {changes} times: {spans}"

@@ -223,18 +223,26 @@ def test_slow_handler_does_not_hold_back_a_fast_one(server: EmbeddedApiServer) -
         factory.shutdown(2.0)
 
 
-def test_for_resource_of_a_resource_the_server_does_not_serve_raises(
+def test_for_resource_of_a_resource_the_server_does_not_serve_waits_for_it(
         server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 59: for_resource hands out the informer of a resource not served (yet), with
+    one WARNING; check_served is the way to fail at once."""
     factory = new_shared_informer_factory(server.api_client(), 0)
     for gvr in (GroupVersionResource("", "v1", "podz"),
                 GroupVersionResource("nope.example.com", "v1", "things"),
                 GroupVersionResource("apps", "v9", "deployments")):
+        assert factory.for_resource(gvr).resource == gvr
+        factory.for_resource(gvr)  # again: no second warning
+        warned = [r for r in caplog.records
+                  if f"does not serve {gvr.label()} (yet)" in r.getMessage()]
+        assert len(warned) == 1 and warned[0].levelname == "WARNING"
         with pytest.raises(UnknownResourceError, match="no informer found for"):
-            factory.for_resource(gvr)
+            factory.check_served(gvr)
         with pytest.raises(LookupError):
-            factory.for_resource(gvr)
+            factory.check_served(gvr)
     assert factory.for_resource(PODS).resource == PODS  # served: fine
-    assert factory.for_resource(GroupVersionResource("apps", "v1", "deployments"))
+    factory.check_served(GroupVersionResource("apps", "v1", "deployments"))
+    assert not [r for r in caplog.records if "does not serve pods" in r.getMessage()]
     # the server cannot be asked: the informer is returned, with a warning
     unreachable = ApiClient(Configuration(host="http://127.0.0.1:9"))
     elsewhere = new_shared_informer_factory(unreachable, 0)

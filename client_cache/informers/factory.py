@@ -51,6 +51,7 @@ from client_cache.shared_informer import (
     unsynced_details,
     wait_for_cache_sync,
 )
+from client_cache.util.logs import log_visibly
 from client_cache.util.rest_metrics import instrument_client
 
 __all__ = [
@@ -207,19 +208,34 @@ class SharedInformerFactory(TypedGroups):
         ``ForResource``).
 
         The first request for a resource asks the server (discovery) whether it serves
-        it, and raises :class:`UnknownResourceError` when it does not, instead of handing
-        out an informer that would never sync (Go's typed factory returns an error for a
-        resource it has no informer for). When the server cannot be asked (unreachable),
-        the informer is returned all the same and a warning logged."""
-        self.check_served(gvr)
+        it. When it does not (yet: a CRD installed after the controller started, as kube-rs
+        allows), the informer is returned all the same and one WARNING says so: once
+        started, it waits for the resource with the reflector's backoff (each failed LIST
+        counted in its health, a line per failure episode), is not synced, so not ready,
+        meanwhile, and fills its cache as soon as the resource is served. A misspelt
+        resource therefore shows as that WARNING and a readiness probe naming it; call
+        :meth:`check_served` to fail at once instead (Go's typed factory returns an error
+        for a resource it has no informer for). When the server cannot be asked
+        (unreachable), the informer is returned too and a warning logged."""
+        self._note_unserved(gvr)
         return GenericInformer(self.informer_for(gvr, object_type=object_type), gvr)
 
-    def check_served(self, gvr: GroupVersionResource) -> None:
-        """Raise :class:`UnknownResourceError` when the server does not serve ``gvr`` (asked
-        by discovery once, before its informer exists; see :meth:`for_resource`)."""
+    def _note_unserved(self, gvr: GroupVersionResource) -> None:
+        """At the first request for ``gvr``: one WARNING when the server does not serve it
+        (see :meth:`for_resource`)."""
         with self._lock:
             if gvr in self._informers:
                 return
+        try:
+            self.check_served(gvr)
+        except UnknownResourceError:
+            log_visibly(_log, logging.WARNING, "the server does not serve %s (yet): its "
+                        "informer waits for it, retrying with backoff, and is not ready "
+                        "meanwhile (is its CustomResourceDefinition installed?)", gvr.label())
+
+    def check_served(self, gvr: GroupVersionResource) -> None:
+        """Raise :class:`UnknownResourceError` when the server does not serve ``gvr`` now
+        (asked by discovery); when the server cannot be asked, log a warning and return."""
         try:
             served = served_resources(self.api_client, gvr.group, gvr.version)
         except Exception as err:

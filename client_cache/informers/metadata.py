@@ -106,10 +106,10 @@ class MetadataSharedInformerFactory(SharedInformerFactory):
                      models: bool = False) -> GenericInformer[Any]:
         """The metadata informer of ``gvr`` (Go ``ForResource``): wire dicts, or
         :class:`PartialObjectMetadata` models with ``models=True``. A resource the server
-        does not serve raises, as in the full factory."""
+        does not serve (yet) is waited for, as in the full factory."""
         if models and object_type is None:
             object_type = PartialObjectMetadata
-        self.check_served(gvr)
+        self._note_unserved(gvr)
         informer = self.informer_for(
             gvr, object_type=object_type,
             expected_type=object_type if object_type is not None else PARTIAL_OBJECT_METADATA)

@@ -58,6 +58,11 @@ What it does, as kube-rs:
   factory share watches. ``run(stop=...)``: the informers run until that event is set (the
   caller owns their lifetime, e.g. to run several controllers); without it, ``run`` makes
   one and sets it at the end.
+* **Before the CRD.** The primary resource's kind and scope come from discovery unless
+  given. A resource the server does not serve yet (a CRD installed after the controller
+  started) is not an error: ``run`` logs one WARNING and waits for it with backoff while
+  the informers wait too (not ready meanwhile), then reconciles as soon as it is served,
+  as a kube-rs controller retries its watch.
 * **Writes.** ``ControllerConfig.client_qps``/``client_burst`` (default 20/30,
   controller-runtime's; 0 turns it off) throttle every request the factory's API client
   sends (:func:`~client_cache.util.flowcontrol.throttle_client`); Events have a bucket of
@@ -159,14 +164,14 @@ class Controller(Generic[D]):
         self._factory = factory
         self._gvr, self._informer = self._informer_of(for_)
         self.api_version = self._gvr.group_version()
-        if not kind or namespaced is None:
-            found = resource_kind(factory.api_client, self._gvr)
-            if found is None:
-                raise LookupError(f"the server does not serve {self._gvr.label()}")
-            kind = kind or found[0]
-            namespaced = found[1] if namespaced is None else namespaced
+        self._given = (kind, namespaced)
         self.kind = kind
-        self.namespaced = namespaced
+        self.namespaced = True if namespaced is None else namespaced
+        # the kind and scope come from discovery; a resource not served yet (its CRD is
+        # installed later) is looked up again when run() starts, waiting for it
+        self._kind_pending = not kind or namespaced is None
+        if self._kind_pending:
+            self._resolve_kind()
         self._clock = clock
         self._config = config or ControllerConfig()
         self._watched: list[_Watched] = []
@@ -184,6 +189,43 @@ class Controller(Generic[D]):
         self._watch(self._informer, ResourceEventHandlerFuncs(
             add_func=self._primary_applied,
             update_func=lambda old, new: self._primary_applied(new)))
+
+    def _resolve_kind(self) -> bool:
+        """Read the primary resource's kind and scope by discovery (those given to the
+        constructor win); False when the server does not serve it (yet)."""
+        found = resource_kind(self._factory.api_client, self._gvr)
+        if found is None:
+            return False
+        kind, namespaced = self._given
+        self.kind = kind or found[0]
+        self.namespaced = found[1] if namespaced is None else namespaced
+        self._kind_pending = False
+        return True
+
+    def _await_served(self) -> None:
+        """Wait, with backoff (0.2 s doubling to 5 s, woken by a shutdown), until the
+        server serves the primary resource, as kube-rs's controller retries a watch whose
+        resource is missing; one WARNING when it starts waiting, one INFO when it ends.
+        The informers run meanwhile (and are not ready), so the first reconciles start as
+        soon as the resource is served and listed."""
+        delay, waited = 0.2, False
+        while not self._stopping.is_set():
+            try:
+                if self._resolve_kind():
+                    if waited:
+                        _log.info("controller %s: %s is served now", self.name,
+                                  self._gvr.label())
+                    return
+                reason = "not served"
+            except Exception as err:  # unreachable: waited for in the same way
+                reason = describe_error(err)
+            if not waited:
+                log_visibly(_log, logging.WARNING, "controller %s: waiting for the server to "
+                            "serve %s (%s; is its CustomResourceDefinition installed?); not "
+                            "ready meanwhile", self.name, self._gvr.label(), reason)
+                waited = True
+            self._stopping.wait(delay)
+            delay = min(delay * 2, 5.0)
 
     # -- building ---------------------------------------------------------------------------
     def _informer_of(self, what: GroupVersionResource | GenericInformer[Any],
@@ -438,6 +480,11 @@ class Controller(Generic[D]):
         try:
             if self._on_signal:  # woken whichever thread the OS hands a signal to
                 waker = SignalWaker().start()
+            if self._kind_pending:
+                # the informers start (they wait for the resource too, not ready); the
+                # handlers are added once the kind is known, and get the cache replayed
+                self._factory.start(informer_stop)
+                self._await_served()
             for watched in self._watched:
                 registrations.append((watched.informer,
                                       watched.informer.add_event_handler(watched.handler)))

@@ -4,18 +4,21 @@ relist after a lost watch history applied in one step, subscriptions)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
-from kubernetes.client import CoreV1Api
+from kubernetes.client import ApiException, ApiextensionsV1Api, CoreV1Api, CustomObjectsApi
 
+from client_cache.health import serve
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.labels import everything
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, finalizer
+from client_cache.schema import GroupVersionResource
 from client_cache.watch import EventType
 from tests.conformance.util import CONFIGMAPS, Backend, configmap, create_configmaps, name_of
-from tests.fixtures import eventually
+from tests.fixtures import eventually, http_get
 
 FINALIZER = "example.com/cleanup"
 
@@ -96,3 +99,79 @@ def test_atomic_relist_readiness_and_subscriptions(api: Any, ns: str,
         stop.set()
         factory.shutdown(10)
     assert subscription.closed
+
+
+def test_a_controller_started_before_its_crd_reconciles_once_it_is_served(
+        api: Any, ns: str, backend: Backend, caplog: Any) -> None:
+    """Issue 59, on both servers: a controller of a custom resource whose CRD is not
+    installed yet starts (one WARNING), is not ready, and reconciles the resource's objects
+    as soon as the CRD is installed, as kube-rs's controller does."""
+    plural = f"latecomers{next(_late)}{abs(hash(ns)) % 10_000}"
+    gvr = GroupVersionResource(LATE_GROUP, "v1", plural)
+    factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns))
+    seen: list[str] = []
+    reconciled = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        seen.append(name_of(obj))
+        reconciled.set()
+        return Action.await_change()
+
+    controller: Controller[None] = Controller(factory, gvr,
+                                              config=ControllerConfig(client_qps=0))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(reconcile,),
+                              kwargs={"stop": stop}, name="test-late-crd", daemon=True)
+    runner.start()
+    try:
+        with serve(factory=factory) as health:
+            eventually(lambda: any("waiting for the server to serve" in r.getMessage()
+                                   for r in caplog.records), 10, "no warning")
+            status, body = http_get(health.url + "/readyz")
+            assert status == 500 and plural in body
+            install_crd(api, plural)
+            custom = CustomObjectsApi(api)
+            eventually(lambda: _created(custom, ns, plural), 60, "the CRD was not served")
+            assert reconciled.wait(30), "nothing reconciled after the CRD appeared"
+            assert seen == ["first"] and controller.kind == "Latecomer"
+            eventually(lambda: http_get(health.url + "/readyz")[0] == 200, 20)
+        assert sum("waiting for the server to serve" in r.getMessage()
+                   for r in caplog.records) == 1
+    finally:
+        stop.set()
+        controller.shutdown()
+        runner.join(10)
+        factory.shutdown(5)
+        ApiextensionsV1Api(api).delete_custom_resource_definition(f"{plural}.{LATE_GROUP}")
+    assert not runner.is_alive()
+
+
+LATE_GROUP = "late.example.com"
+_late = itertools.count()
+
+
+def install_crd(api: Any, plural: str) -> None:
+    ApiextensionsV1Api(api).create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{LATE_GROUP}"},
+        "spec": {"group": LATE_GROUP, "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": plural[:-1], "kind": "Latecomer",
+                           "listKind": "LatecomerList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]}})
+
+
+def _created(custom: Any, ns: str, plural: str) -> bool:
+    """Create the object ``first`` once the new endpoint takes it (404, or 429 while the
+    real server's watch cache initialises, until then)."""
+    try:
+        custom.create_namespaced_custom_object(LATE_GROUP, "v1", ns, plural, {
+            "apiVersion": f"{LATE_GROUP}/v1", "kind": "Latecomer",
+            "metadata": {"name": "first"}})
+        return True
+    except ApiException as err:
+        if err.status in (404, 429, 503):
+            return False
+        raise

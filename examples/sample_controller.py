@@ -103,7 +103,7 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
 
 
 def build(api_client: ApiClient, *, namespace: str = "", concurrency: int = 2,
-          client_qps: float = 20.0) -> tuple[Controller[Clients], Clients]:
+          client_qps: float = 0.0) -> tuple[Controller[Clients], Clients]:
     """The controller: Foos, owning Deployments (Go ``NewController``); ``namespace``
     limits it to one namespace (default: all)."""
     factory = new_shared_informer_factory_with_options(
@@ -116,7 +116,7 @@ def build(api_client: ApiClient, *, namespace: str = "", concurrency: int = 2,
 
 
 def run(api_client: ApiClient, stop: threading.Event, *, namespace: str = "",
-        concurrency: int = 2, client_qps: float = 20.0) -> None:
+        concurrency: int = 2, client_qps: float = 0.0) -> None:
     """Run until ``stop`` is set."""
     controller, clients = build(api_client, namespace=namespace, concurrency=concurrency,
                                 client_qps=client_qps)

@@ -517,6 +517,8 @@ def test_finalizer_runs_cleanup_before_the_object_goes(
 
 
 def test_config_validation(factory: SharedInformerFactory) -> None:
+    # no client-side throttling unless asked for, as controller-runtime since v0.21
+    assert (ControllerConfig().client_qps, ControllerConfig().client_burst) == (0.0, 30)
     with pytest.raises(ValueError, match="concurrency"):
         ControllerConfig(concurrency=0)
     with pytest.raises(ValueError, match="negative"):

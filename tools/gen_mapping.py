@@ -589,8 +589,9 @@ def render() -> str:
         "are given without their package where the section's package says it; `—` marks",
         "names that exist only in this port. The naming rules (snake_case for functions and",
         "methods, UPPER_CASE constants, exceptions for error returns, float seconds for",
-        "durations, `threading.Event` for stop channels) are in the README. A Go name",
-        "marked \"unexported in Go\" is internal there (lowercase): this port exposes it.",
+        "durations, `threading.Event` for stop channels) are in [Differences from",
+        "Go](concepts/differences.md). A Go name marked \"unexported in Go\" is internal",
+        "there (lowercase): this port exposes it.",
         "",
     ]
     for module in sorted(rows, key=lambda m: (m != "client_cache", m)):

@@ -2,6 +2,7 @@
 :class:`Controller`, its scheduler and the helpers a controller needs. See
 :mod:`client_cache.runtime.controller`."""
 
+from client_cache.runtime.apply import APPLY_PATCH, apply
 from client_cache.runtime.controller import (
     Controller,
     ControllerConfig,
@@ -41,6 +42,7 @@ from client_cache.runtime.reconcile import (
 from client_cache.runtime.scheduler import Scheduler
 
 __all__ = [
+    "APPLY_PATCH",
     "Action",
     "Context",
     "Controller",
@@ -59,6 +61,7 @@ __all__ = [
     "ReconcileRequest",
     "RunSummary",
     "TerminalError",
+    "apply",
     "Scheduler",
     "controller_owner_ref",
     "deep_copy",

@@ -63,10 +63,10 @@ What it does, as kube-rs:
   started) is not an error: ``run`` logs one WARNING and waits for it with backoff while
   the informers wait too (not ready meanwhile), then reconciles as soon as it is served,
   as a kube-rs controller retries its watch.
-* **Writes.** ``ControllerConfig.client_qps``/``client_burst`` (default 20/30,
-  controller-runtime's; 0 turns it off) throttle every request the factory's API client
-  sends (:func:`~client_cache.util.flowcontrol.throttle_client`); Events have a bucket of
-  their own of the same size. Every request on that client is counted in the
+* **Writes.** ``ControllerConfig.client_qps``/``client_burst`` (off by default, as
+  controller-runtime's since v0.21; 20/30 was its earlier default) throttle every request
+  the factory's API client sends (:func:`~client_cache.util.flowcontrol.throttle_client`);
+  Events have a bucket of their own of the same size. Every request on that client is counted in the
   ``rest_client_*`` metrics (:mod:`client_cache.util.rest_metrics`).
 * **Events.** ``ctx.recorder`` posts core/v1 Events as the controller (client-go's
   correlator and spam filter; flushed at shutdown); ``ControllerConfig(events=False)``

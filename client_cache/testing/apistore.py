@@ -37,6 +37,7 @@ from client_cache.errors import (
     new_resource_expired,
     new_too_large_resource_version,
 )
+from client_cache.testing.managed_fields import after_apply, after_update
 from client_cache.testing.resources import (
     BUILTIN_RESOURCES,
     CRD_KEY,
@@ -172,10 +173,41 @@ class ApiStore:
         return (namespace if rtype.namespaced else "", name)
 
     def create(
-        self, rtype: ResourceType, namespace: str, body: Mapping[str, Any]
+        self, rtype: ResourceType, namespace: str, body: Mapping[str, Any], manager: str = ""
     ) -> dict[str, Any]:
-        """Create an object from ``body`` and return it as stored."""
-        return copy.deepcopy(self.insert(rtype, namespace, copy.deepcopy(dict(body))))
+        """Create an object from ``body`` and return it as stored; ``manager`` (when given)
+        owns its fields (:mod:`~client_cache.testing.managed_fields`)."""
+        obj = copy.deepcopy(dict(body))
+        obj.get("metadata", {}).pop("managedFields", None)
+        after_update(None, obj, manager)
+        return copy.deepcopy(self.insert(rtype, namespace, obj))
+
+    def apply(
+        self, rtype: ResourceType, namespace: str, name: str, body: Mapping[str, Any],
+        manager: str, force: bool,
+    ) -> tuple[dict[str, Any], bool]:
+        """Server-side apply of ``body`` by ``manager``: ``(stored object, created)``; a
+        missing object is created. Conflicts raise a 409 status error (see
+        :mod:`~client_cache.testing.managed_fields`)."""
+        md = body.get("metadata") or {}
+        if md.get("name") not in (None, name):
+            raise new_bad_request("the name of the object does not match the URL")
+        if body.get("apiVersion") != rtype.api_version or body.get("kind") != rtype.kind:
+            raise new_bad_request(
+                f"the API version in the data ({body.get('apiVersion')}) does not match the "
+                f"expected API version ({rtype.api_version})" if body.get("apiVersion")
+                != rtype.api_version else f"the kind in the data ({body.get('kind')}) does "
+                f"not match the expected kind ({rtype.kind})")
+        with self._lock:
+            current = self._objects[rtype.key].get(self._key(rtype, namespace, name))
+            if current is None:
+                created = after_apply(None, dict(body), manager, force)
+                created.setdefault("metadata", {})["name"] = name
+                return copy.deepcopy(self.insert(rtype, namespace, created)), True
+            key = self._key(rtype, namespace, name)
+            merged = after_apply(current, dict(body), manager, force)
+            validate_write(rtype.group, rtype.plural, merged)
+            return copy.deepcopy(self._replace_locked(rtype, key, current, merged)), False
 
     def insert(self, rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         """:meth:`create` without the copies: the store takes ``obj`` itself and returns
@@ -251,7 +283,8 @@ class ApiStore:
             return copy.deepcopy(obj)
 
     def update(
-        self, rtype: ResourceType, namespace: str, name: str, body: Mapping[str, Any]
+        self, rtype: ResourceType, namespace: str, name: str, body: Mapping[str, Any],
+        manager: str = "",
     ) -> dict[str, Any]:
         """PUT: optimistic concurrency on ``metadata.resourceVersion`` when given."""
         with self._lock:
@@ -262,6 +295,10 @@ class ApiStore:
                 raise new_bad_request("the name of the object does not match the URL")
             _check_version(rtype, name, current, md.get("resourceVersion"))
             validate_write(rtype.group, rtype.plural, obj)
+            md["managedFields"] = current["metadata"].get("managedFields")
+            after_update(current, obj, manager)
+            if md.get("managedFields") is None:
+                md.pop("managedFields", None)
             return copy.deepcopy(self._replace_locked(rtype, key, current, obj))
 
     def _existing_locked(
@@ -306,7 +343,8 @@ class ApiStore:
         return obj
 
     def patch(
-        self, rtype: ResourceType, namespace: str, name: str, patch: Mapping[str, Any]
+        self, rtype: ResourceType, namespace: str, name: str, patch: Mapping[str, Any],
+        manager: str = "",
     ) -> dict[str, Any]:
         """A JSON merge patch (strategic merge patches are applied as merge patches)."""
         with self._lock:
@@ -315,6 +353,7 @@ class ApiStore:
                 "resourceVersion"))
             merged = _merge_patch(copy.deepcopy(current), patch)
             validate_write(rtype.group, rtype.plural, merged)
+            after_update(current, merged, manager)
             return copy.deepcopy(self._replace_locked(rtype, key, current, merged))
 
     def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:

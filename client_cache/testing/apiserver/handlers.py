@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+import yaml
+
 from client_cache import fields as fieldsel
 from client_cache import labels as labelsel
 from client_cache.codec import protobuf
@@ -27,6 +29,7 @@ from client_cache.errors import (
 )
 from client_cache.testing.apiserver import encoding
 from client_cache.testing.apiserver.faults import ABORT, GARBLE
+from client_cache.testing.managed_fields import manager_of
 from client_cache.testing.resources import ResourceType
 from client_cache.testing.watchers import Watcher
 
@@ -144,6 +147,16 @@ class Handler(BaseHTTPRequestHandler):
             self._send_obj(err.code or 500, err.status(), headers)
             return
         self._send_json(err.code or 500, _status_bytes(err), headers)
+
+    def _apply_body(self) -> Any:
+        """An apply body: JSON, or YAML (which JSON is a subset of)."""
+        try:
+            body = yaml.safe_load(self._raw_body or b"{}")
+        except yaml.YAMLError as err:
+            raise new_bad_request(f"invalid YAML body: {err}") from err
+        if not isinstance(body, dict):
+            raise new_bad_request("an apply body must be an object")
+        return body
 
     def _body(self) -> Any:
         raw = self._raw_body
@@ -275,9 +288,14 @@ class Handler(BaseHTTPRequestHandler):
         if not name:
             self._collection(method, rtype, namespace, query, watch)
         else:
-            self._item(method, rtype, namespace, name)
+            self._item(method, rtype, namespace, name, query)
 
-    def _item(self, method: str, rtype: ResourceType, namespace: str, name: str) -> None:
+    def _manager(self, query: dict[str, str]) -> str:
+        """Who writes: ``fieldManager``, else the User-Agent's first part."""
+        return manager_of(query.get("fieldManager", ""), self.headers.get("User-Agent", ""))
+
+    def _item(self, method: str, rtype: ResourceType, namespace: str, name: str,
+              query: dict[str, str]) -> None:
         store = self.owner.store
         if method == "GET":
             obj = store.get(rtype, namespace, name)
@@ -285,9 +303,22 @@ class Handler(BaseHTTPRequestHandler):
                 obj = partial_object_metadata(obj)
             self._send_obj(200, obj)
         elif method == "PUT":
-            self._send_obj(200, store.update(rtype, namespace, name, self._body()))
+            self._send_obj(200, store.update(rtype, namespace, name, self._body(),
+                                             self._manager(query)))
+        elif method == "PATCH" and _is_apply(self.headers.get("Content-Type")):
+            if not query.get("fieldManager"):
+                raise _invalid_patch_options("fieldManager", "FieldValueRequired",
+                                             "Required value: is required for apply patch")
+            obj, created = store.apply(rtype, namespace, name, self._apply_body(),
+                                       query["fieldManager"], query.get("force") == "true")
+            self._send_obj(201 if created else 200, obj)
         elif method == "PATCH":
-            self._send_obj(200, store.patch(rtype, namespace, name, self._body()))
+            if "force" in query:
+                raise _invalid_patch_options("force", "FieldValueForbidden",
+                                             "Forbidden: may not be specified for non-apply "
+                                             "patch")
+            self._send_obj(200, store.patch(rtype, namespace, name, self._body(),
+                                            self._manager(query)))
         elif method == "DELETE":
             self._body()
             self._send_obj(200, store.delete(rtype, namespace, name))
@@ -300,7 +331,8 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         store = self.owner.store
         if method == "POST":
-            self._send_obj(201, store.create(rtype, namespace, self._body()))
+            self._send_obj(201, store.create(rtype, namespace, self._body(),
+                                             self._manager(query)))
         elif method == "DELETE":
             self._body()
             store.delete_collection(rtype, namespace, labelsel.parse(query.get("labelSelector",
@@ -539,3 +571,14 @@ class Handler(BaseHTTPRequestHandler):
                              "watches": owner.open_watch_count()})
 
 
+def _is_apply(content_type: str | None) -> bool:
+    """Whether a PATCH is a server-side apply (``application/apply-patch+yaml``)."""
+    return (content_type or "").split(";", 1)[0].strip() == "application/apply-patch+yaml"
+
+
+def _invalid_patch_options(field: str, reason: str, message: str) -> ApiStatusError:
+    """The real server's 422 for bad ``PatchOptions`` query parameters."""
+    return ApiStatusError(422, "Invalid", f'PatchOptions.meta.k8s.io "" is invalid: {field}: '
+                          f"{message}", {"group": "meta.k8s.io", "kind": "PatchOptions",
+                                         "causes": [{"reason": reason, "message": message,
+                                                     "field": field}]})

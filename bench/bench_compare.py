@@ -53,6 +53,7 @@ from typing import Any
 
 from kubernetes.client import CoreV1Api
 
+from bench import go_programs
 from bench.compare_report import chart, markdown
 from bench.contenders import PAGE_SIZE
 from bench.machine import handoff_round_trip_us
@@ -129,15 +130,12 @@ S5_CONTENDERS = ["cc-dict", "client-go"]  # those with a workqueue
 
 
 def build_go() -> Path | None:
-    """Build the client-go contender (bench/go) with the Go toolchain, or None without Go."""
-    go = find_go()
-    if go is None:
+    """The client-go contender (bench/go), built by ``make envtest`` or here once
+    (:mod:`bench.go_programs`); None without the Go toolchain."""
+    if go_programs.built("clientgo-bench") is None and find_go() is None:
         print("client-go contender skipped: no Go toolchain", file=sys.stderr)
         return None
-    out = ROOT / "go" / "bin" / "clientgo-bench"
-    subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "go", check=True,
-                   env=dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0"))
-    return out
+    return go_programs.build("clientgo-bench")
 
 
 @dataclass

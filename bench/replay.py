@@ -27,24 +27,18 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from bench import go_programs
 from client_cache.testing.apiserver.load import sample_object
 from client_cache.testing.apiserver.server import client_configuration
-from client_cache.testing.envtest import find_go
 
 __all__ = ["ReplayFiles", "ReplayServer", "build_replay", "pod"]
 
-SOURCE = Path(__file__).resolve().parent / "replay"
 
 
 def build_replay() -> Path:
-    """Build the replay server (stdlib Go, no module downloads); returns the binary."""
-    go = find_go()
-    if go is None:
-        raise RuntimeError("the replay server needs the Go toolchain")
-    out = SOURCE / "bin" / "replay"
-    subprocess.run([go, "build", "-o", str(out), "."], cwd=SOURCE, check=True,
-                   env=dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod"))
-    return out
+    """The replay server's binary (stdlib Go), built by ``make envtest`` or here once
+    (:mod:`bench.go_programs`)."""
+    return go_programs.build("replay")
 
 
 def pod(i: int, namespace: str, resource_version: int, message: str = "") -> dict[str, Any]:
@@ -118,9 +112,7 @@ class ReplayServer:
 
     def start(self) -> ReplayServer:
         """Write the files (unless given), build the server if needed and start it."""
-        binary = SOURCE / "bin" / "replay"
-        if not binary.exists() or binary.stat().st_mtime < (SOURCE / "main.go").stat().st_mtime:
-            binary = build_replay()
+        binary = build_replay()
         files = self._files
         if files is None:
             files = self._own_files = ReplayFiles(self.pods, self.events, self.namespace)

@@ -42,7 +42,7 @@ def play_deployment_controller(api_client: ApiClient, stop: threading.Event,
                 "observedGeneration": md.get("generation", 1)}})
         return Action.await_change()
 
-    controller: Controller[None] = Controller(
+    controller = Controller(
         factory, DEPLOYMENTS, config=ControllerConfig(name="deployment-stand-in",
                                                       client_qps=0))
     controller.graceful_shutdown_on(stop)

@@ -27,6 +27,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.client import CoreV1Api
 
 from client_cache.aio import InformerEvent, events
+from client_cache.codec import WireObject
 from client_cache.errors import is_not_found
 from client_cache.informers import new_shared_informer_factory
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
@@ -42,7 +43,7 @@ async def operate(api_client: Any, url: str) -> None:
     writes = aio_client.ApiClient(aio_client.Configuration(host=url))
     core = aio_client.CoreV1Api(writes)
 
-    async def reconcile(pod: dict[str, Any], ctx: Context[None]) -> Action:
+    async def reconcile(pod: WireObject, ctx: Context[None]) -> Action:
         team = pod["metadata"].get("labels", {}).get("team")
         if team is None:
             return Action.await_change()

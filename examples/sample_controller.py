@@ -43,7 +43,7 @@ from _sample_apis import (
 from _sample_demo import run_demo
 from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
 
-from client_cache.codec import to_wire
+from client_cache.codec import WireObject, to_wire
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.informers import (
     SharedInformerFactory,
@@ -103,12 +103,12 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
 
 
 def build(api_client: ApiClient, *, namespace: str = "", concurrency: int = 2,
-          client_qps: float = 0.0) -> tuple[Controller[Clients], Clients]:
+          client_qps: float = 0.0) -> tuple[Controller[WireObject], Clients]:
     """The controller: Foos, owning Deployments (Go ``NewController``); ``namespace``
     limits it to one namespace (default: all)."""
     factory = new_shared_informer_factory_with_options(
         api_client, 0, SharedInformerFactoryOptions(namespace=namespace))
-    controller: Controller[Clients] = Controller(
+    controller = Controller(
         factory, FOOS, config=ControllerConfig(name="sample-controller",
                                                concurrency=concurrency,
                                                client_qps=client_qps)).owns(DEPLOYMENTS)

@@ -13,11 +13,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 from hypothesis import strategies as st
 
+from bench import go_programs
 from client_cache import FIFOClosedError
 from client_cache.record import CoreV1EventSink
 from client_cache.testing.envtest import Binaries, find_binaries
@@ -329,6 +331,15 @@ def envtest_binaries() -> Binaries:
         missing("the real kube-apiserver and etcd are not built: run `make envtest` "
                 "(needs Go and the Go module proxy; about 6 minutes the first time)")
     return found
+
+
+def go_program(name: str) -> Path:
+    """The binary of the Go program ``name`` (:mod:`bench.go_programs`), built by ``make
+    envtest``; skips the test until then (fails under ``CI=true``)."""
+    binary = go_programs.built(name)
+    if binary is None:
+        missing(go_programs.missing_message(name))
+    return binary
 
 
 def missing(message: str) -> NoReturn:

@@ -16,10 +16,9 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from bench import bench_compare, bench_pinning, contenders
-from bench.bench_compare import build_go
 from bench.replay import ReplayServer
 from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServer
-from client_cache.testing.envtest import find_go
+from tests.fixtures import go_program
 
 # The benchmark's harness, not the library: one Python (make test) is enough.
 pytestmark = pytest.mark.slow
@@ -90,9 +89,9 @@ def test_the_wire_contender_times_delivery_and_nothing_else(
     assert "wire runs in delivery mode only" in failed.value.stderr
 
 
-@pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")
 @pytest.mark.parametrize("sync", ["list", "watch-list"])
 def test_the_floor_syncs_then_reads_every_change(sync: str) -> None:
+    go_program("replay")
     with ReplayServer(pods=300, events=2000) as replay:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.contenders", "floor", "--server", replay.url,
@@ -116,13 +115,11 @@ def test_the_floor_syncs_then_reads_every_change(sync: str) -> None:
     assert results["throughput"]["events_per_second"] > 0
 
 
-@pytest.mark.skipif(find_go() is None, reason="the client-go contender needs the Go toolchain")
 def test_client_go_paged_variant_watches_from_its_list(server: EmbeddedApiServer) -> None:
     """client-go's tweak also runs on watches, before the client marks them as watches: a
     tweak that reset every resourceVersion made the watch replay all pods as ADDED, which
     the contender counted as the changes it waits for."""
-    binary = build_go()
-    assert binary is not None
+    binary = go_program("clientgo-bench")
     core = CoreV1Api(server.api_client())
     before = server.list_requests
     proc = subprocess.Popen(
@@ -187,10 +184,10 @@ def test_the_counter_stamps_the_marked_event_in_the_handler(
     assert (counter.marked, counter.last) == (11.0, 14.0)
 
 
-@pytest.mark.skipif(find_go() is None, reason="the replay source needs the Go toolchain")
 def test_a_pinned_replay_server_runs_every_thread_on_the_cpus_given() -> None:
     """bench_pinning's server layouts: ``ReplayServer.pin`` moves each of the Go
     program's threads (not only its first) to the CPUs given."""
+    go_program("replay")
     cpus = sorted(os.sched_getaffinity(0))
     with ReplayServer(pods=10, events=4) as replay:
         tasks = Path(f"/proc/{replay.pid}/task")
@@ -200,9 +197,8 @@ def test_a_pinned_replay_server_runs_every_thread_on_the_cpus_given() -> None:
             assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}
 
 
-@pytest.mark.skipif(find_go() is None or len(os.sched_getaffinity(0)) < 2
-                    or shutil.which("taskset") is None,
-                    reason="bench_pinning needs the Go toolchain, two CPUs and taskset")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or shutil.which("taskset") is None,
+                    reason="bench_pinning needs two CPUs and taskset")
 def test_bench_pinning_runs_each_layout_and_reports_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -m bench.bench_pinning`` at a small scale: each layout's contender takes
@@ -210,6 +206,7 @@ def test_bench_pinning_runs_each_layout_and_reports_them(
     monkeypatch.setattr(bench_compare, "settle", lambda: 0.0)
     monkeypatch.setattr(sys, "argv", ["bench_pinning", "--pods", "50", "--events", "200",
                                       "--repeats", "1", "--out", str(tmp_path)])
+    go_program("replay")
     bench_pinning.main()
     report = json.loads(next(tmp_path.glob("pinning-*.json")).read_text())
     assert (report["pods"], report["events"], report["repeats"]) == (50, 200, 1)

@@ -14,10 +14,9 @@ from bench.replay import ReplayServer
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.testing.envtest import find_go
-from tests.fixtures import eventually
+from tests.fixtures import eventually, go_program
 
-pytestmark = pytest.mark.skipif(find_go() is None, reason="needs the Go toolchain")
+go_program("replay")  # built by make envtest; until then the module is skipped
 
 PODS, EVENTS = 300, 2000
 

@@ -55,14 +55,23 @@ def test_a_part_built_from_other_sources_is_refused_with_a_warning(
     assert "pip install -e ." in record.getMessage()
 
 
-def test_a_part_that_is_not_built_is_none_without_a_warning(
+def test_a_part_that_is_not_built_is_none_and_said_once(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 60: installed without a C compiler, the package says once that the Python
+    twins run and how to get the native parts (a RuntimeWarning, not a log line)."""
     def missing(name: str) -> object:
         raise ImportError(name)
     monkeypatch.setattr(native.importlib, "import_module", missing)
-    with caplog.at_level(logging.WARNING, logger="client_cache.util.native"):
-        assert native.load("workqueue._queue") is None
-    assert caplog.records == []
+    native._say_pure_python.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="client_cache.util.native"), \
+                pytest.warns(RuntimeWarning, match="pure-Python path") as said:
+            assert native.load("workqueue._queue") is None
+            assert native.load("codec._codec") is None
+        assert len(said) == 1 and "C compiler" in str(said[0].message)
+        assert caplog.records == []
+    finally:
+        native._say_pure_python.cache_clear()
 
 
 def test_without_the_sources_beside_it_any_build_is_taken(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from kubernetes.client import CoreV1Api, V1ConfigMap
 from client_cache.errors import ClientCacheError
 from client_cache.informers import new_shared_informer_factory
 from client_cache.informers import typed as typed_module
+from client_cache.informers.accessors import ModelNotInstalledError, TypedResource
 from client_cache.informers.metadata import new_metadata_shared_informer_factory
 from client_cache.testing.apiserver import EmbeddedApiServer
 
@@ -143,3 +144,25 @@ def test_generated_accessors_inform(server: EmbeddedApiServer) -> None:
         with pytest.raises(ClientCacheError, match="gives V1ConfigMap, not wire dicts"):
             legacy()
     api.close()
+
+
+def test_models_the_installed_kubernetes_lacks_name_the_version_that_has_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 60: with an older kubernetes package (the declared floor is older than the
+    one the accessors come from), models=True for a model it lacks says which version
+    has it, instead of a bare AttributeError; wire dicts still work."""
+    core_v1 = typed_module.CoreV1
+    pods = core_v1.RESOURCES["pods"]
+    # the model of a resource added after the installed version (one that lacks it)
+    monkeypatch.setitem(core_v1.RESOURCES, "pods", TypedResource(
+        pods.plural, pods.singular, "V1PodFromTheFuture", pods.namespaced))
+    monkeypatch.setattr(kubernetes, "__version__", "29.0.0")
+    with EmbeddedApiServer() as server:
+        factory = new_shared_informer_factory(server.api_client(), 0)
+        with pytest.raises(ModelNotInstalledError) as raised:
+            factory.core().v1().pods(models=True)
+        message = str(raised.value)
+        assert "V1PodFromTheFuture" in message and "(29.0.0)" in message
+        assert f"kubernetes>={typed_module.GENERATED_FROM}" in message
+        assert isinstance(raised.value, ClientCacheError)
+        assert factory.core().v1().pods().resource.resource == "pods"  # dicts: fine

@@ -170,6 +170,7 @@ def generate() -> str:
                     f'    """``{group or "core"}/{version}`` (Go ``{class_name(accessor)}()'
                     f'.{class_name(version)}()``)."""', "",
                     f'    GROUP = "{group}"', f'    VERSION = "{version}"',
+                    "    GENERATED_FROM = GENERATED_FROM",
                     "    RESOURCES = {  # noqa: RUF012 - read-only by convention"]
             for res, (plural, model, singular, namespaced) in sorted(
                     found[(group, version)].items()):

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from client_cache.errors import ClientCacheError
 from client_cache.informers.generic import GenericInformer
 from client_cache.schema import GroupResource, GroupVersionResource
 
 if TYPE_CHECKING:
     from client_cache.informers.factory import SharedInformerFactory
 
-__all__ = ["GroupVersion", "TypedResource"]
+__all__ = ["GroupVersion", "ModelNotInstalledError", "TypedResource"]
 
 # The kind of a kubernetes.client model name: V1Pod -> Pod, CoreV1Event -> Event.
 _KIND_OF_MODEL = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
@@ -37,11 +38,18 @@ class TypedResource:
     namespaced: bool
 
 
+class ModelNotInstalledError(ClientCacheError, LookupError):
+    """``models=True`` for a resource whose model class the installed ``kubernetes``
+    package lacks (it is older than the one the accessors were generated from)."""
+
+
 class GroupVersion:
     """Base of the generated ``<Group><Version>`` classes."""
 
     GROUP: ClassVar[str] = ""
     VERSION: ClassVar[str] = ""
+    GENERATED_FROM: ClassVar[str] = ""
+    """The ``kubernetes`` version whose models the generated class was made from."""
     RESOURCES: ClassVar[dict[str, TypedResource]] = {}
 
     def __init__(self, factory: SharedInformerFactory) -> None:
@@ -54,9 +62,18 @@ class GroupVersion:
         ``object_type`` names a type explicitly; the default keeps wire dicts."""
         known = self._lookup(name)
         if models and object_type is None:
-            import kubernetes.client as models_module  # noqa: PLC0415 - only when asked
+            import kubernetes  # noqa: PLC0415 - only when asked
+            import kubernetes.client as models_module  # noqa: PLC0415
 
-            object_type = getattr(models_module, known.model)
+            object_type = getattr(models_module, known.model, None)
+            if object_type is None:
+                raise ModelNotInstalledError(
+                    f"{known.model} (for {self.GROUP or 'core'}/{self.VERSION} "
+                    f"{known.plural}) is not in the installed kubernetes package "
+                    f"({kubernetes.__version__}); the typed accessors were generated from "
+                    f"kubernetes {self.GENERATED_FROM}, which has it: install "
+                    f"kubernetes>={self.GENERATED_FROM}, or read wire dicts "
+                    "(models=False)")
         gvr = GroupVersionResource(self.GROUP, self.VERSION, known.plural)
         # Like Go's typed informers, whose reflector rejects watch objects of another
         # type: with wire dicts, the reflector checks apiVersion and kind.

@@ -124,6 +124,7 @@ class AdmissionregistrationV1(GroupVersion):
 
     GROUP = "admissionregistration.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "mutating_admission_policies": TypedResource("mutatingadmissionpolicies", "mutatingadmissionpolicy", "V1MutatingAdmissionPolicy", False),
         "mutating_admission_policy_bindings": TypedResource("mutatingadmissionpolicybindings", "mutatingadmissionpolicybinding", "V1MutatingAdmissionPolicyBinding", False),
@@ -229,6 +230,7 @@ class AdmissionregistrationV1beta1(GroupVersion):
 
     GROUP = "admissionregistration.k8s.io"
     VERSION = "v1beta1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "mutating_admission_policies": TypedResource("mutatingadmissionpolicies", "mutatingadmissionpolicy", "V1beta1MutatingAdmissionPolicy", False),
         "mutating_admission_policy_bindings": TypedResource("mutatingadmissionpolicybindings", "mutatingadmissionpolicybinding", "V1beta1MutatingAdmissionPolicyBinding", False),
@@ -270,6 +272,7 @@ class AdmissionregistrationV1alpha1(GroupVersion):
 
     GROUP = "admissionregistration.k8s.io"
     VERSION = "v1alpha1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "mutating_admission_policies": TypedResource("mutatingadmissionpolicies", "mutatingadmissionpolicy", "V1alpha1MutatingAdmissionPolicy", False),
         "mutating_admission_policy_bindings": TypedResource("mutatingadmissionpolicybindings", "mutatingadmissionpolicybinding", "V1alpha1MutatingAdmissionPolicyBinding", False),
@@ -330,6 +333,7 @@ class ApiextensionsV1(GroupVersion):
 
     GROUP = "apiextensions.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "custom_resource_definitions": TypedResource("customresourcedefinitions", "customresourcedefinition", "V1CustomResourceDefinition", False),
     }
@@ -366,6 +370,7 @@ class ApiregistrationV1(GroupVersion):
 
     GROUP = "apiregistration.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "api_services": TypedResource("apiservices", "apiservice", "V1APIService", False),
     }
@@ -402,6 +407,7 @@ class AppsV1(GroupVersion):
 
     GROUP = "apps"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "controller_revisions": TypedResource("controllerrevisions", "controllerrevision", "V1ControllerRevision", True),
         "daemon_sets": TypedResource("daemonsets", "daemonset", "V1DaemonSet", True),
@@ -502,6 +508,7 @@ class AutoscalingV2(GroupVersion):
 
     GROUP = "autoscaling"
     VERSION = "v2"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "horizontal_pod_autoscalers": TypedResource("horizontalpodautoscalers", "horizontalpodautoscaler", "V2HorizontalPodAutoscaler", True),
     }
@@ -527,6 +534,7 @@ class AutoscalingV1(GroupVersion):
 
     GROUP = "autoscaling"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "horizontal_pod_autoscalers": TypedResource("horizontalpodautoscalers", "horizontalpodautoscaler", "V1HorizontalPodAutoscaler", True),
     }
@@ -567,6 +575,7 @@ class BatchV1(GroupVersion):
 
     GROUP = "batch"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "cron_jobs": TypedResource("cronjobs", "cronjob", "V1CronJob", True),
         "jobs": TypedResource("jobs", "job", "V1Job", True),
@@ -619,6 +628,7 @@ class CertificatesV1(GroupVersion):
 
     GROUP = "certificates.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "certificate_signing_requests": TypedResource("certificatesigningrequests", "certificatesigningrequest", "V1CertificateSigningRequest", False),
         "cluster_trust_bundles": TypedResource("clustertrustbundles", "clustertrustbundle", "V1ClusterTrustBundle", False),
@@ -676,6 +686,7 @@ class CertificatesV1beta1(GroupVersion):
 
     GROUP = "certificates.k8s.io"
     VERSION = "v1beta1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "cluster_trust_bundles": TypedResource("clustertrustbundles", "clustertrustbundle", "V1beta1ClusterTrustBundle", False),
         "pod_certificate_requests": TypedResource("podcertificaterequests", "podcertificaterequest", "V1beta1PodCertificateRequest", True),
@@ -732,6 +743,7 @@ class CoordinationV1(GroupVersion):
 
     GROUP = "coordination.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "leases": TypedResource("leases", "lease", "V1Lease", True),
     }
@@ -757,6 +769,7 @@ class CoordinationV1beta1(GroupVersion):
 
     GROUP = "coordination.k8s.io"
     VERSION = "v1beta1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "lease_candidates": TypedResource("leasecandidates", "leasecandidate", "V1beta1LeaseCandidate", True),
     }
@@ -782,6 +795,7 @@ class CoordinationV1alpha2(GroupVersion):
 
     GROUP = "coordination.k8s.io"
     VERSION = "v1alpha2"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "lease_candidates": TypedResource("leasecandidates", "leasecandidate", "V1alpha2LeaseCandidate", True),
     }
@@ -826,6 +840,7 @@ class CoreV1(GroupVersion):
 
     GROUP = ""
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "component_statuses": TypedResource("componentstatuses", "componentstatus", "V1ComponentStatus", False),
         "config_maps": TypedResource("configmaps", "configmap", "V1ConfigMap", True),
@@ -1102,6 +1117,7 @@ class DiscoveryV1(GroupVersion):
 
     GROUP = "discovery.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "endpoint_slices": TypedResource("endpointslices", "endpointslice", "V1EndpointSlice", True),
     }
@@ -1138,6 +1154,7 @@ class EventsV1(GroupVersion):
 
     GROUP = "events.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "events": TypedResource("events", "event", "EventsV1Event", True),
     }
@@ -1174,6 +1191,7 @@ class FlowcontrolV1(GroupVersion):
 
     GROUP = "flowcontrol.apiserver.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "flow_schemas": TypedResource("flowschemas", "flowschema", "V1FlowSchema", False),
         "priority_level_configurations": TypedResource("prioritylevelconfigurations", "prioritylevelconfiguration", "V1PriorityLevelConfiguration", False),
@@ -1226,6 +1244,7 @@ class InternalV1alpha1(GroupVersion):
 
     GROUP = "internal.apiserver.k8s.io"
     VERSION = "v1alpha1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "storage_versions": TypedResource("storageversions", "storageversion", "V1alpha1StorageVersion", False),
     }
@@ -1262,6 +1281,7 @@ class LifecycleV1alpha1(GroupVersion):
 
     GROUP = "lifecycle.k8s.io"
     VERSION = "v1alpha1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "eviction_requests": TypedResource("evictionrequests", "evictionrequest", "V1alpha1EvictionRequest", True),
         "evictions": TypedResource("evictions", "eviction", "V1alpha1Eviction", True),
@@ -1314,6 +1334,7 @@ class NetworkingV1(GroupVersion):
 
     GROUP = "networking.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "ingress_classes": TypedResource("ingressclasses", "ingressclass", "V1IngressClass", False),
         "ingresses": TypedResource("ingresses", "ingress", "V1Ingress", True),
@@ -1414,6 +1435,7 @@ class NodeV1(GroupVersion):
 
     GROUP = "node.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "runtime_classes": TypedResource("runtimeclasses", "runtimeclass", "V1RuntimeClass", False),
     }
@@ -1450,6 +1472,7 @@ class PolicyV1(GroupVersion):
 
     GROUP = "policy"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "pod_disruption_budgets": TypedResource("poddisruptionbudgets", "poddisruptionbudget", "V1PodDisruptionBudget", True),
     }
@@ -1486,6 +1509,7 @@ class RbacV1(GroupVersion):
 
     GROUP = "rbac.authorization.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "cluster_role_bindings": TypedResource("clusterrolebindings", "clusterrolebinding", "V1ClusterRoleBinding", False),
         "cluster_roles": TypedResource("clusterroles", "clusterrole", "V1ClusterRole", False),
@@ -1570,6 +1594,7 @@ class ResourceV1(GroupVersion):
 
     GROUP = "resource.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "device_classes": TypedResource("deviceclasses", "deviceclass", "V1DeviceClass", False),
         "device_taint_rules": TypedResource("devicetaintrules", "devicetaintrule", "V1DeviceTaintRule", False),
@@ -1659,6 +1684,7 @@ class ResourceV1beta2(GroupVersion):
 
     GROUP = "resource.k8s.io"
     VERSION = "v1beta2"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "device_classes": TypedResource("deviceclasses", "deviceclass", "V1beta2DeviceClass", False),
         "device_taint_rules": TypedResource("devicetaintrules", "devicetaintrule", "V1beta2DeviceTaintRule", False),
@@ -1748,6 +1774,7 @@ class ResourceV1beta1(GroupVersion):
 
     GROUP = "resource.k8s.io"
     VERSION = "v1beta1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "device_classes": TypedResource("deviceclasses", "deviceclass", "V1beta1DeviceClass", False),
         "resource_claim_templates": TypedResource("resourceclaimtemplates", "resourceclaimtemplate", "V1beta1ResourceClaimTemplate", True),
@@ -1821,6 +1848,7 @@ class ResourceV1alpha3(GroupVersion):
 
     GROUP = "resource.k8s.io"
     VERSION = "v1alpha3"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "device_taint_rules": TypedResource("devicetaintrules", "devicetaintrule", "V1alpha3DeviceTaintRule", False),
         "resource_pool_status_requests": TypedResource("resourcepoolstatusrequests", "resourcepoolstatusrequest", "V1alpha3ResourcePoolStatusRequest", False),
@@ -1885,6 +1913,7 @@ class SchedulingV1(GroupVersion):
 
     GROUP = "scheduling.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "priority_classes": TypedResource("priorityclasses", "priorityclass", "V1PriorityClass", False),
     }
@@ -1910,6 +1939,7 @@ class SchedulingV1beta1(GroupVersion):
 
     GROUP = "scheduling.k8s.io"
     VERSION = "v1beta1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "pod_groups": TypedResource("podgroups", "podgroup", "V1beta1PodGroup", True),
         "workloads": TypedResource("workloads", "workload", "V1beta1Workload", True),
@@ -1951,6 +1981,7 @@ class SchedulingV1alpha3(GroupVersion):
 
     GROUP = "scheduling.k8s.io"
     VERSION = "v1alpha3"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "composite_pod_groups": TypedResource("compositepodgroups", "compositepodgroup", "V1alpha3CompositePodGroup", True),
         "pod_groups": TypedResource("podgroups", "podgroup", "V1alpha3PodGroup", True),
@@ -2027,6 +2058,7 @@ class StorageV1(GroupVersion):
 
     GROUP = "storage.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "csi_drivers": TypedResource("csidrivers", "csidriver", "V1CSIDriver", False),
         "csi_nodes": TypedResource("csinodes", "csinode", "V1CSINode", False),
@@ -2143,6 +2175,7 @@ class StoragemigrationV1(GroupVersion):
 
     GROUP = "storagemigration.k8s.io"
     VERSION = "v1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "storage_version_migrations": TypedResource("storageversionmigrations", "storageversionmigration", "V1StorageVersionMigration", False),
     }
@@ -2168,6 +2201,7 @@ class StoragemigrationV1beta1(GroupVersion):
 
     GROUP = "storagemigration.k8s.io"
     VERSION = "v1beta1"
+    GENERATED_FROM = GENERATED_FROM
     RESOURCES = {  # noqa: RUF012 - read-only by convention
         "storage_version_migrations": TypedResource("storageversionmigrations", "storageversionmigration", "V1beta1StorageVersionMigration", False),
     }

@@ -92,10 +92,11 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from client_cache import meta
 from client_cache.aio.bridge import LoopCaller, is_async_callable
+from client_cache.codec import WireObject
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import describe_error, find_api_error
 from client_cache.index import ReadyIndexer
@@ -135,13 +136,19 @@ __all__ = ["Controller", "ControllerConfig", "ErrorPolicy", "Mapper", "Reconcile
 
 _log = logging.getLogger(__name__)
 
+K = TypeVar("K")
+"""The type of the reconciled objects: ``WireObject`` for a ``GroupVersionResource``, the
+accessor's type for a typed accessor (``V1Pod`` models, a struct class)."""
 D = TypeVar("D")
+"""The type of the user's data handed to ``run`` (``ctx.data``)."""
 Mapper = Callable[[Any], "ObjectRef | Iterable[ObjectRef] | None"]
 """``watches``' function: a related object -> the refs to reconcile (or None)."""
-Reconciler = Callable[[Any, Context[D]], "Action | Awaitable[Action]"]
-"""``reconcile(obj, ctx) -> Action``, a plain or an ``async def`` function."""
-ErrorPolicy = Callable[[Any, BaseException, Context[D]], "Action | Awaitable[Action]"]
-"""``error_policy(obj, error, ctx) -> Action``, a plain or an ``async def`` function."""
+Reconciler = Callable[[K, Context[D]], "Action | Awaitable[Action]"]
+"""``reconcile(obj, ctx) -> Action``, a plain or an ``async def`` function:
+``Reconciler[V1Pod, MyData]``."""
+ErrorPolicy = Callable[[K, BaseException, Context[D]], "Action | Awaitable[Action]"]
+"""``error_policy(obj, error, ctx) -> Action``, a plain or an ``async def`` function:
+``ErrorPolicy[V1Pod, MyData]``."""
 
 
 @dataclass
@@ -154,8 +161,25 @@ def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
-class Controller(Generic[D]):
-    """See the module documentation (kube-rs ``Controller``)."""
+class Controller(Generic[K]):
+    """See the module documentation (kube-rs ``Controller<K>``). Generic in the type of
+    the objects it reconciles: ``Controller(factory, factory.core().v1().pods(models=True))``
+    is a ``Controller[V1Pod]``, whose ``run`` takes a ``reconcile(obj: V1Pod, ctx)`` (a
+    reconcile written for another type is a type error), and ``Controller(factory, gvr)``
+    a ``Controller[WireObject]``. The user's data type comes from what ``run`` is given
+    (``ctx: Context[MyData]``)."""
+
+    @overload
+    def __init__(self: Controller[WireObject], factory: SharedInformerFactory,
+                 for_: GroupVersionResource, *, kind: str = "",
+                 namespaced: bool | None = None, config: ControllerConfig | None = None,
+                 clock: WithTicker | None = None) -> None: ...
+
+    @overload
+    def __init__(self, factory: SharedInformerFactory, for_: GenericInformer[K], *,
+                 kind: str = "", namespaced: bool | None = None,
+                 config: ControllerConfig | None = None,
+                 clock: WithTicker | None = None) -> None: ...
 
     def __init__(self, factory: SharedInformerFactory,
                  for_: GroupVersionResource | GenericInformer[Any], *, kind: str = "",
@@ -246,12 +270,12 @@ class Controller(Generic[D]):
         """The controller's name in thread names, logs and metrics."""
         return self._config.name or self._gvr.label()
 
-    def with_config(self, config: ControllerConfig) -> Controller[D]:
+    def with_config(self, config: ControllerConfig) -> Controller[K]:
         """Use ``config`` (kube-rs ``with_config``)."""
         self._config = config
         return self
 
-    def owns(self, child: GroupVersionResource | GenericInformer[Any]) -> Controller[D]:
+    def owns(self, child: GroupVersionResource | GenericInformer[Any]) -> Controller[K]:
         """Reconcile the owners of changed ``child`` objects (kube-rs ``owns``)."""
         _, informer = self._informer_of(child)
 
@@ -277,7 +301,7 @@ class Controller(Generic[D]):
         return self
 
     def watches(self, related: GroupVersionResource | GenericInformer[Any],
-                mapper: Mapper) -> Controller[D]:
+                mapper: Mapper) -> Controller[K]:
         """Reconcile the refs ``mapper`` returns for each changed ``related`` object (kube-rs
         ``watches``); a ref without kind means the primary kind."""
         _, informer = self._informer_of(related)
@@ -301,7 +325,7 @@ class Controller(Generic[D]):
             delete_func=changed))
         return self
 
-    def reconcile_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[D]:
+    def reconcile_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[K]:
         """Reconcile each :class:`ObjectRef` (reason ``UNKNOWN``) or
         :class:`ReconcileRequest` that ``source`` yields (kube-rs ``reconcile_on``). A
         ``queue.Queue`` is read until shutdown (the controller puts a wake-up marker in it
@@ -309,13 +333,13 @@ class Controller(Generic[D]):
         self._sources.append((source, False))
         return self
 
-    def reconcile_all_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[D]:
+    def reconcile_all_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[K]:
         """Reconcile every cached primary object each time ``source`` yields (kube-rs
         ``reconcile_all_on``; reason ``BULK_RECONCILE``)."""
         self._sources.append((source, True))
         return self
 
-    def shutdown_on_signal(self) -> Controller[D]:
+    def shutdown_on_signal(self) -> Controller[K]:
         """Shut down gracefully on SIGINT or SIGTERM (kube-rs ``shutdown_on_signal``).
         ``run`` then waits on the main thread through the interpreter's signal wakeup
         file descriptor (:class:`client_cache.util.signals.SignalWaker`), so a signal the
@@ -324,7 +348,7 @@ class Controller(Generic[D]):
         self._on_signal = True
         return self
 
-    def graceful_shutdown_on(self, event: threading.Event) -> Controller[D]:
+    def graceful_shutdown_on(self, event: threading.Event) -> Controller[K]:
         """Shut down gracefully when ``event`` is set (kube-rs ``graceful_shutdown_on``)."""
         self._shutdown_events.append(event)
         return self
@@ -414,10 +438,10 @@ class Controller(Generic[D]):
             handle(item)
 
     @contextmanager
-    def running(self, reconcile: Reconciler[D],
-                error_policy: ErrorPolicy[D] | None = None,
+    def running(self, reconcile: Reconciler[K, D],
+                error_policy: ErrorPolicy[K, D] | None = None,
                 data: D = None,  # type: ignore[assignment]
-                *, timeout: float | None = 60.0) -> Iterator[Controller[D]]:
+                *, timeout: float | None = 60.0) -> Iterator[Controller[K]]:
         """:meth:`run` on a thread of its own (``controller-<name>``) for the length of a
         with-block, which starts once every informer the controller reads has synced;
         at its end, a graceful :meth:`shutdown` and a join (a port addition; the counts
@@ -436,8 +460,8 @@ class Controller(Generic[D]):
             thread.join(self._config.shutdown_timeout + 5.0)
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, reconcile: Reconciler[D],
-            error_policy: ErrorPolicy[D] | None = None,
+    def run(self, reconcile: Reconciler[K, D],
+            error_policy: ErrorPolicy[K, D] | None = None,
             data: D = None,  # type: ignore[assignment]
             *, stop: threading.Event | None = None) -> RunSummary:
         """Run until shut down (see the module documentation); returns what it did."""
@@ -575,9 +599,9 @@ class Controller(Generic[D]):
             previous[signum] = signal.signal(signum, handle)
         return previous
 
-    def _work(self, reconcile: Callable[[Any, Context[D]], Action],
-              error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-              data: D, recorder: EventRecorder | None, metrics: ControllerMetrics,
+    def _work(self, reconcile: Callable[[Any, Context[Any]], Action],
+              error_policy: Callable[[Any, BaseException, Context[Any]], Action] | None,
+              data: Any, recorder: EventRecorder | None, metrics: ControllerMetrics,
               gate: LeadershipGate | None) -> None:
         scheduler = self._scheduler
         assert scheduler is not None
@@ -601,9 +625,9 @@ class Controller(Generic[D]):
                 scheduler.done(ref)
 
     def _reconcile_one(self, scheduler: Scheduler, request: ReconcileRequest,
-                       reconcile: Callable[[Any, Context[D]], Action],
-                       error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
-                       ctx: Context[D], metrics: ControllerMetrics) -> None:
+                       reconcile: Callable[[Any, Context[Any]], Action],
+                       error_policy: Callable[[Any, BaseException, Context[Any]], Action] | None,
+                       ctx: Context[Any], metrics: ControllerMetrics) -> None:
         ref = request.obj_ref
         obj, exists = self._informer.get_indexer().get_by_key(ref.key())
         if not exists:
@@ -690,8 +714,8 @@ class Controller(Generic[D]):
             _log.debug("controller %s: reconcile of %s failed again: %s", self.name,
                        meta.describe(obj), describe_error(err))
 
-    def _after_error(self, scheduler: Scheduler, obj: Any, err: Exception, ctx: Context[D],
-                     error_policy: Callable[[Any, BaseException, Context[D]], Action] | None,
+    def _after_error(self, scheduler: Scheduler, obj: Any, err: Exception, ctx: Context[Any],
+                     error_policy: Callable[[Any, BaseException, Context[Any]], Action] | None,
                      ) -> None:
         reason = ReconcileReason.error_policy_requested_retry()
         action: Action | None = None

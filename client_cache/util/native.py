@@ -9,7 +9,9 @@ not that of those sources: one built before the last pull, whose functions are n
 ones the Python code calls (a missing function failed every LIST deep inside it, and the
 reflector backed off forever). The package then runs its Python code, as where no C
 compiler was found, and says so once in a warning naming the rebuild command. An
-installed wheel has no C sources in it, and its parts are loaded as they are.
+installed wheel has no C sources in it, and its parts are loaded as they are. Installed
+without a C compiler, the package says once (a ``RuntimeWarning`` at the first use) that
+the Python twins run and how to get the native parts.
 
 Only the standard library is imported here: ``setup.py`` loads this file on its own to
 read :data:`SOURCES` and :func:`source_hash`.
@@ -22,6 +24,7 @@ import hashlib
 import importlib
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +81,16 @@ def enabled() -> bool:
 
 
 @functools.cache
+def _say_pure_python() -> None:
+    """Once per process: the native parts are not built, so the Python twins run."""
+    warnings.warn("client_cache: the native parts are not built (installed without a C "
+                  "compiler); running the pure-Python path, which behaves the same, only "
+                  "slower. For the native parts, install a C compiler and Python's headers "
+                  "and install client_cache again; CLIENT_CACHE_NATIVE=0 silences this.",
+                  RuntimeWarning, stacklevel=3)
+
+
+@functools.cache
 def load(name: str) -> Any:
     """C part ``name`` (``client_cache.<name>``), or None when it is not built, was
     built from other sources than those beside it (then with a warning), or every
@@ -88,6 +101,7 @@ def load(name: str) -> Any:
     try:
         module = importlib.import_module(f"client_cache.{name}")
     except ImportError:  # installed without a C compiler
+        _say_pure_python()
         return None
     if not matches_sources(module, name):
         _log.warning("client_cache.%s was built from other C sources than those in %s; "

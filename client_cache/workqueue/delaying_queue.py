@@ -269,18 +269,24 @@ def new_delaying_queue_with_config(config: DelayingQueueConfig[T]) -> DelayingTy
     return new_typed_delaying_queue_with_config(config)
 
 
-def new_delaying_queue() -> DelayingType[T]:
-    """An unnamed delaying queue on the real clock (Go ``NewDelayingQueue``)."""
+def new_delaying_queue(*, item_type: type[T] | None = None) -> DelayingType[T]:
+    """An unnamed delaying queue on the real clock (Go ``NewDelayingQueue``);
+    ``item_type`` (``str`` for keys) only tells a type checker the item type, as Go's
+    type argument does, and is not checked at run time."""
     return new_typed_delaying_queue_with_config(DelayingQueueConfig())
 
 
-def new_typed_delaying_queue() -> DelayingType[T]:
-    """An unnamed delaying queue without metrics (Go ``NewTypedDelayingQueue``)."""
+def new_typed_delaying_queue(*, item_type: type[T] | None = None) -> DelayingType[T]:
+    """An unnamed delaying queue without metrics (Go ``NewTypedDelayingQueue``);
+    ``item_type`` (``str`` for keys) only tells a type checker the item type, as Go's
+    type argument does, and is not checked at run time."""
     return new_typed_delaying_queue_with_config(DelayingQueueConfig())
 
 
-def new_named_delaying_queue(name: str) -> DelayingType[T]:
-    """Deprecated in Go; use :func:`new_delaying_queue_with_config`."""
+def new_named_delaying_queue(name: str, *, item_type: type[T] | None = None,
+                             ) -> DelayingType[T]:
+    """Deprecated in Go; use :func:`new_delaying_queue_with_config`. ``item_type`` as in
+    :func:`new_typed_delaying_queue`."""
     return new_typed_delaying_queue_with_config(DelayingQueueConfig(name=name))
 
 

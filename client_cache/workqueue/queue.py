@@ -387,16 +387,21 @@ def new_with_config(config: QueueConfig[T]) -> Typed[T]:
     return new_typed_with_config(config)
 
 
-def new_typed() -> Typed[T]:
-    """An unnamed work queue without metrics (Go ``NewTyped``)."""
+def new_typed(*, item_type: type[T] | None = None) -> Typed[T]:
+    """An unnamed work queue without metrics (Go ``NewTyped``); ``item_type`` (``str``
+    for keys) only tells a type checker the item type, as Go's type argument does, and
+    is not checked at run time."""
     return new_typed_with_config(QueueConfig())
 
 
-def new() -> Typed[T]:
-    """An unnamed work queue without metrics (Go ``New``)."""
+def new(*, item_type: type[T] | None = None) -> Typed[T]:
+    """An unnamed work queue without metrics (Go ``New``); ``item_type`` (``str`` for
+    keys) only tells a type checker the item type, as Go's type argument does, and is
+    not checked at run time."""
     return new_typed_with_config(QueueConfig())
 
 
-def new_named(name: str) -> Typed[T]:
-    """A named work queue (deprecated in Go: use :func:`new_with_config`)."""
+def new_named(name: str, *, item_type: type[T] | None = None) -> Typed[T]:
+    """A named work queue (deprecated in Go: use :func:`new_with_config`); ``item_type``
+    as in :func:`new_typed`."""
     return new_typed_with_config(QueueConfig(name=name))

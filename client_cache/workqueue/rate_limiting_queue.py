@@ -165,18 +165,26 @@ def new_rate_limiting_queue_with_config(
     return new_typed_rate_limiting_queue_with_config(rate_limiter, config)
 
 
-def new_typed_rate_limiting_queue(rate_limiter: RateLimiter[T]) -> RateLimitingType[T]:
-    """An unnamed rate-limiting queue (Go ``NewTypedRateLimitingQueue``)."""
+def new_typed_rate_limiting_queue(rate_limiter: RateLimiter[T], *,
+                                  item_type: type[T] | None = None) -> RateLimitingType[T]:
+    """An unnamed rate-limiting queue (Go ``NewTypedRateLimitingQueue[T]``). ``item_type``
+    (``str`` for keys) tells a type checker the item type, as Go's type argument does, so
+    ``queue = new_typed_rate_limiting_queue(default_controller_rate_limiter(),
+    item_type=str)`` needs no annotation; it is not checked at run time."""
     return new_typed_rate_limiting_queue_with_config(rate_limiter, RateLimitingQueueConfig())
 
 
-def new_rate_limiting_queue(rate_limiter: RateLimiter[T]) -> RateLimitingType[T]:
-    """An unnamed rate-limiting queue (Go ``NewRateLimitingQueue``)."""
+def new_rate_limiting_queue(rate_limiter: RateLimiter[T], *,
+                            item_type: type[T] | None = None) -> RateLimitingType[T]:
+    """An unnamed rate-limiting queue (Go ``NewRateLimitingQueue``); ``item_type`` as in
+    :func:`new_typed_rate_limiting_queue`."""
     return new_typed_rate_limiting_queue(rate_limiter)
 
 
-def new_named_rate_limiting_queue(rate_limiter: RateLimiter[T], name: str) -> RateLimitingType[T]:
-    """Deprecated in Go; use :func:`new_rate_limiting_queue_with_config`."""
+def new_named_rate_limiting_queue(rate_limiter: RateLimiter[T], name: str, *,
+                                  item_type: type[T] | None = None) -> RateLimitingType[T]:
+    """Deprecated in Go; use :func:`new_rate_limiting_queue_with_config`. ``item_type`` as
+    in :func:`new_typed_rate_limiting_queue`."""
     return new_typed_rate_limiting_queue_with_config(
         rate_limiter, RateLimitingQueueConfig(name=name)
     )

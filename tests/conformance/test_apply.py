@@ -70,5 +70,5 @@ def test_the_server_refuses_what_the_real_one_refuses(api: Any, ns: str) -> None
     assert status == 422 and "force: Forbidden" in answer["message"]
     with pytest.raises(ValueError, match="field_manager"):
         apply(api, CONFIGMAPS, body, field_manager="")
-    with pytest.raises(ValueError, match="metadata.name"):
+    with pytest.raises(ValueError, match=r"metadata\.name"):
         apply(api, CONFIGMAPS, {"metadata": {}}, field_manager=MANAGER)

@@ -8,14 +8,12 @@ latency) never believe they lead at the same sampled instant."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
 import random
 import signal
 import statistics
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,11 +24,10 @@ import pytest
 
 from client_cache.leaderelection import JITTER_FACTOR, LeaderElectionRecord
 from client_cache.rest import request_json
-from client_cache.testing.envtest import cache_dir, find_go
 from client_cache.testing.leader import CandidateProcess, Timing
 from client_cache.testing.proxy import TcpProxy
 from tests.conformance.util import Backend
-from tests.fixtures import missing
+from tests.fixtures import go_program
 
 TIMING = Timing(lease_duration=3.0, renew_deadline=2.0, retry_period=0.25)
 KILLS = 5
@@ -188,20 +185,9 @@ GO_SOURCE = Path(__file__).resolve().parents[1] / "go" / "leader"
 
 
 def go_candidate() -> list[str]:
-    """client-go's elector as a program (tests/go/leader), built once per source version
-    into the envtest cache directory; skipped without Go (failed under CI=true)."""
-    go = find_go()
-    if go is None:
-        missing("the Go toolchain is needed to build the client-go candidate")
-    digest = hashlib.sha256(b"".join((GO_SOURCE / name).read_bytes()
-                                     for name in ("main.go", "go.mod", "go.sum"))).hexdigest()
-    binary = cache_dir().parent / f"go-leader-{digest[:16]}"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_SOURCE, check=True,
-                       timeout=1200,
-                       env=dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0"))
-    return [str(binary)]
+    """client-go's elector as a program (tests/go/leader), built by ``make envtest``
+    (:mod:`bench.go_programs`); skipped until then (failed under CI=true)."""
+    return [str(go_program("leader"))]
 
 
 def lease_record(backend: Backend, ns: str, name: str) -> LeaderElectionRecord:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 PACKAGE = "client_cache"
 CACHE_SUBPACKAGES = ("informers", "workqueue")
-UPPER = ("runtime", "leaderelection", "record", "events", "health", "metrics", "aio")
+UPPER = ("runtime", "leaderelection", "record", "events", "health", "metrics", "aio", "crd")
 RANKS = {"util": 0, "codec": 1, "cache": 2, **dict.fromkeys(UPPER, 3), "testing": 4}
 
 UPPER_EDGES: dict[str, set[str]] = {

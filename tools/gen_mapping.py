@@ -101,6 +101,7 @@ PACKAGES = {
     "client_cache.runtime": "(kube-rs kube::runtime::controller; Go names where "
                             "controller-runtime has them)",
     "client_cache.runtime.finalizer": "(kube-rs kube::runtime::finalizer)",
+    "client_cache.crd": "(kube-rs kube-derive CustomResource; controller-gen's CRD output)",
     "client_cache.runtime.metrics": "(controller-runtime pkg/internal/controller/metrics)",
     "client_cache.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.codec.list_body": "(port only: a LIST body read item by item as it arrives)",
@@ -521,6 +522,18 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "matches_sources": ("—", "was a C part built from the sources beside it?"),
     "source_hash": ("—", "the hash setup.py compiles into a C part"),
     "SOURCES": ("—", "each C part's sources and headers"),
+    # client_cache.crd: kube-rs's derive, not client-go
+    "client_cache.crd.crd": ("—", "kube-rs CustomResourceExt::crd()"),
+    "client_cache.crd.custom_resource": ("—", "kube-rs #[derive(CustomResource)] and #[kube(...)]"),
+    "client_cache.crd.install_crd": ("—", "create or update a CRD, wait until Established"),
+    "client_cache.crd.CRDNotEstablishedError": ("—", "install_crd's timeout"),
+    "client_cache.crd.PrinterColumn": ("—", "kube-rs #[kube(printcolumn)]"),
+    "client_cache.crd.ScaleSubresource": ("—", "kube-rs #[kube(scale)]"),
+    "client_cache.crd.ResourceInfo": ("—", "what #[kube(...)] records: group, version, kind..."),
+    "client_cache.crd.resource_info": ("—", "kube-rs Resource::group/version/kind/plural"),
+    "client_cache.crd.structural_schema": ("—", "kube-rs's schemars-derived structural schema"),
+    "client_cache.crd.UnsupportedSchemaError": ("—", "a type with no structural schema"),
+    "client_cache.crd.version_schema": ("—", "one version's openAPIV3Schema"),
 }
 
 

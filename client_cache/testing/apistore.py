@@ -42,6 +42,7 @@ from client_cache.testing.resources import (
     BUILTIN_RESOURCES,
     CRD_KEY,
     ResourceType,
+    apply_defaults,
     crd_resource_type,
 )
 from client_cache.testing.validation import validate_write
@@ -227,6 +228,7 @@ class ApiStore:
             md.pop("namespace", None)
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
+        apply_defaults(rtype.schema, obj)
         validate_write(rtype.group, rtype.plural, obj)
         defined = crd_resource_type(obj) if rtype.key == CRD_KEY else None
         if defined is not None:  # the real server's controllers accept and establish it
@@ -317,6 +319,10 @@ class ApiStore:
     ) -> dict[str, Any]:
         md = obj.setdefault("metadata", {})
         cur_md = current["metadata"]
+        if rtype.key == CRD_KEY and "status" in current:
+            # the server's own conditions (Established, NamesAccepted): a write of the main
+            # resource does not replace them, as the real server ignores status there
+            obj["status"] = current["status"]
         for kept in ("name", "uid", "creationTimestamp", "generation", "deletionTimestamp",
                      "deletionGracePeriodSeconds"):
             if kept in cur_md:
@@ -332,6 +338,7 @@ class ApiStore:
             md["namespace"] = cur_md.get("namespace", "")
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
+        apply_defaults(rtype.schema, obj)
         if {k: v for k, v in obj.items() if k not in ("metadata", "status")} != {
             k: v for k, v in current.items() if k not in ("metadata", "status")
         }:

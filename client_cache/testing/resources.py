@@ -7,12 +7,13 @@ Go has no one type for this; it is what the real server's discovery documents
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from client_cache.errors import ApiStatusError
 
-__all__ = ["BUILTIN_RESOURCES", "CRD_KEY", "ResourceType", "crd_resource_type"]
+__all__ = ["BUILTIN_RESOURCES", "CRD_KEY", "ResourceType", "apply_defaults", "crd_resource_type"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class ResourceType:
     kind: str
     namespaced: bool = True
     short_names: tuple[str, ...] = ()
+    #: A custom resource's ``openAPIV3Schema`` (its storage version's), whose defaults
+    #: the server applies to what it stores; None for the built-in kinds.
+    schema: Any = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def api_version(self) -> str:
@@ -98,5 +102,28 @@ def crd_resource_type(crd: dict[str, Any]) -> ResourceType:
         raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
                              f"\"{name}\" is invalid: metadata.name: Invalid value: "
                              f"\"{name}\": must be spec.names.plural+\".\"+spec.group")
+    stored = next(v for v in versions if v.get("name") == storage[0])
     return ResourceType(group, storage[0], plural, kind, spec.get("scope") != "Cluster",
-                        tuple(names.get("shortNames") or ()))
+                        tuple(names.get("shortNames") or ()),
+                        (stored.get("schema") or {}).get("openAPIV3Schema"))
+
+
+def apply_defaults(schema: Any, value: Any) -> None:
+    """Fill in, in place, the ``default`` of every property ``value`` leaves out, down
+    through the objects and arrays it has, as the real server defaults a custom resource
+    from its structural schema before storing it."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(value, dict):
+        for name, prop in (schema.get("properties") or {}).items():
+            if name not in value and isinstance(prop, dict) and "default" in prop:
+                value[name] = copy.deepcopy(prop["default"])
+            if name in value:
+                apply_defaults(prop, value[name])
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for item in value.values():
+                apply_defaults(extra, item)
+    elif isinstance(value, list):
+        for item in value:
+            apply_defaults(schema.get("items"), item)

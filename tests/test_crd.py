@@ -1,0 +1,190 @@
+"""client_cache.crd (issue 61, its first part): a custom resource declared as msgspec
+structs gives a structural schema and a CustomResourceDefinition; the sample-controller's
+Foo declared in Python means what its hand-written CRD means; what has no structural form
+is named, not dropped; the CLI prints the CRD."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import pytest
+import yaml
+
+from client_cache.crd import (
+    PrinterColumn,
+    ScaleSubresource,
+    UnsupportedSchemaError,
+    crd,
+    custom_resource,
+    resource_info,
+    structural_schema,
+)
+from client_cache.crd.__main__ import main as crd_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class FooSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    deployment_name: str | None = None
+    replicas: Annotated[int, msgspec.Meta(ge=1, le=10)] | None = None
+
+
+class FooStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    available_replicas: int | None = None
+
+
+@custom_resource(group="samplecontroller.k8s.io", version="v1alpha1", kind="Foo",
+                 annotations={"api-approved.kubernetes.io": "unapproved, experimental-only; "
+                              "please use https://github.com/kubernetes/enhancements/pull/1111"})
+class Foo(msgspec.Struct, rename="camel", omit_defaults=True):
+    spec: FooSpec
+    status: FooStatus | None = None
+
+
+def _without_nullable(schema: Any) -> Any:
+    """The schema with ``nullable`` left out (the hand-written CRD does not say it)."""
+    if isinstance(schema, dict):
+        return {k: _without_nullable(v) for k, v in schema.items() if k != "nullable"}
+    return schema
+
+
+def test_the_sample_controller_foo_means_what_its_hand_written_crd_means() -> None:
+    mine = crd(Foo)
+    theirs = yaml.safe_load((ROOT / "examples" / "artifacts" / "crd.yaml").read_text())
+    assert mine["metadata"] == theirs["metadata"]
+    assert mine["spec"]["group"] == theirs["spec"]["group"]
+    assert mine["spec"]["scope"] == theirs["spec"]["scope"]
+    for key in ("kind", "plural"):
+        assert mine["spec"]["names"][key] == theirs["spec"]["names"][key]
+    (version,), (expected,) = mine["spec"]["versions"], theirs["spec"]["versions"]
+    for key in ("name", "served", "storage", "subresources"):
+        assert version[key] == expected[key], key
+    schema = version["schema"]["openAPIV3Schema"]
+    wanted = expected["schema"]["openAPIV3Schema"]
+    for part in ("spec", "status"):  # field by field, nullable aside
+        assert _without_nullable(schema["properties"][part]) == wanted["properties"][part]
+    assert schema["required"] == ["spec"]
+    assert set(schema["properties"]) == {"apiVersion", "kind", "metadata", "spec", "status"}
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    SAFE = "safe"
+
+
+class Everything(msgspec.Struct, rename="camel"):
+    name: Annotated[str, msgspec.Meta(pattern="^[a-z]+$", min_length=1, max_length=63,
+                                      description="what it is called")]
+    count: Annotated[int, msgspec.Meta(gt=0, lt=100, multiple_of=5)] = 5
+    ratio: float = 0.5
+    enabled: bool = True
+    kind: Literal["a", "b"] = "a"
+    mode: Mode = Mode.FAST
+    port: int | str = 80
+    when: datetime.datetime | None = None
+    tags: Annotated[list[str], msgspec.Meta(max_length=3)] = []
+    unique: frozenset[str] = frozenset()
+    labels: dict[str, str] = {}
+    free: dict[str, Any] = {}
+    anything: Any = None
+
+
+def test_each_python_type_has_its_structural_form() -> None:
+    schema = structural_schema(Everything)
+    props = schema["properties"]
+    assert schema["required"] == ["name"]
+    assert props["name"] == {"type": "string", "pattern": "^[a-z]+$", "minLength": 1,
+                             "maxLength": 63, "description": "what it is called"}
+    assert props["count"] == {"type": "integer", "multipleOf": 5, "minimum": 0,
+                              "exclusiveMinimum": True, "maximum": 100,
+                              "exclusiveMaximum": True, "default": 5}
+    assert props["ratio"] == {"type": "number", "default": 0.5}
+    assert props["enabled"] == {"type": "boolean", "default": True}
+    assert props["kind"] == {"type": "string", "enum": ["a", "b"], "default": "a"}
+    assert props["mode"] == {"type": "string", "enum": ["fast", "safe"], "default": "fast"}
+    assert props["port"] == {"x-kubernetes-int-or-string": True, "default": 80}
+    assert props["when"] == {"type": "string", "format": "date-time", "nullable": True}
+    assert props["tags"] == {"type": "array", "items": {"type": "string"}, "maxItems": 3}
+    assert props["unique"] == {"type": "array", "items": {"type": "string"},
+                               "x-kubernetes-list-type": "set"}
+    assert props["labels"] == {"type": "object", "additionalProperties": {"type": "string"}}
+    assert props["free"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert props["anything"] == {"x-kubernetes-preserve-unknown-fields": True}
+
+
+class Ambiguous(msgspec.Struct):
+    value: str | float
+
+
+class Inner(msgspec.Struct):
+    raw: bytes
+
+
+class Outer(msgspec.Struct):
+    inner: list[Inner]
+
+
+def test_what_has_no_structural_form_is_named_not_dropped() -> None:
+    with pytest.raises(UnsupportedSchemaError, match="value: a union of FloatType, StrType"):
+        structural_schema(Ambiguous)
+    with pytest.raises(UnsupportedSchemaError, match=r"inner\[\]\.raw: Bytes"):
+        structural_schema(Outer)
+
+    with pytest.raises(UnsupportedSchemaError):  # refused at declaration, not at install
+        @custom_resource(group="example.com", version="v1", kind="Bad")
+        class Bad(msgspec.Struct):
+            spec: Ambiguous
+    with pytest.raises(TypeError, match="no spec field"):
+        @custom_resource(group="example.com", version="v1", kind="NoSpec")
+        class NoSpec(msgspec.Struct):
+            status: int = 0
+
+
+@custom_resource(group="example.com", version="v1", kind="Widget", plural="widgets",
+                 namespaced=False, short_names=("wd",), categories=("all",),
+                 printer_columns=(PrinterColumn("Size", "integer", ".spec.size"),),
+                 scale=ScaleSubresource(label_selector_path=".status.selector"))
+class WidgetV1(msgspec.Struct):
+    spec: dict[str, int]
+    status: dict[str, Any] | None = None
+
+
+@custom_resource(group="example.com", version="v2", kind="Widget", plural="widgets",
+                 namespaced=False, short_names=("wd",), categories=("all",))
+class WidgetV2(msgspec.Struct):
+    spec: dict[str, str]
+
+
+def test_several_versions_one_storage_and_the_extras() -> None:
+    definition = crd(WidgetV1, WidgetV2, storage=WidgetV2)
+    spec = definition["spec"]
+    assert spec["scope"] == "Cluster"
+    assert spec["names"] == {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                             "listKind": "WidgetList", "shortNames": ["wd"],
+                             "categories": ["all"]}
+    v1, v2 = spec["versions"]
+    assert (v1["name"], v1["storage"], v2["name"], v2["storage"]) == ("v1", False, "v2", True)
+    assert v1["subresources"] == {"status": {}, "scale": {
+        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.selector"}}
+    assert v1["additionalPrinterColumns"] == [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]
+    assert "subresources" not in v2
+    assert resource_info(WidgetV1).gvr.resource == "widgets"
+    with pytest.raises(ValueError, match="not a version of"):
+        crd(WidgetV1, Foo)
+    with pytest.raises(ValueError, match="same version"):
+        crd(WidgetV1, WidgetV1)
+    with pytest.raises(TypeError, match="not declared"):
+        crd(FooSpec)
+
+
+def test_the_cli_prints_the_crd_as_yaml(capsys: pytest.CaptureFixture[str]) -> None:
+    assert crd_main(["print", "tests.test_crd:Foo"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == crd(Foo)
+    with pytest.raises(SystemExit, match="expected module:Class"):
+        crd_main(["print", "tests.test_crd"])

@@ -14,12 +14,16 @@ import msgspec
 import pytest
 import yaml
 
+from client_cache.codec import to_wire
 from client_cache.crd import (
+    CustomResource,
     PrinterColumn,
     ScaleSubresource,
     UnsupportedSchemaError,
     crd,
     custom_resource,
+    from_wire,
+    patch_status,
     resource_info,
     structural_schema,
 )
@@ -188,3 +192,41 @@ def test_the_cli_prints_the_crd_as_yaml(capsys: pytest.CaptureFixture[str]) -> N
     assert yaml.safe_load(capsys.readouterr().out) == crd(Foo)
     with pytest.raises(SystemExit, match="expected module:Class"):
         crd_main(["print", "tests.test_crd"])
+
+
+@custom_resource(group="example.com", version="v1", kind="Thing")
+class Thing(CustomResource):
+    spec: FooSpec
+
+
+@custom_resource(group="example.com", version="v1", kind="Stateful")
+class Stateful(CustomResource):
+    spec: FooSpec
+    status: FooStatus | None = None
+
+
+def test_a_custom_resource_class_round_trips_its_wire_form() -> None:
+    """The base's apiVersion, kind and metadata decode into the class; members the class
+    does not declare (a newer schema's) are dropped; to_wire gives the wire form back."""
+    wire = {"apiVersion": "example.com/v1", "kind": "Thing",
+            "metadata": {"name": "t", "namespace": "ns", "resourceVersion": "7"},
+            "spec": {"deploymentName": "d", "replicas": 2, "addedLater": True}}
+    thing = from_wire(Thing, wire)
+    assert (thing.metadata.name, thing.metadata.resource_version) == ("t", "7")
+    assert thing.spec == FooSpec(deployment_name="d", replicas=2)
+    back = to_wire(thing)
+    assert back["spec"] == {"deploymentName": "d", "replicas": 2}
+    assert back["metadata"]["name"] == "t" and back["kind"] == "Thing"
+    with pytest.raises(msgspec.ValidationError, match=r"spec\.replicas"):
+        from_wire(Thing, {**wire, "spec": {"replicas": "two"}})
+    # the schema leaves the server's own members to the server
+    schema = crd(Thing)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema["properties"]["metadata"] == {"type": "object"}
+    assert schema["required"] == ["spec"]
+
+
+def test_patch_status_refuses_what_it_cannot_write() -> None:
+    with pytest.raises(ValueError, match="no status subresource"):
+        patch_status(None, Thing(spec=FooSpec()), FooStatus())
+    with pytest.raises(ValueError, match=r"no metadata\.name"):
+        patch_status(None, Stateful(spec=FooSpec()), FooStatus())

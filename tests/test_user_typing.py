@@ -20,13 +20,29 @@ from dataclasses import dataclass
 from kubernetes.client import V1Pod
 from client_cache import workqueue
 from client_cache.informers import new_shared_informer_factory
+from client_cache.crd import CustomResource, custom_resource
 from client_cache.runtime import Action, Context, Controller
 from client_cache.testing.apiserver import EmbeddedApiServer
+import msgspec
 
 
 @dataclass
 class MyData:
     name: str
+
+
+class GizmoSpec(msgspec.Struct):
+    size: int
+
+
+@custom_resource(group="example.com", version="v1", kind="Gizmo")
+class Gizmo(CustomResource):
+    spec: GizmoSpec
+
+
+def reconcile_gizmo(gizmo: Gizmo, ctx: Context[None]) -> Action:
+    reveal_type(gizmo.spec.size)
+    return Action.await_change()
 
 
 def reconcile(pod: V1Pod, ctx: Context[MyData]) -> Action:
@@ -47,6 +63,9 @@ def runtime() -> None:
         queue = workqueue.new_rate_limiting_queue(workqueue.default_controller_rate_limiter(),
                                                   item_type=str)
         reveal_type(queue.get()[0])
+        gizmos = Controller(factory, Gizmo)
+        reveal_type(gizmos)
+        gizmos.run(reconcile_gizmo)
 '''
 
 BAD = '''
@@ -66,11 +85,13 @@ def wrong(api: Any) -> None:
 '''
 
 EXPECTED = [
+    "int",
     "user_good.MyData",
     "kubernetes.client.models.v1_pod.V1Pod",
     "client_cache.runtime.controller.Controller[kubernetes.client.models.v1_pod.V1Pod]",
     "client_cache.runtime.controller.Controller[typing.Mapping[str, Any]]",
     "str | None",
+    "client_cache.runtime.controller.Controller[user_good.Gizmo]",
 ]
 
 

@@ -534,6 +534,12 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "client_cache.crd.structural_schema": ("—", "kube-rs's schemars-derived structural schema"),
     "client_cache.crd.UnsupportedSchemaError": ("—", "a type with no structural schema"),
     "client_cache.crd.version_schema": ("—", "one version's openAPIV3Schema"),
+    "client_cache.crd.CustomResource": ("—", "the base of a declared resource (kube-rs: the "
+                                        "struct #[derive(CustomResource)] generates)"),
+    "client_cache.crd.ObjectMeta": ("—", "struct mode's V1ObjectMeta (kube-rs ObjectMeta)"),
+    "client_cache.crd.from_wire": ("—", "serde_json::from_value"),
+    "client_cache.crd.patch_status": ("—", "kube-rs Api::patch_status; client-go "
+                                      "UpdateStatus"),
 }
 
 

@@ -5,6 +5,8 @@ YAML. Needs the ``[struct]`` extra (``msgspec``)."""
 
 from client_cache.crd.install import CRDNotEstablishedError, install_crd
 from client_cache.crd.resource import (
+    CustomResource,
+    ObjectMeta,
     PrinterColumn,
     ResourceInfo,
     ScaleSubresource,
@@ -15,16 +17,21 @@ from client_cache.crd.resource import (
     version_schema,
 )
 from client_cache.crd.schema import structural_schema
+from client_cache.crd.write import from_wire, patch_status
 
 __all__ = [
     "CRDNotEstablishedError",
+    "CustomResource",
+    "ObjectMeta",
     "PrinterColumn",
     "ResourceInfo",
     "ScaleSubresource",
     "UnsupportedSchemaError",
     "crd",
     "custom_resource",
+    "from_wire",
     "install_crd",
+    "patch_status",
     "resource_info",
     "structural_schema",
     "version_schema",

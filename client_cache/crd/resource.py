@@ -32,15 +32,41 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
+from kubernetes.client import V1ObjectMeta
 from msgspec import inspect as mi
 
+from client_cache.codec import struct_type
 from client_cache.crd.schema import UnsupportedSchemaError, structural_schema
 from client_cache.schema import GroupVersionResource
 
-__all__ = ["PrinterColumn", "ResourceInfo", "ScaleSubresource", "UnsupportedSchemaError", "crd",
-           "custom_resource", "resource_info", "version_schema"]
+__all__ = ["CustomResource", "ObjectMeta", "PrinterColumn", "ResourceInfo", "ScaleSubresource",
+           "UnsupportedSchemaError", "crd", "custom_resource", "resource_info",
+           "version_schema"]
 
 C = TypeVar("C", bound=type)
+
+ObjectMeta: Any = struct_type(V1ObjectMeta)
+"""The struct class of ``metadata`` (struct mode's ``V1ObjectMeta``)."""
+
+
+class CustomResource(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """A base for custom resource classes: ``api_version``, ``kind`` and ``metadata``
+    (struct mode's ``ObjectMeta``: ``foo.metadata.name``), camelCase wire names, and
+    members left at their default left out when encoded. Not frozen, so that a subclass
+    needs no class arguments to type-check (a type checker takes a frozen base's
+    subclass for a mutable one unless it says ``frozen=True`` too); the objects an
+    informer hands out are its cache's own all the same: never change them, make a
+    changed copy (``msgspec.structs.replace``), as with the cache's dicts. A subclass declares
+    ``spec`` (and ``status``); with it, ``factory.for_resource(Foo)`` is an informer of
+    ``Foo`` objects decoded straight from the server's JSON, and ``Controller(factory,
+    Foo)`` reconciles them. Fields the class does not declare are dropped when decoding
+    (a newer schema's): msgspec ignores unknown fields, so an older controller keeps
+    working against a newer CRD, as a client-go controller built against older types
+    does."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 _SERVER_FIELDS = ("apiVersion", "kind", "metadata")
 
@@ -152,9 +178,9 @@ def _fields(cls: type) -> tuple[mi.Field, ...]:
 def version_schema(cls: type) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of one version: the class's fields but the server's own,
     and ``apiVersion``, ``kind`` and ``metadata`` as controller-gen writes them."""
-    schema = structural_schema(cls)
-    properties = {k: v for k, v in schema["properties"].items() if k not in _SERVER_FIELDS}
-    required = [k for k in schema.get("required", []) if k not in _SERVER_FIELDS]
+    schema = structural_schema(cls, exclude=_SERVER_FIELDS)
+    properties = schema["properties"]
+    required = schema.get("required", [])
     out: dict[str, Any] = {
         "type": "object",
         "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},

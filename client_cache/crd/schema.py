@@ -54,12 +54,16 @@ class UnsupportedSchemaError(ClientCacheError, TypeError):
     """A type that has no structural-schema form here; the message names its path."""
 
 
-def structural_schema(tp: Any) -> dict[str, Any]:
-    """The structural schema of type ``tp`` (see the module documentation)."""
-    return _Walker().node(mi.type_info(tp), "")
+def structural_schema(tp: Any, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The structural schema of type ``tp`` (see the module documentation); for a struct,
+    the members whose wire names are in ``exclude`` are left out (not even walked)."""
+    return _Walker(frozenset(exclude)).node(mi.type_info(tp), "")
 
 
 class _Walker:
+    def __init__(self, exclude: frozenset[str]) -> None:
+        self.exclude = exclude  # top-level members left out
+
     def node(self, info: mi.Type, path: str) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         while isinstance(info, mi.Metadata):
@@ -116,6 +120,8 @@ class _Walker:
         properties: dict[str, Any] = {}
         required: list[str] = []
         for field in info.fields:
+            if not path and field.encode_name in self.exclude:
+                continue
             where = f"{path}.{field.encode_name}" if path else field.encode_name
             schema = self.node(field.type, where)
             if field.required:

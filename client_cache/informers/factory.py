@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from client_cache.apis import ListOptions
 from client_cache.codec.skip_paths import SkipPath, skip_tree
@@ -67,6 +67,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 TweakListOptionsFunc = Callable[[ListOptions], None]
 NewInformerFunc = Callable[[Any, float], SharedIndexInformer[Any]]
@@ -202,10 +204,20 @@ class SharedInformerFactory(TypedGroups):
             self._object_types[gvr] = object_type
             return informer
 
+    @overload
+    def for_resource(self, gvr: type[_R]) -> GenericInformer[_R]: ...
+
+    @overload
     def for_resource(self, gvr: GroupVersionResource,
+                     object_type: Any = None) -> GenericInformer[Any]: ...
+
+    def for_resource(self, gvr: GroupVersionResource | type[Any],
                      object_type: Any = None) -> GenericInformer[Any]:
         """A :class:`GenericInformer` for any resource, built-in or custom (Go
-        ``ForResource``).
+        ``ForResource``). Given a custom resource class declared with
+        :func:`client_cache.crd.custom_resource` instead of a ``GroupVersionResource``, the
+        informer is of that resource, its objects instances of the class decoded straight
+        from the server's JSON (struct mode), and typed as such.
 
         The first request for a resource asks the server (discovery) whether it serves
         it. When it does not (yet: a CRD installed after the controller started, as kube-rs
@@ -217,8 +229,16 @@ class SharedInformerFactory(TypedGroups):
         :meth:`check_served` to fail at once instead (Go's typed factory returns an error
         for a resource it has no informer for). When the server cannot be asked
         (unreachable), the informer is returned too and a warning logged."""
-        self._note_unserved(gvr)
-        return GenericInformer(self.informer_for(gvr, object_type=object_type), gvr)
+        resource = gvr
+        if isinstance(gvr, type):
+            declared = getattr(gvr, "__custom_resource__", None)
+            if declared is None:
+                raise TypeError(f"{gvr.__name__} is not a custom resource class (declare it "
+                                "with client_cache.crd.custom_resource)")
+            resource, object_type = declared.gvr, gvr
+        assert isinstance(resource, GroupVersionResource)
+        self._note_unserved(resource)
+        return GenericInformer(self.informer_for(resource, object_type=object_type), resource)
 
     def _note_unserved(self, gvr: GroupVersionResource) -> None:
         """At the first request for ``gvr``: one WARNING when the server does not serve it

@@ -102,8 +102,8 @@ class MetadataSharedInformerFactory(SharedInformerFactory):
 
     metadata_only = True
 
-    def for_resource(self, gvr: GroupVersionResource, object_type: Any = None,
-                     models: bool = False) -> GenericInformer[Any]:
+    def for_resource(self, gvr: GroupVersionResource,  # type: ignore[override]
+                     object_type: Any = None, models: bool = False) -> GenericInformer[Any]:
         """The metadata informer of ``gvr`` (Go ``ForResource``): wire dicts, or
         :class:`PartialObjectMetadata` models with ``models=True``. A resource the server
         does not serve (yet) is waited for, as in the full factory."""

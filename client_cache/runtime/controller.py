@@ -165,9 +165,10 @@ class Controller(Generic[K]):
     """See the module documentation (kube-rs ``Controller<K>``). Generic in the type of
     the objects it reconciles: ``Controller(factory, factory.core().v1().pods(models=True))``
     is a ``Controller[V1Pod]``, whose ``run`` takes a ``reconcile(obj: V1Pod, ctx)`` (a
-    reconcile written for another type is a type error), and ``Controller(factory, gvr)``
-    a ``Controller[WireObject]``. The user's data type comes from what ``run`` is given
-    (``ctx: Context[MyData]``)."""
+    reconcile written for another type is a type error), ``Controller(factory, Foo)`` of a
+    custom resource class (:mod:`client_cache.crd`) a ``Controller[Foo]``, and
+    ``Controller(factory, gvr)`` a ``Controller[WireObject]``. The user's data type comes
+    from what ``run`` is given (``ctx: Context[MyData]``)."""
 
     @overload
     def __init__(self: Controller[WireObject], factory: SharedInformerFactory,
@@ -181,10 +182,21 @@ class Controller(Generic[K]):
                  config: ControllerConfig | None = None,
                  clock: WithTicker | None = None) -> None: ...
 
+    @overload
+    def __init__(self, factory: SharedInformerFactory, for_: type[K], *,
+                 kind: str = "", namespaced: bool | None = None,
+                 config: ControllerConfig | None = None,
+                 clock: WithTicker | None = None) -> None: ...
+
     def __init__(self, factory: SharedInformerFactory,
-                 for_: GroupVersionResource | GenericInformer[Any], *, kind: str = "",
-                 namespaced: bool | None = None, config: ControllerConfig | None = None,
+                 for_: GroupVersionResource | GenericInformer[Any] | type[Any], *,
+                 kind: str = "", namespaced: bool | None = None,
+                 config: ControllerConfig | None = None,
                  clock: WithTicker | None = None) -> None:
+        declared = getattr(for_, "__custom_resource__", None)
+        if declared is not None:  # a class of client_cache.crd: its kind and scope given
+            kind = kind or declared.kind
+            namespaced = declared.namespaced if namespaced is None else namespaced
         self._factory = factory
         self._gvr, self._informer = self._informer_of(for_)
         self.api_version = self._gvr.group_version()
@@ -252,8 +264,10 @@ class Controller(Generic[K]):
             delay = min(delay * 2, 5.0)
 
     # -- building ---------------------------------------------------------------------------
-    def _informer_of(self, what: GroupVersionResource | GenericInformer[Any],
+    def _informer_of(self, what: GroupVersionResource | GenericInformer[Any] | type[Any],
                      ) -> tuple[GroupVersionResource, SharedIndexInformer[Any]]:
+        if isinstance(what, type):  # a custom resource class (client_cache.crd)
+            what = self._factory.for_resource(what)
         if isinstance(what, GenericInformer):
             return what.resource, what.informer()
         if isinstance(what, GroupVersionResource):

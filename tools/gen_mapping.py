@@ -538,6 +538,9 @@ OVERRIDES: dict[str, tuple[str, str]] = {
                                         "struct #[derive(CustomResource)] generates)"),
     "client_cache.crd.ObjectMeta": ("—", "struct mode's V1ObjectMeta (kube-rs ObjectMeta)"),
     "client_cache.crd.from_wire": ("—", "serde_json::from_value"),
+    "client_cache.crd.generate": ("—", "kube-rs kopium"),
+    "client_cache.crd.Generated": ("—", "generate's module source and what it could not "
+                                   "express"),
     "client_cache.crd.patch_status": ("—", "kube-rs Api::patch_status; client-go "
                                       "UpdateStatus"),
 }

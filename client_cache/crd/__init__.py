@@ -3,6 +3,7 @@ CustomResourceDefinition (kube-rs ``#[derive(CustomResource)]``), installed with
 :func:`install_crd`; ``python -m client_cache.crd print module:Class`` writes the CRD as
 YAML. Needs the ``[struct]`` extra (``msgspec``)."""
 
+from client_cache.crd.generate import Generated, generate
 from client_cache.crd.install import CRDNotEstablishedError, install_crd
 from client_cache.crd.resource import (
     CustomResource,
@@ -22,6 +23,7 @@ from client_cache.crd.write import from_wire, patch_status
 __all__ = [
     "CRDNotEstablishedError",
     "CustomResource",
+    "Generated",
     "ObjectMeta",
     "PrinterColumn",
     "ResourceInfo",
@@ -30,6 +32,7 @@ __all__ = [
     "crd",
     "custom_resource",
     "from_wire",
+    "generate",
     "install_crd",
     "patch_status",
     "resource_info",

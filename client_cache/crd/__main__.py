@@ -1,6 +1,10 @@
 """``python -m client_cache.crd print module:Class [module:Class ...]``: the
 CustomResourceDefinition of the classes (the versions of one resource; the first is the
-storage version) as YAML, for ``kubectl apply -f -`` or a Helm chart."""
+storage version) as YAML, for ``kubectl apply -f -`` or a Helm chart.
+
+``python -m client_cache.crd generate crd.yaml``: the Python module declaring the resource
+of an existing CRD (kube-rs's kopium); what it cannot express is listed in the module's
+docstring and on standard error."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import sys
 
 import yaml
 
+from client_cache.crd.generate import generate
 from client_cache.crd.resource import crd
 
 
@@ -29,7 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     printing = commands.add_parser("print", help="write the CRD of classes as YAML")
     printing.add_argument("classes", nargs="+", metavar="module:Class")
+    generating = commands.add_parser("generate", help="write the Python classes of a CRD")
+    generating.add_argument("file", help="a CustomResourceDefinition as YAML or JSON")
     args = parser.parse_args(argv)
+    if args.command == "generate":
+        with open(args.file, encoding="utf-8") as source:
+            generated = generate(yaml.safe_load(source))
+        sys.stdout.write(generated.source)
+        for item in generated.unsupported:
+            print(f"not expressed: {item}", file=sys.stderr)
+        return 0
     classes = [load(spec) for spec in args.classes]
     sys.stdout.write(yaml.safe_dump(crd(*classes), sort_keys=False))
     return 0

@@ -28,7 +28,8 @@ a ``msgspec.Struct``                        ``object`` with ``properties`` (wire
                                             ``minLength``/``maxLength``,
                                             ``minItems``/``maxItems``,
                                             ``minProperties``/``maxProperties``,
-                                            ``description`` and ``title``
+                                            ``description``, ``title``; ``format``
+                                            from ``extra_json_schema``
 =========================================== ==================================================
 
 A field's default is written as ``default`` when it is a plain value (a number, a string,
@@ -67,7 +68,7 @@ class _Walker:
     def node(self, info: mi.Type, path: str) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         while isinstance(info, mi.Metadata):
-            for key in ("description", "title"):
+            for key in ("description", "title", "format"):
                 value = (info.extra_json_schema or {}).get(key)
                 if value is not None:
                     extra[key] = value

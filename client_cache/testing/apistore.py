@@ -45,6 +45,7 @@ from client_cache.testing.resources import (
     apply_defaults,
     crd_resource_type,
 )
+from client_cache.testing.schema_validation import invalid_error, validate
 from client_cache.testing.validation import validate_write
 from client_cache.testing.watchers import Change, Watcher, encode_event
 from client_cache.util.timestamps import format_time
@@ -81,6 +82,17 @@ def _merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = _merge_patch(result.get(key), value)
     return result
+
+
+def _check_schema(rtype: ResourceType, obj: dict[str, Any]) -> None:
+    """422 Invalid, as the real server answers, for a custom resource that breaks its
+    CRD's schema (:mod:`client_cache.testing.schema_validation`)."""
+    if rtype.schema is None:
+        return
+    causes = validate(rtype.schema, obj)
+    if causes:
+        raise invalid_error(rtype.kind, rtype.group,
+                            str((obj.get("metadata") or {}).get("name", "")), causes)
 
 
 class ApiStore:
@@ -229,6 +241,8 @@ class ApiStore:
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
         apply_defaults(rtype.schema, obj)
+        _check_schema(rtype, obj)
+        _check_schema(rtype, obj)
         validate_write(rtype.group, rtype.plural, obj)
         defined = crd_resource_type(obj) if rtype.key == CRD_KEY else None
         if defined is not None:  # the real server's controllers accept and establish it
@@ -339,6 +353,7 @@ class ApiStore:
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
         apply_defaults(rtype.schema, obj)
+        _check_schema(rtype, obj)
         if {k: v for k, v in obj.items() if k not in ("metadata", "status")} != {
             k: v for k, v in current.items() if k not in ("metadata", "status")
         }:

@@ -6,8 +6,9 @@ their status from a status instance."""
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from kubernetes.client import ApiException, CustomObjectsApi
@@ -122,3 +123,66 @@ def test_a_controller_of_the_class_reconciles_typed_objects(api: Any, ns: str) -
         runner.join(10)
         factory.shutdown(5)
     assert not runner.is_alive()
+
+
+class CheckedSpec(msgspec.Struct, rename="camel"):
+    name: Annotated[str, msgspec.Meta(pattern="^[a-z]+$", min_length=1, max_length=8)]
+    count: Annotated[int, msgspec.Meta(gt=0, lt=100, multiple_of=5)] = 5
+    mode: Literal["fast", "safe"] = "fast"
+    tags: Annotated[list[str], msgspec.Meta(max_length=3)] = []
+    port: int | str = 80
+    labels: dict[str, str] = {}
+
+
+@custom_resource(group="typed.example.com", version="v1", kind="Checked")
+class Checked(CustomResource):
+    spec: CheckedSpec
+
+
+#: (spec sent, the causes both servers answer: (reason, field)); () means accepted.
+TABLE: list[tuple[dict[str, Any] | None, set[tuple[str, str]]]] = [
+    ({"name": "ok"}, set()),
+    ({"name": "ok", "count": 95, "mode": "safe", "tags": ["a"], "port": "http"}, set()),
+    (None, {("FieldValueRequired", "spec")}),
+    ({}, {("FieldValueRequired", "spec.name")}),
+    ({"name": "UPPER"}, {("FieldValueInvalid", "spec.name")}),
+    ({"name": "toolongname"}, {("FieldValueTooLong", "spec.name")}),
+    ({"name": 3}, {("FieldValueTypeInvalid", "spec.name")}),
+    ({"name": "ok", "count": 7}, {("FieldValueInvalid", "spec.count")}),
+    ({"name": "ok", "count": 100}, {("FieldValueInvalid", "spec.count")}),
+    ({"name": "ok", "count": 0}, {("FieldValueInvalid", "spec.count")}),
+    ({"name": "ok", "mode": "slow"}, {("FieldValueNotSupported", "spec.mode")}),
+    ({"name": "ok", "tags": ["a", "b", "c", "d"]}, {("FieldValueTooMany", "spec.tags")}),
+    ({"name": "ok", "labels": {"a": 1}}, {("FieldValueTypeInvalid", "spec.labels.a")}),
+    ({"name": "ok", "port": True}, {("FieldValueTypeInvalid", "spec.port")}),
+]
+
+
+def test_both_servers_refuse_what_breaks_the_schema_alike(api: Any, ns: str) -> None:
+    """Issue 61: a table of valid and invalid objects; both servers accept the same
+    ones and refuse the others with 422 Invalid and the same causes (reason, field)."""
+    info = resource_info(Checked)
+    install_crd(api, Checked, timeout=60)
+    custom = CustomObjectsApi(api)
+    answers: list[tuple[int, set[tuple[str, str]]]] = []
+
+    def send(i: int, spec: dict[str, Any] | None) -> bool:
+        body: dict[str, Any] = {"apiVersion": info.api_version, "kind": info.kind,
+                                "metadata": {"name": f"case-{i}"}}
+        if spec is not None:
+            body["spec"] = spec
+        try:
+            custom.create_namespaced_custom_object(info.group, info.version, ns,
+                                                   info.plural, body)
+            answers.append((201, set()))
+        except ApiException as err:
+            if err.status in (404, 429, 503) and not answers:
+                return False  # not served yet
+            status = json.loads(err.body)
+            answers.append((err.status, {(c["reason"], c["field"]) for c in
+                                         (status.get("details") or {}).get("causes") or []}))
+        return True
+    for i, (spec, _) in enumerate(TABLE):
+        eventually(lambda i=i, spec=spec: send(i, spec), 30, "not served")
+    expected = [(201, set()) if not causes else (422, causes) for _, causes in TABLE]
+    assert answers == expected

@@ -119,15 +119,21 @@ def _strings(schema: dict[str, Any], value: str, path: str,
                f"'{schema['pattern']}'")
 
 
+def _count(schema: dict[str, Any], count: int, path: str, causes: list[dict[str, str]],
+           keyword: str, noun: str) -> None:
+    """``max<keyword>``/``min<keyword>`` (Items, Properties) against ``count``."""
+    most, least = schema.get("max" + keyword), schema.get("min" + keyword)
+    if most is not None and count > most:
+        _cause(causes, "FieldValueTooMany", path,
+               f"Too many: {count}: must have at most {most} items")
+    if least is not None and count < least:
+        _cause(causes, "FieldValueInvalid", path,
+               f"Invalid value: {count}: {path} in body should have at least {least} {noun}")
+
+
 def _arrays(schema: dict[str, Any], value: list[Any], path: str,
             causes: list[dict[str, str]]) -> None:
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        _cause(causes, "FieldValueTooMany", path,
-               f"Too many: {len(value)}: must have at most {schema['maxItems']} items")
-    if "minItems" in schema and len(value) < schema["minItems"]:
-        _cause(causes, "FieldValueInvalid", path,
-               f"Invalid value: {len(value)}: {path} in body should have at least "
-               f"{schema['minItems']} items")
+    _count(schema, len(value), path, causes, "Items", "items")
     items = schema.get("items")
     if isinstance(items, dict):
         for i, item in enumerate(value):
@@ -136,13 +142,7 @@ def _arrays(schema: dict[str, Any], value: list[Any], path: str,
 
 def _objects(schema: dict[str, Any], value: dict[str, Any], path: str,
              causes: list[dict[str, str]]) -> None:
-    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-        _cause(causes, "FieldValueTooMany", path,
-               f"Too many: {len(value)}: must have at most {schema['maxProperties']} items")
-    if "minProperties" in schema and len(value) < schema["minProperties"]:
-        _cause(causes, "FieldValueInvalid", path,
-               f"Invalid value: {len(value)}: {path} in body should have at least "
-               f"{schema['minProperties']} properties")
+    _count(schema, len(value), path, causes, "Properties", "properties")
     properties = schema.get("properties") or {}
     for name in schema.get("required") or ():
         if name not in value:

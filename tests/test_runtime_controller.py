@@ -726,6 +726,38 @@ def test_a_failing_reconcile_is_logged_once_with_its_traceback_then_rate_limited
     assert "ValueError: boom" in errors[0].getMessage()
 
 
+def test_a_failure_for_another_reason_is_logged_at_once(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A repeat of the same failure is DEBUG, but a failure for a new reason starts a new
+    episode and is an ERROR at once (the sample-controller's first attempt failed with a
+    create's AlreadyExists, the next with the real reason, which was left at DEBUG)."""
+    cm(core, "x")
+    attempts: list[int] = []
+    done = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        attempts.append(1)
+        if len(attempts) <= 2:
+            raise ValueError("first reason")
+        if len(attempts) == 3:
+            raise ValueError("second reason")
+        done.set()
+        return Action.await_change()
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    with caplog.at_level(logging.DEBUG, logger="client_cache.runtime"):
+        running = Running(controller, reconcile)
+        try:
+            assert done.wait(10)
+        finally:
+            running.stop()
+    failures = [(r.levelno, r.getMessage().rsplit(": ", 1)[-1]) for r in caplog.records
+                if "reconcile of" in r.getMessage()]
+    assert failures == [(logging.ERROR, "first reason"), (logging.DEBUG, "first reason"),
+                        (logging.ERROR, "second reason")]
+
+
 def test_a_reconcile_returning_none_is_an_error_naming_the_function(
         server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory,
         caplog: pytest.LogCaptureFixture) -> None:

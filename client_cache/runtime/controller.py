@@ -219,7 +219,7 @@ class Controller(Generic[K]):
         self._summary = RunSummary()
         # objects whose reconciles are failing: when the last ERROR line about each was
         # written and how many failures followed it (an episode ends at a success)
-        self._failing: dict[ObjectRef, list[float]] = {}
+        self._failing: dict[ObjectRef, _Episode] = {}
         self._running: set[ObjectRef] = set()
         self._scheduler: Scheduler | None = None
         self._watch(self._informer, ResourceEventHandlerFuncs(
@@ -696,37 +696,42 @@ class Controller(Generic[K]):
                            action.requeue_after)
 
     def _report_failure(self, ref: ObjectRef, obj: Any, err: Exception) -> None:
-        """Log a failed reconcile: the first of an episode (failures of one object until
-        it reconciles again) at ERROR with its traceback (an API error without: see
-        below), then, while it goes on failing,
-        one ERROR line every :data:`FAILURE_REPEAT_SECONDS` with the count (DEBUG for the
-        others). The object is named by kind, namespace/name and resourceVersion, an API
-        error by its status, reason and message; the ERROR lines reach stderr when the
-        application configured no logging (:func:`client_cache.util.logs.log_visibly`)."""
+        """Log a failed reconcile: the first of an episode (failures of one object, for
+        one reason, until it reconciles again or fails for another reason) at ERROR with
+        its traceback (an API error without: see below), then, while it goes on failing
+        the same way, one ERROR line every :data:`FAILURE_REPEAT_SECONDS` with the count
+        (DEBUG for the others). A failure for another reason than the last one logged
+        starts a new episode: it is logged at ERROR at once. The object is named by kind,
+        namespace/name and resourceVersion, an API error by its status, reason and
+        message; the ERROR lines reach stderr when the application configured no logging
+        (:func:`client_cache.util.logs.log_visibly`)."""
         now = time.monotonic()
+        text = describe_error(err)
         with self._lock:
             episode = self._failing.get(ref)
-            if episode is None:
-                self._failing[ref] = [now, 0]
+            new = episode is None or episode.reason != text
+            if new:
+                self._failing[ref] = _Episode(now, text)
             else:
-                episode[1] += 1
-                since, count = episode
+                assert episode is not None
+                episode.count += 1
+                since, count = episode.since, episode.count
                 if now - since >= FAILURE_REPEAT_SECONDS:
-                    episode[:] = [now, 0]
-        if episode is None:
+                    episode.since, episode.count = now, 0
+        if new:
             # an API error is summarised (its status, reason and message): its text and
             # traceback would print the response's headers and body, which may quote the
             # object; any other error comes with its traceback
             log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s failed: %s",
-                        self.name, meta.describe(obj), describe_error(err),
+                        self.name, meta.describe(obj), text,
                         exc_info=None if find_api_error(err) is not None else err)
         elif now - since >= FAILURE_REPEAT_SECONDS:
             log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s still failing "
                         "(%d more times in %.0f s): %s", self.name, meta.describe(obj), count,
-                        now - since, describe_error(err))
+                        now - since, text)
         else:
             _log.debug("controller %s: reconcile of %s failed again: %s", self.name,
-                       meta.describe(obj), describe_error(err))
+                       meta.describe(obj), text)
 
     def _after_error(self, scheduler: Scheduler, obj: Any, err: Exception, ctx: Context[Any],
                      error_policy: Callable[[Any, BaseException, Context[Any]], Action] | None,
@@ -760,6 +765,16 @@ def identify(api_client: Any, name: str) -> None:
     agent = re.sub(r"[^A-Za-z0-9._-]+", "-", name.replace("/", ".")).strip("-") or "controller"
     api_client.user_agent = (f"{agent}/v0.0.0 ({platform.system().lower()}/"
                              f"{platform.machine().lower()}) client_cache")
+
+
+@dataclass
+class _Episode:
+    """Failures of one object for one reason: since when the last ERROR line was
+    written, how many failures followed it, and the reason (the error's description)."""
+
+    since: float
+    reason: str
+    count: int = 0
 
 
 FAILURE_REPEAT_SECONDS = 60.0

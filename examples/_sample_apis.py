@@ -3,18 +3,24 @@ and ``artifacts/examples/crd-status-subresource.yaml``), shared by ``sample_cont
 (written with the runtime) and ``sample_controller_plain.py`` (the Go ``controller.go``
 line by line): the resource names, the CRD, and ``new_deployment``.
 
-Objects are wire dicts, as the informers hand them out: ``foo["spec"]["deploymentName"]``.
+``Foo`` declares the resource in Python (``client_cache.crd``; the ``[struct]`` extra):
+its CRD, ``crd(Foo)``, means what ``artifacts/crd.yaml`` (the upstream
+``crd-status-subresource.yaml``) means, field by field (``tests/test_crd.py``), and the
+runtime port reconciles typed ``Foo`` objects. The plain port reads wire dicts, as the Go
+original's generated clientset would hand it typed structs: ``foo["spec"]["deploymentName"]``.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
-from kubernetes.client import ApiClient, ApiException, ApiextensionsV1Api, CustomObjectsApi
+import msgspec
+from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
+from client_cache import crd as crd_module
+from client_cache.crd import CustomResource, custom_resource
 from client_cache.runtime import controller_owner_ref
 from client_cache.schema import GroupVersionResource
 
@@ -23,6 +29,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 FOOS = GroupVersionResource(GROUP, VERSION, "foos")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
 CRD_FILE = Path(__file__).resolve().parent / "artifacts" / "crd.yaml"
+"""The upstream CRD, as a file (``crd(Foo)`` means the same)."""
 
 # The reasons and messages of sample-controller's Events.
 SUCCESS_SYNCED = "Synced"
@@ -31,16 +38,34 @@ MESSAGE_RESOURCE_EXISTS = "Resource %s already exists and is not managed by Foo"
 MESSAGE_RESOURCE_SYNCED = "Foo synced successfully"
 
 
+class FooSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    """What a Foo asks for (Go ``FooSpec``)."""
+
+    deployment_name: str | msgspec.UnsetType = msgspec.UNSET
+    replicas: Annotated[int, msgspec.Meta(ge=1, le=10)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class FooStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    """What the controller saw (Go ``FooStatus``)."""
+
+    available_replicas: int | msgspec.UnsetType = msgspec.UNSET
+
+
+@custom_resource(group=GROUP, version=VERSION, kind=KIND, annotations={
+    # required for a *.k8s.io group; sample-controller's CRD carries the same
+    "api-approved.kubernetes.io": "unapproved, experimental-only; please use "
+                                  "https://github.com/kubernetes/enhancements/pull/1111"})
+class Foo(CustomResource):
+    """A Foo names a Deployment and its replicas (Go ``Foo``)."""
+
+    spec: FooSpec | msgspec.UnsetType = msgspec.UNSET
+    status: FooStatus | msgspec.UnsetType = msgspec.UNSET
+
+
 def install_crd(api_client: ApiClient, timeout: float = 60) -> None:
-    """Create the Foo CRD from ``artifacts/crd.yaml`` (if absent) and wait until Foos are
-    served (``kubectl apply -f artifacts/crd.yaml`` and a wait, in one call)."""
-    body = yaml.safe_load(CRD_FILE.read_text())
-    extensions = ApiextensionsV1Api(api_client)
-    try:
-        extensions.create_custom_resource_definition(body)
-    except ApiException as err:
-        if err.status != 409:
-            raise
+    """Create (or update) the Foo CRD generated from :class:`Foo`, wait until it is
+    Established and Foos are served (``kubectl apply -f`` and a wait, in one call)."""
+    crd_module.install_crd(api_client, Foo, timeout=timeout)
     deadline = time.monotonic() + timeout
     objects = CustomObjectsApi(api_client)
     while True:

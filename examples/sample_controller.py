@@ -21,29 +21,29 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any
 
+import msgspec
 from _cluster import connect, parser
 from _sample_apis import (
     API_VERSION,
     DEPLOYMENTS,
     ERR_RESOURCE_EXISTS,
-    FOOS,
-    GROUP,
     KIND,
     MESSAGE_RESOURCE_EXISTS,
     MESSAGE_RESOURCE_SYNCED,
     SUCCESS_SYNCED,
-    VERSION,
+    Foo,
+    FooSpec,
+    FooStatus,
     install_crd,
     is_controlled_by,
     new_deployment,
-    with_available_replicas,
 )
 from _sample_demo import run_demo
-from kubernetes.client import ApiClient, AppsV1Api, CustomObjectsApi
+from kubernetes.client import ApiClient, AppsV1Api
 
-from client_cache.codec import WireObject, to_wire
+from client_cache.codec import to_wire
+from client_cache.crd import patch_status
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.informers import (
     SharedInformerFactory,
@@ -61,19 +61,22 @@ class ResourceExistsError(Exception):
 
 @dataclass
 class Clients:
+    api: ApiClient
     apps: AppsV1Api
-    foos: CustomObjectsApi
     factory: SharedInformerFactory
 
 
-def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
-    """Bring one Foo's Deployment and status in line (Go ``syncHandler``)."""
+def reconcile(foo: Foo, ctx: Context[Clients]) -> Action:
+    """Bring one Foo's Deployment and status in line (Go ``syncHandler``). ``foo`` is a
+    typed ``Foo``, decoded straight from the server's JSON (``client_cache.crd``)."""
     clients = ctx.data
-    namespace, name = foo["metadata"]["namespace"], foo["metadata"]["name"]
-    deployment_name = foo["spec"].get("deploymentName")
-    if not deployment_name:
+    namespace, name = foo.metadata.namespace, foo.metadata.name
+    spec = foo.spec if not isinstance(foo.spec, msgspec.UnsetType) else FooSpec()
+    deployment_name = spec.deployment_name
+    if isinstance(deployment_name, msgspec.UnsetType) or not deployment_name:
         log.error("%s/%s: deployment name must be specified", namespace, name)
         return Action.await_change()  # nothing to retry until the Foo changes
+    wire = to_wire(foo)  # for the dict helpers shared with the plain port
     lister = clients.factory.for_resource(DEPLOYMENTS).lister().by_namespace(namespace)
     try:
         deployment = lister.get(deployment_name)
@@ -81,38 +84,38 @@ def reconcile(foo: Any, ctx: Context[Clients]) -> Action:
         if not is_not_found(err):
             raise
         deployment = to_wire(clients.apps.create_namespaced_deployment(
-            namespace, new_deployment(foo)))
-    if not is_controlled_by(deployment, foo):
+            namespace, new_deployment(wire)))
+    if not is_controlled_by(deployment, wire):
         message = MESSAGE_RESOURCE_EXISTS % deployment_name
-        ctx.recorder.event(foo, "Warning", ERR_RESOURCE_EXISTS, message, kind=KIND,
+        ctx.recorder.event(wire, "Warning", ERR_RESOURCE_EXISTS, message, kind=KIND,
                            api_version=API_VERSION)
         raise ResourceExistsError(message)
-    replicas = foo["spec"].get("replicas")
+    replicas = None if isinstance(spec.replicas, msgspec.UnsetType) else spec.replicas
     if replicas is not None and replicas != deployment["spec"].get("replicas"):
         log.info("Foo %s/%s replicas: %s, deployment replicas: %s", namespace, name,
                  replicas, deployment["spec"].get("replicas"))
         deployment = to_wire(clients.apps.replace_namespaced_deployment(
-            deployment_name, namespace, new_deployment(foo)))
-    updated = with_available_replicas(foo, deployment)
-    if updated.get("status") != foo.get("status"):
-        clients.foos.replace_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, FOOS.resource, name, updated)
-    ctx.recorder.event(foo, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED, kind=KIND,
+            deployment_name, namespace, new_deployment(wire)))
+    available = (deployment.get("status") or {}).get("availableReplicas") or 0
+    if isinstance(foo.status, msgspec.UnsetType) or \
+            foo.status.available_replicas != available:
+        patch_status(clients.api, foo, FooStatus(available_replicas=available))
+    ctx.recorder.event(wire, "Normal", SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED, kind=KIND,
                        api_version=API_VERSION)
     return Action.await_change()
 
 
 def build(api_client: ApiClient, *, namespace: str = "", concurrency: int = 2,
-          client_qps: float = 0.0) -> tuple[Controller[WireObject], Clients]:
+          client_qps: float = 0.0) -> tuple[Controller[Foo], Clients]:
     """The controller: Foos, owning Deployments (Go ``NewController``); ``namespace``
     limits it to one namespace (default: all)."""
     factory = new_shared_informer_factory_with_options(
         api_client, 0, SharedInformerFactoryOptions(namespace=namespace))
     controller = Controller(
-        factory, FOOS, config=ControllerConfig(name="sample-controller",
-                                               concurrency=concurrency,
-                                               client_qps=client_qps)).owns(DEPLOYMENTS)
-    return controller, Clients(AppsV1Api(api_client), CustomObjectsApi(api_client), factory)
+        factory, Foo, config=ControllerConfig(name="sample-controller",
+                                              concurrency=concurrency,
+                                              client_qps=client_qps)).owns(DEPLOYMENTS)
+    return controller, Clients(api_client, AppsV1Api(api_client), factory)
 
 
 def run(api_client: ApiClient, stop: threading.Event, *, namespace: str = "",

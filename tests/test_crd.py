@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import enum
 import importlib
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,11 +27,13 @@ from client_cache.crd import (
     custom_resource,
     from_wire,
     generate,
+    install_crd,
     patch_status,
     resource_info,
     structural_schema,
 )
 from client_cache.crd.__main__ import main as crd_main
+from client_cache.testing.apiserver import EmbeddedApiServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -291,3 +294,40 @@ def test_the_cli_generates_classes_from_a_crd_file(capsys: pytest.CaptureFixture
     assert crd_main(["generate", str(ROOT / "examples" / "artifacts" / "crd.yaml")]) == 0
     out = capsys.readouterr()
     assert "class Foo(CustomResource):" in out.out and out.err == ""
+
+
+def test_bad_declarations_fail_where_they_are_written() -> None:
+    """Issue 61: a field type with no schema, a constraint that contradicts its type,
+    two storage versions and a bad group, version, kind or plural fail at declaration or
+    at crd(), not at install."""
+    with pytest.raises(TypeError, match="ge"):  # a bound on a string
+        @custom_resource(group="example.com", version="v1", kind="Contradiction")
+        class Contradiction(msgspec.Struct):
+            spec: Annotated[str, msgspec.Meta(ge=1)]
+    for bad, match in (({"group": "nodots"}, "group 'nodots'"),
+                       ({"group": "Example.com"}, "group 'Example.com'"),
+                       ({"version": "1"}, "version '1'"),
+                       ({"kind": "foo"}, "kind 'foo'"),
+                       ({"plural": "Foos"}, "plural 'Foos'")):
+        names = {"group": "example.com", "version": "v1", "kind": "Foo", **bad}
+        with pytest.raises(ValueError, match=match):
+            custom_resource(**names)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="storage must be one of"):
+        crd(WidgetV1, storage=WidgetV2)
+
+
+def test_generate_reads_a_crd_from_a_server(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """kopium's other input: the CRD as a server holds it (--name, --kubeconfig)."""
+    with EmbeddedApiServer() as server:
+        api = server.api_client()
+        install_crd(api, WidgetV1)
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps(server.kubeconfig()), encoding="utf-8")
+        assert crd_main(["generate", "--name", "widgets.example.com",
+                         "--kubeconfig", str(kubeconfig)]) == 0
+        api.close()
+    out = capsys.readouterr().out
+    assert "class Widget(CustomResource):" in out and "plural='widgets'" in out
+    with pytest.raises(SystemExit):
+        crd_main(["generate"])  # a file or --name

@@ -27,6 +27,7 @@ gives one CRD with several versions, ``storage`` naming the storage version.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -141,6 +142,9 @@ def custom_resource(*, group: str, version: str, kind: str, plural: str = "",
     ``TypeError`` for a class that is not a struct or has no ``spec`` field and
     :class:`~client_cache.crd.schema.UnsupportedSchemaError` for a field type without a
     structural schema (at declaration, not at install)."""
+    _check_names(group, version, kind, plural or kind.lower() + "s",
+                 singular or kind.lower())
+
     def declare(cls: C) -> C:
         if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
             raise TypeError(f"a custom resource is a msgspec.Struct class, not {cls!r}")
@@ -158,6 +162,28 @@ def custom_resource(*, group: str, version: str, kind: str, plural: str = "",
         version_schema(cls)  # refuse what has no structural schema now
         return cls
     return declare
+
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_NAME_RULES = (
+    ("group", re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})+"),
+     "a DNS subdomain with at least one dot (example.com)"),
+    ("version", re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?"),
+     "a lowercase DNS label starting with a letter (v1, v1beta1)"),
+    ("kind", re.compile(r"[A-Z][A-Za-z0-9]*"), "CamelCase starting with a capital (Foo)"),
+    ("plural", re.compile(_DNS_LABEL), "a lowercase DNS label (foos)"),
+    ("singular", re.compile(_DNS_LABEL), "a lowercase DNS label (foo)"),
+)
+
+
+def _check_names(group: str, version: str, kind: str, plural: str, singular: str) -> None:
+    """ValueError for a name the API server would refuse (checked at declaration, so a
+    bad name fails where it is written, not at install)."""
+    given = {"group": group, "version": version, "kind": kind, "plural": plural,
+             "singular": singular}
+    for name, rule, shape in _NAME_RULES:
+        if rule.fullmatch(given[name]) is None:
+            raise ValueError(f"{name} {given[name]!r} is invalid: it must be {shape}")
 
 
 def resource_info(cls: type) -> ResourceInfo:

@@ -34,6 +34,21 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _json_type(value: Any) -> str:
+    """The JSON type of ``value`` as the server names it in a type error."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
 def validate(schema: Any, value: Any, path: str = "") -> list[dict[str, str]]:
     """The causes (``reason``, ``field``, ``message``) of ``value`` breaking ``schema``."""
     causes: list[dict[str, str]] = []
@@ -58,9 +73,10 @@ def _check(schema: dict[str, Any], value: Any, path: str,
     kind = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
         if not isinstance(value, (int, str)) or isinstance(value, bool):
+            shown = f'"{_json_type(value)}"'
             _cause(causes, "FieldValueTypeInvalid", path,
-                   f"Invalid value: {_show(value)}: {path} in body must be of type "
-                   "integer-or-string")
+                   f"Invalid value: {shown}: {path} in body must be of type integer,string: "
+                   f"{shown}")
         return
     if kind:
         allowed = _TYPES.get(kind, ())
@@ -69,9 +85,9 @@ def _check(schema: dict[str, Any], value: Any, path: str,
         if kind == "integer" and isinstance(value, float) and value.is_integer():
             wrong = False
         if wrong:
+            shown = f'"{_json_type(value)}"'
             _cause(causes, "FieldValueTypeInvalid", path,
-                   f"Invalid value: {_show(value)}: {path} in body must be of type {kind}: "
-                   f"{_show(value)}")
+                   f"Invalid value: {shown}: {path} in body must be of type {kind}: {shown}")
             return
     if "enum" in schema and value not in schema["enum"]:
         _cause(causes, "FieldValueNotSupported", path,

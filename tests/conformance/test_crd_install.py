@@ -139,32 +139,47 @@ class Checked(CustomResource):
     spec: CheckedSpec
 
 
-#: (spec sent, the causes both servers answer: (reason, field)); () means accepted.
-TABLE: list[tuple[dict[str, Any] | None, set[tuple[str, str]]]] = [
-    ({"name": "ok"}, set()),
-    ({"name": "ok", "count": 95, "mode": "safe", "tags": ["a"], "port": "http"}, set()),
-    (None, {("FieldValueRequired", "spec")}),
-    ({}, {("FieldValueRequired", "spec.name")}),
-    ({"name": "UPPER"}, {("FieldValueInvalid", "spec.name")}),
-    ({"name": "toolongname"}, {("FieldValueTooLong", "spec.name")}),
-    ({"name": 3}, {("FieldValueTypeInvalid", "spec.name")}),
-    ({"name": "ok", "count": 7}, {("FieldValueInvalid", "spec.count")}),
-    ({"name": "ok", "count": 100}, {("FieldValueInvalid", "spec.count")}),
-    ({"name": "ok", "count": 0}, {("FieldValueInvalid", "spec.count")}),
-    ({"name": "ok", "mode": "slow"}, {("FieldValueNotSupported", "spec.mode")}),
-    ({"name": "ok", "tags": ["a", "b", "c", "d"]}, {("FieldValueTooMany", "spec.tags")}),
-    ({"name": "ok", "labels": {"a": 1}}, {("FieldValueTypeInvalid", "spec.labels.a")}),
-    ({"name": "ok", "port": True}, {("FieldValueTypeInvalid", "spec.port")}),
+#: (spec sent, the causes both servers answer as (reason, field), and the message after
+#: "is invalid: "); no causes means accepted.
+TABLE: list[tuple[dict[str, Any] | None, set[tuple[str, str]], str]] = [
+    ({"name": "ok"}, set(), ""),
+    ({"name": "ok", "count": 95, "mode": "safe", "tags": ["a"], "port": "http"}, set(), ""),
+    (None, {("FieldValueRequired", "spec")}, "spec: Required value"),
+    ({}, {("FieldValueRequired", "spec.name")}, "spec.name: Required value"),
+    ({"name": "UPPER"}, {("FieldValueInvalid", "spec.name")},
+     "spec.name: Invalid value: \"UPPER\": spec.name in body should match '^[a-z]+$'"),
+    ({"name": "toolongname"}, {("FieldValueTooLong", "spec.name")},
+     "spec.name: Too long: may not be more than 8 bytes"),
+    ({"name": 3}, {("FieldValueTypeInvalid", "spec.name")},
+     'spec.name: Invalid value: "integer": spec.name in body must be of type string: '
+     '"integer"'),
+    ({"name": "ok", "count": 7}, {("FieldValueInvalid", "spec.count")},
+     "spec.count: Invalid value: 7: spec.count in body should be a multiple of 5"),
+    ({"name": "ok", "count": 100}, {("FieldValueInvalid", "spec.count")},
+     "spec.count: Invalid value: 100: spec.count in body should be less than 100"),
+    ({"name": "ok", "count": 0}, {("FieldValueInvalid", "spec.count")},
+     "spec.count: Invalid value: 0: spec.count in body should be greater than 0"),
+    ({"name": "ok", "mode": "slow"}, {("FieldValueNotSupported", "spec.mode")},
+     'spec.mode: Unsupported value: "slow": supported values: "fast", "safe"'),
+    ({"name": "ok", "tags": ["a", "b", "c", "d"]}, {("FieldValueTooMany", "spec.tags")},
+     "spec.tags: Too many: 4: must have at most 3 items"),
+    ({"name": "ok", "labels": {"a": 1}}, {("FieldValueTypeInvalid", "spec.labels.a")},
+     'spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type '
+     'string: "integer"'),
+    ({"name": "ok", "port": True}, {("FieldValueTypeInvalid", "spec.port")},
+     'spec.port: Invalid value: "boolean": spec.port in body must be of type '
+     'integer,string: "boolean"'),
 ]
 
 
 def test_both_servers_refuse_what_breaks_the_schema_alike(api: Any, ns: str) -> None:
     """Issue 61: a table of valid and invalid objects; both servers accept the same
-    ones and refuse the others with 422 Invalid and the same causes (reason, field)."""
+    ones and refuse the others with 422 Invalid, the same causes (reason, field) and the
+    same message."""
     info = resource_info(Checked)
     install_crd(api, Checked, timeout=60)
     custom = CustomObjectsApi(api)
-    answers: list[tuple[int, set[tuple[str, str]]]] = []
+    answers: list[tuple[int, set[tuple[str, str]], str]] = []
 
     def send(i: int, spec: dict[str, Any] | None) -> bool:
         body: dict[str, Any] = {"apiVersion": info.api_version, "kind": info.kind,
@@ -174,15 +189,17 @@ def test_both_servers_refuse_what_breaks_the_schema_alike(api: Any, ns: str) -> 
         try:
             custom.create_namespaced_custom_object(info.group, info.version, ns,
                                                    info.plural, body)
-            answers.append((201, set()))
+            answers.append((201, set(), ""))
         except ApiException as err:
             if err.status in (404, 429, 503) and not answers:
                 return False  # not served yet
             status = json.loads(err.body)
             answers.append((err.status, {(c["reason"], c["field"]) for c in
-                                         (status.get("details") or {}).get("causes") or []}))
+                                         (status.get("details") or {}).get("causes") or []},
+                            status["message"].split(" is invalid: ", 1)[-1]))
         return True
-    for i, (spec, _) in enumerate(TABLE):
+    for i, (spec, _, _) in enumerate(TABLE):
         eventually(lambda i=i, spec=spec: send(i, spec), 30, "not served")
-    expected = [(201, set()) if not causes else (422, causes) for _, causes in TABLE]
+    expected = [(201, set(), "") if not causes else (422, causes, message)
+                for _, causes, message in TABLE]
     assert answers == expected

@@ -50,14 +50,20 @@ ObjectMeta: Any = struct_type(V1ObjectMeta)
 """The struct class of ``metadata`` (struct mode's ``V1ObjectMeta``)."""
 
 
-class CustomResource(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+class CustomResource(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True,
+                     gc=False):
     """A base for custom resource classes: ``api_version``, ``kind`` and ``metadata``
     (struct mode's ``ObjectMeta``: ``foo.metadata.name``), camelCase wire names, and
     members left at their default left out when encoded. Not frozen, so that a subclass
     needs no class arguments to type-check (a type checker takes a frozen base's
     subclass for a mutable one unless it says ``frozen=True`` too); the objects an
     informer hands out are its cache's own all the same: never change them, make a
-    changed copy (``msgspec.structs.replace``), as with the cache's dicts. A subclass declares
+    changed copy (``msgspec.structs.replace``), as with the cache's dicts. Decoded as
+    struct mode's classes are: strings shared and maps compacted while decoding, and,
+    as with struct mode's classes, out of the garbage collector's sight (``gc=False``,
+    inherited). Declare the class and its parts ``frozen=True`` to have the list-watch
+    share equal immutable parts between cached objects too, as it does for struct mode's
+    frozen classes. A subclass declares
     ``spec`` (and ``status``); with it, ``factory.for_resource(Foo)`` is an informer of
     ``Foo`` objects decoded straight from the server's JSON, and ``Controller(factory,
     Foo)`` reconciles them. Fields the class does not declare are dropped when decoding

@@ -108,8 +108,9 @@ def main() -> None:
             if built.strip() != "True True True" or not any(
                     re.fullmatch(rf"client_cache/{module}\..*\.so", n) for n in wheel_names):
                 sys.exit(f"the wheel lacks the built client_cache.{module} ({built.strip()})")
-        # types reach the reconcile from the wheel too (mypy --strict on user scripts)
-        run(python, "-m", "pip", "install", "-q", "mypy")
+        # types reach the reconcile from the wheel too (mypy --strict on user scripts; the
+        # typed custom resources need the [struct] extra)
+        run(python, "-m", "pip", "install", "-q", "mypy", f"{wheel}[struct]")
         typing_dir = work / "typing"
         typing_dir.mkdir()
         check_user_scripts(str(python), typing_dir)

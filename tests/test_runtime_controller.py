@@ -689,6 +689,20 @@ def test_a_stopped_controller_is_collected(server: EmbeddedApiServer, core: Core
     assert ref() is None
 
 
+def reconcile_log(factory: SharedInformerFactory, reconcile: Any, done: threading.Event,
+                  caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """Run a controller with ``reconcile`` until ``done``; the log records about its
+    reconciles' failures, DEBUG included."""
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
+    with caplog.at_level(logging.DEBUG, logger="client_cache.runtime"):
+        running = Running(controller, reconcile)
+        try:
+            assert done.wait(10)
+        finally:
+            running.stop()
+    return [r for r in caplog.records if "reconcile of" in r.getMessage()]
+
+
 def test_a_failing_reconcile_is_logged_once_with_its_traceback_then_rate_limited(
         server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -709,14 +723,7 @@ def test_a_failing_reconcile_is_logged_once_with_its_traceback_then_rate_limited
             return Action.await_change()
         raise ValueError("boom")
 
-    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
-    with caplog.at_level(logging.DEBUG, logger="client_cache.runtime"):
-        running = Running(controller, reconcile)
-        try:
-            assert done.wait(10)
-        finally:
-            running.stop()
-    failures = [r for r in caplog.records if "reconcile of" in r.getMessage()]
+    failures = reconcile_log(factory, reconcile, done, caplog)
     errors = [r for r in failures if r.levelno == logging.ERROR]
     # attempts 1-3 fail (one ERROR, two DEBUG), 4 succeeds, 5 fails: an ERROR again
     assert [r.levelno for r in failures] == [logging.ERROR, logging.DEBUG, logging.DEBUG,
@@ -745,15 +752,8 @@ def test_a_failure_for_another_reason_is_logged_at_once(
         done.set()
         return Action.await_change()
 
-    controller: Controller[Any] = Controller(factory, CONFIGMAPS, config=no_throttle())
-    with caplog.at_level(logging.DEBUG, logger="client_cache.runtime"):
-        running = Running(controller, reconcile)
-        try:
-            assert done.wait(10)
-        finally:
-            running.stop()
-    failures = [(r.levelno, r.getMessage().rsplit(": ", 1)[-1]) for r in caplog.records
-                if "reconcile of" in r.getMessage()]
+    failures = [(r.levelno, r.getMessage().rsplit(": ", 1)[-1])
+                for r in reconcile_log(factory, reconcile, done, caplog)]
     assert failures == [(logging.ERROR, "first reason"), (logging.DEBUG, "first reason"),
                         (logging.ERROR, "second reason")]
 

@@ -237,7 +237,8 @@ def instrument_client(api_client: Any) -> None:
 
     def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         body = kwargs.get("body")
-        size = len(body) if isinstance(body, (bytes, str)) else None
+        size = (len(body) if isinstance(body, bytes) else
+                len(body.encode()) if isinstance(body, str) else None)
         return measure(str(method).upper(), str(url), lambda: send(method, url, *args, **kwargs),
                        request_bytes=size, limiter=getattr(rest, _LIMITER, None))
 

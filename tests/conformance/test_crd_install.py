@@ -24,6 +24,7 @@ from client_cache.crd import (
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
+from tests.conformance.util import run_controller
 from tests.fixtures import eventually
 
 
@@ -107,10 +108,7 @@ def test_a_controller_of_the_class_reconciles_typed_objects(api: Any, ns: str) -
 
     factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=ns))
     controller = Controller(factory, Gizmo, config=ControllerConfig(events=False))
-    stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(reconcile,), kwargs={"stop": stop},
-                              name="test-typed-controller", daemon=True)
-    runner.start()
+    stop, runner = run_controller(controller, reconcile, "test-typed-controller")
     try:
         assert written.wait(30), [(g.metadata.name, g.status) for g in seen]
         assert all(isinstance(g, Gizmo) for g in seen)

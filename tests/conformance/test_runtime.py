@@ -17,7 +17,14 @@ from client_cache.labels import everything
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, finalizer
 from client_cache.schema import GroupVersionResource
 from client_cache.watch import EventType
-from tests.conformance.util import CONFIGMAPS, Backend, configmap, create_configmaps, name_of
+from tests.conformance.util import (
+    CONFIGMAPS,
+    Backend,
+    configmap,
+    create_configmaps,
+    name_of,
+    run_controller,
+)
 from tests.fixtures import eventually, http_get
 
 FINALIZER = "example.com/cleanup"
@@ -41,10 +48,7 @@ def test_finalizer_holds_the_deletion_until_cleanup(api: Any, ns: str) -> None:
 
     controller: Controller[None] = Controller(factory, CONFIGMAPS,
                                               config=ControllerConfig(client_qps=0))
-    stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(reconcile,),
-                              kwargs={"stop": stop}, name="test-runtime", daemon=True)
-    runner.start()
+    stop, runner = run_controller(controller, reconcile, "test-runtime")
     try:
         eventually(lambda: core.read_namespaced_config_map("guarded", ns).metadata.finalizers
                    == [FINALIZER], 20, "the finalizer was not added")
@@ -119,10 +123,7 @@ def test_a_controller_started_before_its_crd_reconciles_once_it_is_served(
 
     controller: Controller[None] = Controller(factory, gvr,
                                               config=ControllerConfig(client_qps=0))
-    stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(reconcile,),
-                              kwargs={"stop": stop}, name="test-late-crd", daemon=True)
-    runner.start()
+    stop, runner = run_controller(controller, reconcile, "test-late-crd")
     try:
         with serve(factory=factory) as health:
             eventually(lambda: any("waiting for the server to serve" in r.getMessage()

@@ -290,3 +290,14 @@ def synced(factories: Iterable[Any]) -> Iterator[threading.Event]:
         stop.set()
         for factory in factories:
             factory.shutdown()
+
+
+def run_controller(controller: Any, reconcile: Any, name: str,
+                   ) -> tuple[threading.Event, threading.Thread]:
+    """``controller.run(reconcile, stop=...)`` on a named thread; returns the stop event
+    (the caller owns the informers' lifetime) and the thread."""
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(reconcile,),
+                              kwargs={"stop": stop}, name=name, daemon=True)
+    runner.start()
+    return stop, runner

@@ -26,14 +26,15 @@ from pathlib import Path
 
 PACKAGE = "client_cache"
 CACHE_SUBPACKAGES = ("informers", "workqueue")
-UPPER = ("runtime", "leaderelection", "record", "events", "health", "metrics", "aio", "crd")
+UPPER = ("runtime", "leaderelection", "record", "events", "health", "metrics", "aio", "crd",
+         "sharding")
 RANKS = {"util": 0, "codec": 1, "cache": 2, **dict.fromkeys(UPPER, 3), "testing": 4}
 
 UPPER_EDGES: dict[str, set[str]] = {
     # a controller runs under leader election, records Events and runs async reconciles
-    "runtime": {"leaderelection", "record", "aio"},
+    "runtime": {"leaderelection", "record", "aio", "sharding"},
     # the Prometheus exporters of the runtime's and the elector's metrics providers
-    "metrics": {"runtime", "leaderelection"},
+    "metrics": {"runtime", "leaderelection", "sharding"},
     # the events.k8s.io recorder shares client-go record's broadcaster
     "events": {"record"},
 }

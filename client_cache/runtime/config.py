@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from client_cache.leaderelection import LeaderElectionConfig
+from client_cache.sharding import ShardingConfig
 
 __all__ = ["ControllerConfig"]
 
@@ -32,7 +33,10 @@ class ControllerConfig:
     controller in thread names, logs and metrics (default: the primary resource);
     ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
     reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
-    this replica leads (see :mod:`client_cache.runtime.leading`); ``loop``: where an
+    this replica leads (see :mod:`client_cache.runtime.leading`); ``sharding``: every
+    replica reconciles its share of the keys, handed over between replicas as they come
+    and go (see :mod:`client_cache.runtime.sharded`; not with ``leader_election``, which
+    keeps one replica acting); ``loop``: where an
     ``async def`` reconcile or error policy runs (default: a loop the controller starts
     on a thread of its own and ends with the run)."""
 
@@ -44,6 +48,7 @@ class ControllerConfig:
     name: str = ""
     events: bool = True
     leader_election: LeaderElectionConfig | None = None
+    sharding: ShardingConfig | None = None
     loop: asyncio.AbstractEventLoop | None = None
 
     def __post_init__(self) -> None:
@@ -51,3 +56,6 @@ class ControllerConfig:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
         if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0:
             raise ValueError("debounce, shutdown_timeout and client_qps must not be negative")
+        if self.leader_election is not None and self.sharding is not None:
+            raise ValueError("leader_election and sharding exclude each other: one replica "
+                             "acting, or each acting on its share")

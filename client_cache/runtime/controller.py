@@ -75,6 +75,9 @@ What it does, as kube-rs:
   every replica keeps its caches warm, only the leader reconciles; a replica that stops
   leading stops starting reconciles at once and its run ends
   (``RunSummary.lost_leadership``), as controller-runtime's manager exits.
+  ``ControllerConfig(sharding=ShardingConfig(...))``: every replica caches every object
+  and reconciles its share of the keys (:mod:`client_cache.runtime.sharded`); ``ctx.shard``
+  names the replica's shard.
 """
 
 from __future__ import annotations
@@ -118,7 +121,9 @@ from client_cache.runtime.reconcile import (
     is_panic,
 )
 from client_cache.runtime.scheduler import Scheduler
+from client_cache.runtime.sharded import ShardGate
 from client_cache.schema import GroupVersionResource
+from client_cache.sharding import ShardMember
 from client_cache.shared_informer import (
     ResourceEventHandlerRegistration,
     SharedIndexInformer,
@@ -222,6 +227,7 @@ class Controller(Generic[K]):
         self._failing: dict[ObjectRef, _Episode] = {}
         self._running: set[ObjectRef] = set()
         self._scheduler: Scheduler | None = None
+        self._shard: ShardGate | None = None
         self._watch(self._informer, ResourceEventHandlerFuncs(
             add_func=self._primary_applied,
             update_func=lambda old, new: self._primary_applied(new)))
@@ -398,6 +404,14 @@ class Controller(Generic[K]):
             out.setdefault(health.resource, health)
         return out
 
+    @property
+    def shard_member(self) -> ShardMember | None:
+        """The ring membership of the current (or last) run of a sharded controller
+        (:class:`~client_cache.sharding.ShardMember`: its members, health ``check``),
+        None before ``run`` or without ``ControllerConfig.sharding``."""
+        shard = self._shard
+        return None if shard is None else shard.member
+
     def summary(self) -> RunSummary:
         """A copy of the counts of the current (or last) run so far."""
         with self._lock:
@@ -421,6 +435,10 @@ class Controller(Generic[K]):
         scheduler = self._scheduler
         if scheduler is not None:
             scheduler.schedule(ref, reason)
+
+    def _primary_refs(self) -> list[ObjectRef]:
+        return [object_ref(obj, self.kind, self.api_version)
+                for obj in self._informer.get_indexer().list()]
 
     def _trigger_all(self) -> None:
         for obj in self._informer.get_indexer().list():
@@ -493,6 +511,10 @@ class Controller(Generic[K]):
         self._summary = RunSummary()
         gate = None if config.leader_election is None else LeadershipGate(
             config.leader_election, self.name, self._stopping.set)
+        shard = None if config.sharding is None else ShardGate(
+            config.sharding, self.name, self._factory.api_client, self._primary_refs,
+            lambda ref: self._trigger(ref, ReconcileReason.custom("shard handed over")))
+        self._shard = shard
         broadcaster = recorder = None
         if config.events:
             broadcaster = EventBroadcaster()
@@ -529,6 +551,8 @@ class Controller(Generic[K]):
             self._factory.start(informer_stop)
             if gate is not None:
                 gate.start()
+            if shard is not None:
+                shard.start()
             for i, (source, bulk) in enumerate(self._sources):
                 if isinstance(source, queue.Queue):
                     hooks.append(on_stop(self._stopping, _waker(source)))
@@ -539,7 +563,7 @@ class Controller(Generic[K]):
                 _log.info("controller %s: caches synced%s; starting %d workers", self.name,
                           "" if gate is None else " and leading", config.concurrency)
                 workers = [self._thread(self._work, f"worker-{i}", sync_reconcile,
-                                        sync_policy, data, recorder, metrics, gate)
+                                        sync_policy, data, recorder, metrics, gate, shard)
                            for i in range(config.concurrency)]
             if waker is not None:
                 waker.wait(self._stopping)
@@ -562,6 +586,8 @@ class Controller(Generic[K]):
             if gate is not None:
                 gate.stop()
                 self._summary.lost_leadership = gate.lost
+            if shard is not None:  # the workers are joined: leave, handing the keys over
+                shard.stop(max(1.0, deadline - time.monotonic()))
             if broadcaster is not None:
                 # queued Events are written within what is left of the shutdown timeout
                 # (at least a second), not dropped after one
@@ -616,9 +642,10 @@ class Controller(Generic[K]):
     def _work(self, reconcile: Callable[[Any, Context[Any]], Action],
               error_policy: Callable[[Any, BaseException, Context[Any]], Action] | None,
               data: Any, recorder: EventRecorder | None, metrics: ControllerMetrics,
-              gate: LeadershipGate | None) -> None:
+              gate: LeadershipGate | None, shard: ShardGate | None) -> None:
         scheduler = self._scheduler
         assert scheduler is not None
+        identity = "" if shard is None else shard.identity
         while True:
             request = scheduler.get()
             if request is None:
@@ -629,10 +656,18 @@ class Controller(Generic[K]):
                     return
                 if gate is not None and not gate.holds_lease():  # lost, maybe by a pause
                     return
+                if shard is not None and not shard.begin(ref):  # another replica's key
+                    scheduler.forget(ref)
+                    continue
                 with self._lock:
                     self._running.add(ref)
-                self._reconcile_one(scheduler, request, reconcile, error_policy,
-                                    Context(data, request, self._stopping, recorder), metrics)
+                try:
+                    self._reconcile_one(scheduler, request, reconcile, error_policy,
+                                        Context(data, request, self._stopping, recorder,
+                                                identity), metrics)
+                finally:
+                    if shard is not None:
+                        shard.end(ref)
             finally:
                 with self._lock:
                     self._running.discard(ref)

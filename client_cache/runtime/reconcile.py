@@ -153,12 +153,15 @@ class Context(Generic[D]):
     request), the request being served and its reason, ``stopping``, an event set when
     graceful shutdown begins or leadership is lost (a long reconcile may check it), and
     ``recorder``, an :class:`~client_cache.record.EventRecorder` reporting as the
-    controller (None when the controller was built without events)."""
+    controller (None when the controller was built without events), and ``shard``, the
+    identity of the shard (this replica's member of the ring) running the reconcile when
+    the controller is sharded (``ControllerConfig.sharding``), else ``""``."""
 
     data: D
     request: ReconcileRequest
     stopping: threading.Event
     recorder: Any = None
+    shard: str = ""
 
     @property
     def reason(self) -> ReconcileReason:

@@ -378,11 +378,21 @@ class ApiStore:
             after_update(current, merged, manager)
             return copy.deepcopy(self._replace_locked(rtype, key, current, merged))
 
-    def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+    def delete(self, rtype: ResourceType, namespace: str, name: str,
+               preconditions: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """DELETE. An object with finalizers is only marked (``deletionTimestamp``, a
-        MODIFIED event) and goes when its last finalizer is removed, as on a real server."""
+        MODIFIED event) and goes when its last finalizer is removed, as on a real server.
+        ``preconditions`` (DeleteOptions' ``uid``/``resourceVersion``) that the object does
+        not meet make it a 409 Conflict, as the real server answers."""
         with self._lock:
             key, current = self._existing_locked(rtype, namespace, name)
+            md = current["metadata"]
+            for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+                wanted = (preconditions or {}).get(field)
+                if wanted and wanted != md.get(field):
+                    raise new_conflict(rtype.group, rtype.plural, name,
+                                       f"Precondition failed: {label} in precondition: "
+                                       f"{wanted}, {label} in object meta: {md.get(field)}")
             if current["metadata"].get("finalizers"):
                 if current["metadata"].get("deletionTimestamp"):
                     return copy.deepcopy(current)

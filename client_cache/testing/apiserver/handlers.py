@@ -320,8 +320,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send_obj(200, store.patch(rtype, namespace, name, self._body(),
                                             self._manager(query)))
         elif method == "DELETE":
-            self._body()
-            self._send_obj(200, store.delete(rtype, namespace, name))
+            options = self._body()
+            preconditions = options.get("preconditions") if isinstance(options, dict) else None
+            self._send_obj(200, store.delete(rtype, namespace, name,
+                                             preconditions if isinstance(preconditions, dict)
+                                             else None))
         else:
             raise ApiStatusError(405, "MethodNotAllowed", "method not allowed")
 

@@ -1,0 +1,489 @@
+"""One replica's membership in a ring, and which keys it may reconcile now.
+
+A :class:`ShardMember` holds a Lease of its own (``<namespace>/<identity>``, labelled with
+the ring) and watches the ring's other Leases with an informer filtered by that label.
+What it does, in order:
+
+* **Liveness.** Another member is live while its Lease is there, has a holder, and has
+  changed (a new resourceVersion) less than its ``leaseDurationSeconds`` ago *by this
+  process's monotonic clock*, as the leader elector judges a leader: clocks of different
+  machines are never compared. A Lease first seen counts as just changed. A Lease seen
+  expired is deleted, with its resourceVersion as precondition so a renewal that raced
+  the deletion wins.
+* **Views.** The *target* view is this member plus the live others. The *published* view
+  is the one written in this member's Lease (:data:`VIEW_ANNOTATION`): the keys the ring
+  over it gives this member are the keys it *claims*. When the target changes, the keys
+  this member would lose stop being started at once; as soon as none of them is being
+  reconciled (in flight, :meth:`ShardMember.begin` to :meth:`ShardMember.end`), the
+  target is written as the new published view.
+* **Clearance.** A key may be started (:meth:`ShardMember.begin`) when the published and
+  the target ring both give it to this member, no live other member claims it in its
+  own published view, this member still holds its Lease (its last successful write was
+  sent less than ``renew_deadline`` ago, by the monotonic clock read then), and the
+  informer has delivered this member's write of its current view (or its first write
+  after a lapse). That last condition is what makes claims exclusive: of two members
+  claiming one key, the later write is read by its writer after the earlier one, so at
+  most one of them sees the key clear; and a member resumed from a pause or a partition
+  reads the others afresh before it starts anything.
+
+So a key moves without overlap: the old owner stops starting it, finishes what runs,
+publishes its new view; the new owner has published its claim and starts once it has
+read the old owner's release (or the old owner's Lease expired: it had fenced itself
+``lease_duration - renew_deadline`` before). A member leaving (:meth:`ShardMember.stop`)
+lets its running reconciles finish and deletes its Lease, so its keys move at once.
+
+``on_change`` is called (on the member's thread) whenever what :meth:`begin` may answer
+changes other than by time: the controller then triggers the keys it gained.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from client_cache.cache_sync import wait_for_cache_sync
+from client_cache.errors import ClientCacheError
+from client_cache.listwatch import new_filtered_list_watch_from_client
+from client_cache.rest import request_json
+from client_cache.schema import GroupVersionResource
+from client_cache.sharding.config import RING_LABEL, VIEW_ANNOTATION, ShardingConfig
+from client_cache.sharding.metrics import get_sharding_metrics_provider
+from client_cache.sharding.ring import HashRing, key_hash
+from client_cache.shared_informer import SharedIndexInformer, new_shared_informer
+from client_cache.store import DeletedFinalStateUnknown
+from client_cache.util.logs import log_visibly
+from client_cache.util.timestamps import format_micro_time
+from client_cache.util.wait import jitter
+
+__all__ = ["ShardMember", "ShardingError"]
+
+_log = logging.getLogger(__name__)
+
+LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
+
+
+class ShardingError(ClientCacheError):
+    """A failed membership health check: the member's Lease is not being renewed."""
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """Another member's Lease as last seen: its resourceVersion, when (monotonic) that
+    version was first seen, its holder, lease duration and published view."""
+
+    rv: str
+    changed_at: float
+    holder: str
+    duration: float
+    view: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _State:
+    """What :meth:`ShardMember.begin` decides on, replaced whole when it changes."""
+
+    published: HashRing
+    target: HashRing
+    claims: tuple[tuple[str, HashRing], ...]  # live others and the rings they act on
+    caught_up: bool
+
+
+def _view_of(lease: dict[str, Any]) -> frozenset[str]:
+    text = ((lease.get("metadata") or {}).get("annotations") or {}).get(VIEW_ANNOTATION, "")
+    return frozenset(part for part in str(text).split(",") if part)
+
+
+class ShardMember:
+    """See the module documentation. ``config`` must be resolved
+    (:meth:`ShardingConfig.resolved`); ``api_client`` is a ``kubernetes`` ``ApiClient``."""
+
+    def __init__(self, config: ShardingConfig, api_client: Any, *,
+                 on_change: Callable[[], None] | None = None) -> None:
+        if not config.ring or not config.identity:
+            raise ValueError("ShardMember needs a resolved ShardingConfig (ring, identity)")
+        self.config = config
+        self.identity = config.identity
+        self._api = api_client
+        self._on_change = on_change
+        self._path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._stop = threading.Event()
+        self._leaving = False
+        self._seen: dict[str, _Seen] = {}
+        self._rings: dict[frozenset[str], HashRing] = {}
+        solo = self._ring(frozenset())
+        self._state = _State(solo, solo, (), False)
+        self._target_since = 0.0
+        self._lease: dict[str, Any] | None = None  # our Lease as last written
+        self._held_until = 0.0  # monotonic: last successful write sent + renew_deadline
+        self._awaiting: set[str] = set()  # our written resourceVersions not yet seen
+        self._own_seen = ""  # the resourceVersion of our Lease the informer last delivered
+        self._deleting: set[str] = set()  # expired Leases' versions we tried to delete
+        self._inflight: Counter[str] = Counter()
+        self._dirty = False  # something the loop must look at arrived since it last did
+        self._started = False
+        self._metrics = get_sharding_metrics_provider()
+        lw = new_filtered_list_watch_from_client(
+            api_client, LEASES, config.namespace,
+            lambda options: setattr(options, "label_selector", f"{RING_LABEL}={config.ring}"))
+        self._informer: SharedIndexInformer[Any] = new_shared_informer(lw, None, 0)
+        self._registration = self._informer.add_event_handler(_Handler(self))
+        self._informer_stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def __repr__(self) -> str:
+        return (f"<ShardMember {self.identity!r} of ring {self.config.ring!r} in "
+                f"{self.config.namespace}>")
+
+    # -- what a worker asks -------------------------------------------------------------------
+    def begin(self, key: str) -> bool:
+        """Whether this member may start reconciling ``key`` now (see the module
+        documentation); when True, the key counts as in flight until :meth:`end`."""
+        h = key_hash(key)
+        with self._lock:
+            if not self._may_start_locked(h, time.monotonic()):
+                return False
+            self._inflight[key] += 1
+            return True
+
+    def end(self, key: str) -> None:
+        """The reconcile of ``key`` that :meth:`begin` allowed has finished."""
+        with self._lock:
+            self._inflight[key] -= 1
+            if self._inflight[key] <= 0:
+                del self._inflight[key]
+                self._dirty = True
+                self._wake.notify_all()
+
+    def wants(self, key: str) -> bool:
+        """Whether ``key`` is this member's in its target view: it is, or will be once
+        handed over, this member's to reconcile."""
+        with self._lock:
+            return self._state.target.owner(key) == self.identity
+
+    def owns(self, key: str) -> bool:
+        """Whether :meth:`begin` would allow ``key`` now (nothing is registered)."""
+        with self._lock:
+            return self._may_start_locked(key_hash(key), time.monotonic())
+
+    def _may_start_locked(self, h: int, now: float) -> bool:
+        if self._leaving or now >= self._held_until:
+            if self._state.caught_up and not self._leaving:
+                # a lapse (a pause, a partition): read the others afresh after the next
+                # successful write before starting anything again
+                self._state = _State(self._state.published, self._state.target,
+                                     self._state.claims, False)
+                self._awaiting.clear()
+            return False
+        state = self._state
+        if not state.caught_up:
+            return False
+        me = self.identity
+        if state.published.owner_of_hash(h) != me or state.target.owner_of_hash(h) != me:
+            return False
+        return all(ring.owner_of_hash(h) != member for member, ring in state.claims)
+
+    def holds_lease(self) -> bool:
+        """Whether this member's last successful renewal was sent less than
+        ``renew_deadline`` ago (the monotonic clock read now)."""
+        with self._lock:
+            return time.monotonic() < self._held_until
+
+    def members(self) -> list[str]:
+        """The members of the target view: this one and the live others, sorted."""
+        with self._lock:
+            return sorted(self._state.target.members)
+
+    def published(self) -> list[str]:
+        """The members of the view this member acts on (written in its Lease), sorted."""
+        with self._lock:
+            return sorted(self._state.published.members)
+
+    def check(self, max_tolerable_expired_lease: float = 20.0) -> None:
+        """Raise :class:`ShardingError` when this member has not renewed its Lease for
+        ``lease_duration + max_tolerable_expired_lease`` seconds: stuck, so the others
+        have taken its keys (a health check, as the elector's ``check``)."""
+        with self._lock:
+            if not self._started or self._stop.is_set():
+                return
+            since = time.monotonic() - (self._held_until - self.config.renew_deadline)
+        if since > self.config.lease_duration + max_tolerable_expired_lease:
+            raise ShardingError(f"shard {self.identity}: membership lease "
+                                f"{self.config.namespace}/{self.identity} not renewed for "
+                                f"{since:.0f} s")
+
+    # -- life --------------------------------------------------------------------------------
+    def start(self) -> ShardMember:
+        """Start the Lease informer and the membership thread."""
+        with self._lock:
+            if self._started:
+                return self
+            self._started = True
+        for target, role in ((self._informer.run, "leases"), (self._run, "membership")):
+            args = (self._informer_stop,) if role == "leases" else ()
+            thread = threading.Thread(target=target, args=args, daemon=True,
+                                      name=f"shard-{self.identity}-{role}")
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Leave the ring: no key is started any more, the running ones get up to
+        ``timeout`` seconds to end, then the Lease is deleted (the others take the keys
+        as soon as they see it go) and the threads end."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._leaving = True
+            while self._inflight and time.monotonic() < deadline:
+                self._wake.wait(max(0.0, deadline - time.monotonic()))
+            still = sorted(self._inflight)
+        if still:
+            _log.warning("shard %s: leaving with %d reconciles still running", self.identity,
+                         len(still))
+        self._stop.set()
+        with self._lock:
+            self._wake.notify_all()
+        for thread in self._threads[1:]:
+            thread.join(max(0.5, deadline - time.monotonic()))
+        if self._lease is not None and not still:
+            self._delete(self.identity, str(self._lease["metadata"]["resourceVersion"]))
+        self._informer_stop.set()
+        for thread in self._threads[:1]:
+            thread.join(1.0)
+        self._metrics.set_members(self.config.ring, 0)
+
+    # -- the membership thread ---------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:
+            _log.exception("shard %s: membership failed; this member starts nothing more",
+                           self.identity)
+            with self._lock:
+                self._held_until = 0.0
+
+    def _loop(self) -> None:
+        if not wait_for_cache_sync(self._stop, self._registration.has_synced):
+            return
+        next_renewal = 0.0
+        while not self._stop.is_set():
+            with self._lock:
+                self._dirty = False
+            now = time.monotonic()
+            publish = self._recompute(now)
+            if publish or now >= next_renewal:
+                if self._write():
+                    next_renewal = time.monotonic() + jitter(self.config.retry_period, 0.1)
+                else:  # retry sooner than a renewal, within the deadline
+                    next_renewal = time.monotonic() + self.config.retry_period / 2
+                self._recompute(time.monotonic())
+            with self._lock:
+                if self._stop.is_set():
+                    break
+                wait = next_renewal - time.monotonic()
+                for seen in self._seen.values():
+                    expiry = seen.changed_at + seen.duration - time.monotonic()
+                    if expiry > 0:
+                        wait = min(wait, expiry + 0.001)
+                if wait > 0 and not self._dirty and not self._publish_due_locked():
+                    self._wake.wait(wait)
+
+    def _publish_due_locked(self) -> bool:
+        """The target differs from the published view and nothing it takes away runs."""
+        state = self._state
+        if state.target == state.published:
+            return False
+        me = self.identity
+        return all(state.target.owner(key) == me for key in self._inflight)
+
+    def _recompute(self, now: float) -> bool:
+        """Refresh liveness and the target; True when the target should be published."""
+        expired: list[tuple[str, str]] = []
+        changed = False
+        with self._lock:
+            live: dict[str, _Seen] = {}
+            for name, seen in self._seen.items():
+                if now < seen.changed_at + seen.duration:
+                    live[name] = seen
+                elif seen.rv not in self._deleting:
+                    expired.append((name, seen.rv))
+            state = self._state
+            target = self._ring(frozenset(live) | {self.identity})
+            claims = tuple((name, self._ring(seen.view)) for name, seen in sorted(live.items())
+                           if seen.view)
+            if target != state.target or claims != state.claims:
+                if target != state.target:
+                    self._target_since = now
+                self._state = _State(state.published, target, claims, state.caught_up)
+                changed = True
+            due = self._publish_due_locked()
+        for name, rv in expired:
+            _log.info("shard %s: member %s's lease expired; removing it", self.identity, name)
+            self._deleting.add(rv)
+            self._delete(name, rv)
+        if changed:
+            self._metrics.set_members(self.config.ring, len(target.members))
+            self._changed()
+        return due
+
+    def _ring(self, members: frozenset[str]) -> HashRing:
+        ring = self._rings.get(members)
+        if ring is None:
+            if len(self._rings) > 64:
+                self._rings.clear()
+            ring = self._rings[members] = HashRing(members, self.config.virtual_nodes)
+        return ring
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            try:
+                self._on_change()
+            except Exception:
+                _log.exception("shard %s: the change callback failed", self.identity)
+
+    def _write(self) -> bool:
+        """Renew our Lease, publishing the target when nothing it takes away runs;
+        create it when it is missing. True on success."""
+        with self._lock:
+            publishing = self._publish_due_locked()
+            view = self._state.target if publishing else self._state.published
+            lease = self._lease
+        wall = format_micro_time(datetime.now(timezone.utc))
+        spec = {"holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.config.lease_duration),
+                "renewTime": wall}
+        md: dict[str, Any] = {"name": self.identity, "namespace": self.config.namespace,
+                              "labels": {RING_LABEL: self.config.ring},
+                              "annotations": {VIEW_ANNOTATION: ",".join(sorted(view.members))}}
+        if lease is None:
+            method, path, spec["acquireTime"] = "POST", self._path, wall
+        else:
+            md["resourceVersion"] = lease["metadata"]["resourceVersion"]
+            spec["acquireTime"] = (lease.get("spec") or {}).get("acquireTime", wall)
+            method, path = "PUT", f"{self._path}/{self.identity}"
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": md,
+                "spec": spec}
+        sent = time.monotonic()
+        left = self._held_until - sent
+        timeout = left if left > 0.05 else self.config.renew_deadline
+        try:
+            status, answer = request_json(self._api, method, path, body,
+                                          timeout=min(timeout, self.config.renew_deadline))
+        except ClientCacheError as err:
+            _log.debug("shard %s: renewing failed: %s", self.identity, err)
+            return False
+        if status in (404, 409) or (status == 200 and not isinstance(answer, dict)):
+            self._lease = self._read_own()  # re-read (409) or create next time (404)
+            return False
+        if not 200 <= status < 300 or not isinstance(answer, dict):
+            _log.warning("shard %s: renewing lease %s/%s: HTTP %d", self.identity,
+                         self.config.namespace, self.identity, status)
+            return False
+        rv = str(answer["metadata"]["resourceVersion"])
+        caught_up = False
+        with self._lock:
+            lapsed = sent >= self._held_until
+            self._lease = answer
+            self._held_until = sent + self.config.renew_deadline
+            state = self._state
+            if publishing or lapsed:  # read the others afresh from this write on
+                self._awaiting = {rv}
+                state = self._state = _State(view, state.target, state.claims, False)
+            elif not state.caught_up:
+                self._awaiting.add(rv)
+            if not state.caught_up and self._own_seen == rv:  # its event came first
+                self._awaiting.clear()
+                self._state = _State(state.published, state.target, state.claims, True)
+                caught_up = True
+        if publishing:
+            drained = time.monotonic() - self._target_since
+            self._metrics.observe_drain(self.config.ring, drained)
+            _log.info("shard %s: acting on %d members now (%s)", self.identity,
+                      len(view.members), ",".join(sorted(view.members)))
+        if publishing or caught_up:
+            self._changed()
+        return True
+
+    def _read_own(self) -> dict[str, Any] | None:
+        try:
+            status, answer = request_json(self._api, "GET", f"{self._path}/{self.identity}",
+                                          timeout=self.config.renew_deadline)
+        except ClientCacheError:
+            return self._lease
+        return answer if status == 200 and isinstance(answer, dict) else None
+
+    def _delete(self, name: str, rv: str) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"resourceVersion": rv}}
+        try:
+            status, _ = request_json(self._api, "DELETE", f"{self._path}/{name}", body,
+                                     timeout=self.config.renew_deadline)
+        except ClientCacheError as err:
+            _log.debug("shard %s: deleting lease %s failed: %s", self.identity, name, err)
+            return
+        if status not in (200, 404, 409):
+            log_visibly(_log, logging.WARNING, "shard %s: deleting lease %s/%s: HTTP %d",
+                        self.identity, self.config.namespace, name, status)
+
+    # -- what the informer says ------------------------------------------------------------
+    def _saw(self, lease: Any, gone: bool) -> None:
+        if isinstance(lease, DeletedFinalStateUnknown):
+            lease, gone = lease.obj, True
+        if not isinstance(lease, dict):
+            return
+        md = lease.get("metadata") or {}
+        name, rv = str(md.get("name", "")), str(md.get("resourceVersion", ""))
+        spec = lease.get("spec") or {}
+        changed = False
+        with self._lock:
+            if name == self.identity:
+                self._own_seen = "" if gone else rv
+                if gone:
+                    self._lease = None  # deleted under us (judged expired): recreate it
+                elif rv in self._awaiting:
+                    self._awaiting.clear()
+                    state = self._state
+                    self._state = _State(state.published, state.target, state.claims, True)
+                    self._dirty = True
+                    self._wake.notify_all()
+                    changed = True
+                else:
+                    return
+            else:
+                old = self._seen.get(name)
+                if gone or not spec.get("holderIdentity") or md.get("deletionTimestamp"):
+                    self._seen.pop(name, None)
+                elif old is None or old.rv != rv:
+                    self._seen[name] = _Seen(rv, time.monotonic(), str(spec["holderIdentity"]),
+                                             float(spec.get("leaseDurationSeconds") or 0),
+                                             _view_of(lease))
+                else:
+                    return
+                self._dirty = True
+                self._wake.notify_all()
+        if changed:
+            self._changed()
+
+
+class _Handler:
+    """The Lease informer's event handler: every add, update and delete goes to the
+    member."""
+
+    def __init__(self, member: ShardMember) -> None:
+        self._member = member
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._member._saw(obj, False)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._member._saw(new, False)
+
+    def on_delete(self, obj: Any) -> None:
+        self._member._saw(obj, True)

@@ -1,0 +1,211 @@
+"""N worker processes of one controller on this machine, supervised.
+
+Python reconciles on one core at a time; a sharded controller (``ControllerConfig(
+sharding=...)``) runs as several processes, each a member of the ring. On a cluster they
+are pods; on one machine, :class:`WorkerGroup` starts them and keeps them running:
+
+::
+
+    def worker(index: int) -> None:          # a module-level function: it is pickled
+        config = ControllerConfig(sharding=ShardingConfig(
+            identity=ShardingConfig.identity_for("foos", index), ring="foos"))
+        Controller(factory_for_this_process(), foos).with_config(config) \\
+            .shutdown_on_signal().run(reconcile)
+
+    run_workers(worker, 2)                   # until SIGINT/SIGTERM
+
+Each worker is a fresh interpreter (``multiprocessing``'s *spawn* start method: nothing of
+the parent's threads or connections is inherited) running ``target(index)``. A worker that
+exits while the group runs is started again with the same index, after a delay doubling
+from 1 s to 30 s (reset once it has run for a minute); its identity is then the same
+(:meth:`ShardingConfig.identity_for`), and since the supervisor saw the old process end,
+nothing of it still reconciles. Stopping the group sends SIGTERM to every worker (the
+runtime's ``shutdown_on_signal`` turns that into a graceful shutdown that hands the
+worker's keys over), waits up to ``grace`` seconds, then kills what is left.
+The supervisor waits on the processes' sentinels and on its stop event; it never polls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from client_cache.util.signals import SignalWaker
+
+__all__ = ["WorkerGroup", "run_workers"]
+
+_log = logging.getLogger(__name__)
+
+RESTART_DELAY = (1.0, 30.0)
+"""The first and the longest delay before a worker that exited is started again."""
+STEADY_AFTER = 60.0
+"""A worker that ran this long (seconds) before it exited is restarted after the first
+delay again."""
+
+
+@dataclass
+class _Slot:
+    index: int
+    process: Any = None  # multiprocessing's SpawnProcess
+    started: float = 0.0
+    delay: float = RESTART_DELAY[0]
+    due: float = 0.0  # monotonic time of the next start, when not running
+    restarts: int = 0
+
+
+class WorkerGroup:
+    """``replicas`` processes each running ``target(index, *args)``; see the module
+    documentation. :meth:`start`, :meth:`stop`; :attr:`restarts` counts restarts per
+    index; :meth:`pids` the running processes."""
+
+    def __init__(self, target: Callable[..., None], replicas: int, *,
+                 args: tuple[Any, ...] = (), restart: bool = True, grace: float = 30.0,
+                 name: str = "workers") -> None:
+        if replicas < 1:
+            raise ValueError(f"replicas must be at least 1, not {replicas}")
+        self._target = target
+        self._args = args
+        self._restart = restart
+        self._grace = grace
+        self.name = name
+        self._ctx = multiprocessing.get_context("spawn")
+        self._slots = [_Slot(i) for i in range(replicas)]
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"<WorkerGroup {self.name} of {len(self._slots)}>"
+
+    @property
+    def restarts(self) -> dict[int, int]:
+        """How many times each worker was started again."""
+        with self._lock:
+            return {slot.index: slot.restarts for slot in self._slots}
+
+    def pids(self) -> dict[int, int]:
+        """The pid of each running worker, by index."""
+        with self._lock:
+            return {slot.index: slot.process.pid for slot in self._slots
+                    if slot.process is not None and slot.process.is_alive()}
+
+    def start(self) -> WorkerGroup:
+        """Start every worker and the supervising thread (``workers-<name>``)."""
+        with self._lock:
+            for slot in self._slots:
+                self._spawn(slot)
+        self._thread = threading.Thread(target=self._supervise, daemon=True,
+                                        name=f"workers-{self.name}")
+        self._thread.start()
+        return self
+
+    def _spawn(self, slot: _Slot) -> None:
+        process = self._ctx.Process(target=self._target, args=(slot.index, *self._args),
+                                    name=f"{self.name}-{slot.index}", daemon=False)
+        process.start()
+        slot.process, slot.started = process, time.monotonic()
+        _log.info("workers %s: started worker %d (pid %s)", self.name, slot.index, process.pid)
+
+    def _supervise(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                sentinels = {slot.process.sentinel: slot for slot in self._slots
+                             if slot.process is not None}
+                waiting = [slot.due for slot in self._slots if slot.process is None]
+            timeout = None if not waiting else max(0.0, min(waiting) - time.monotonic())
+            ready = multiprocessing.connection.wait([*sentinels, self._wake_r], timeout)
+            if self._stop.is_set():
+                return
+            now = time.monotonic()
+            with self._lock:
+                for sentinel in ready:
+                    slot = sentinels.get(sentinel)
+                    if slot is None:
+                        continue
+                    code = slot.process.exitcode
+                    slot.process.join(0)
+                    slot.process = None
+                    if not self._restart:
+                        _log.warning("workers %s: worker %d exited (code %s)", self.name,
+                                     slot.index, code)
+                        continue
+                    if now - slot.started >= STEADY_AFTER:
+                        slot.delay = RESTART_DELAY[0]
+                    slot.due = now + slot.delay
+                    _log.warning("workers %s: worker %d exited (code %s); starting it again "
+                                 "in %.0f s", self.name, slot.index, code, slot.delay)
+                    slot.delay = min(slot.delay * 2, RESTART_DELAY[1])
+                for slot in self._slots:
+                    if slot.process is None and self._restart and slot.due <= now:
+                        slot.restarts += 1
+                        self._spawn(slot)
+
+    def stop(self, grace: float | None = None) -> dict[int, int | None]:
+        """Stop the group: SIGTERM to each worker, up to ``grace`` seconds (default: the
+        group's) for them to end, SIGKILL for the rest. Returns each worker's exit
+        code (None: none was running)."""
+        self._stop.set()
+        os.write(self._wake_w, b"x")
+        if self._thread is not None:
+            self._thread.join(1.0)
+        deadline = time.monotonic() + (self._grace if grace is None else grace)
+        with self._lock:
+            running = [slot for slot in self._slots if slot.process is not None]
+        for slot in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(slot.process.pid, signal.SIGTERM)
+        codes: dict[int, int | None] = {slot.index: None for slot in self._slots}
+        for slot in running:
+            slot.process.join(max(0.0, deadline - time.monotonic()))
+            if slot.process.is_alive():
+                _log.warning("workers %s: worker %d did not stop in time; killing it",
+                             self.name, slot.index)
+                slot.process.kill()
+                slot.process.join(1.0)
+            codes[slot.index] = slot.process.exitcode
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        return codes
+
+
+def run_workers(target: Callable[..., None], replicas: int, *, args: tuple[Any, ...] = (),
+                stop: threading.Event | None = None, grace: float = 30.0,
+                name: str = "workers") -> dict[int, int | None]:
+    """Run ``replicas`` workers of ``target`` (a module-level function taking the worker's
+    index, then ``args``) until SIGINT or SIGTERM reaches this process (on the main
+    thread) or ``stop`` is set; then stop them as :meth:`WorkerGroup.stop` does and
+    return their exit codes."""
+    group = WorkerGroup(target, replicas, args=args, grace=grace, name=name)
+    done = stop if stop is not None else threading.Event()
+    previous: dict[signal.Signals, Any] = {}
+    waker: SignalWaker | None = None
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda *_: done.set())
+        waker = SignalWaker().start()
+    group.start()
+    try:
+        if waker is not None:
+            waker.wait(done)
+        else:
+            done.wait()
+    finally:
+        codes = group.stop(grace)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if waker is not None:
+            waker.close()
+    return codes
+
+

@@ -9,6 +9,7 @@ from client_cache.health.server import (
     informers_check,
     leader_election_check,
     serve,
+    sharding_check,
 )
 from client_cache.reflector_status import (
     DEFAULT_FAILING_AFTER,
@@ -32,4 +33,5 @@ __all__ = [
     "informers_check",
     "leader_election_check",
     "serve",
+    "sharding_check",
 ]

@@ -50,6 +50,7 @@ __all__ = [
     "informers_check",
     "leader_election_check",
     "serve",
+    "sharding_check",
 ]
 
 _log = logging.getLogger(__name__)
@@ -97,6 +98,19 @@ def leader_election_check(elector: Any, max_tolerable_expired_lease: float = 20.
     client-go's ``HealthzAdaptor``)."""
     def check() -> None:
         elector.check(max_tolerable_expired_lease)
+    return check
+
+
+def sharding_check(member: Any, max_tolerable_expired_lease: float = 20.0) -> Check:
+    """Liveness: a sharded replica's membership Lease is being renewed (its ``check``:
+    not renewed for ``lease_duration`` plus ``max_tolerable_expired_lease`` means the
+    others have taken its keys and it is stuck). ``member`` is a
+    :class:`~client_cache.sharding.ShardMember` or a runtime ``Controller``, whose
+    ``shard_member`` is read at each check (None before its run: healthy)."""
+    def check() -> None:
+        current = getattr(member, "shard_member", member)
+        if current is not None:
+            current.check(max_tolerable_expired_lease)
     return check
 
 

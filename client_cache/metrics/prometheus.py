@@ -47,7 +47,10 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``controller_runtime_reconcile_panics_total``,
   ``controller_runtime_reconcile_time_seconds``,
   ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``;
-* leader election: ``leader_election_master_status{name}`` (1 while leading).
+* leader election: ``leader_election_master_status{name}`` (1 while leading);
+* sharding (:mod:`client_cache.sharding`), label ``ring``: ``shard_members``,
+  ``shard_keys_owned``, ``shard_handovers_total`` and
+  ``shard_drain_duration_seconds``.
 
 The work-queue provider is set only by the first call in a process, as client-go's
 ``SetProvider``; so is the reflector's.
@@ -70,6 +73,7 @@ from prometheus_client.registry import Collector
 from client_cache import reflector_metrics
 from client_cache.leaderelection.metrics import set_leader_metrics_provider
 from client_cache.runtime.metrics import set_controller_metrics_provider
+from client_cache.sharding.metrics import set_sharding_metrics_provider
 from client_cache.util.rest_metrics import set_rest_client_metrics
 from client_cache.workqueue import metrics as workqueue_metrics
 
@@ -78,6 +82,7 @@ __all__ = [
     "ControllerProvider",
     "InformerCollector",
     "LeaderProvider",
+    "ShardingProvider",
     "RECONCILE_TIME_BUCKETS",
     "REST_DURATION_BUCKETS",
     "REST_SIZE_BUCKETS",
@@ -384,6 +389,40 @@ class LeaderProvider:
         self.status.labels(name).set(0)
 
 
+class ShardingProvider:
+    """The sharding metrics (:mod:`client_cache.sharding.metrics`), labelled by ring."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.members = Gauge("shard_members", "Members of the ring this replica counts "
+                             "live, itself included.", ["ring"], registry=registry)
+        self.owned = Gauge("shard_keys_owned", "Cached keys this replica may reconcile "
+                           "now.", ["ring"], registry=registry)
+        self.handovers = Counter("shard_handovers_total", "Keys that came to this replica "
+                                 "from another member.", ["ring"], registry=registry)
+        self.drain = Histogram("shard_drain_duration_seconds", "Time from seeing a change "
+                               "of members to acting on it: the keys given away finished "
+                               "their running reconciles and the new view was written.",
+                               ["ring"], registry=registry,
+                               buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                                        10, 30, 60))
+
+    def set_members(self, ring: str, count: int) -> None:
+        """The members counted live."""
+        self.members.labels(ring).set(count)
+
+    def set_keys_owned(self, ring: str, count: int) -> None:
+        """The keys this replica may reconcile now."""
+        self.owned.labels(ring).set(count)
+
+    def add_handovers(self, ring: str, count: int) -> None:
+        """Keys handed over to this replica."""
+        self.handovers.labels(ring).inc(count)
+
+    def observe_drain(self, ring: str, seconds: float) -> None:
+        """One change of members acted on after ``seconds``."""
+        self.drain.labels(ring).observe(seconds)
+
+
 class InformerCollector(Collector):
     """The informers of some factories (anything with ``health()``: a factory, a runtime
     Controller), read from their health at each scrape; held weakly."""
@@ -475,6 +514,7 @@ def register(registry: CollectorRegistry | None = None, *,
         set_controller_metrics_provider(ControllerProvider(registry, queues))
         set_rest_client_metrics(RestClientProvider(registry))
         set_leader_metrics_provider(LeaderProvider(registry))
+        set_sharding_metrics_provider(ShardingProvider(registry))
         collector = InformerCollector(factories)
         registry.register(collector)
         _registered[registry] = collector

@@ -1,0 +1,230 @@
+"""Members of a sharded controller in processes of their own, for tests and benchmarks.
+
+``python -m client_cache.testing.shard_worker --kubeconfig PATH --namespace NS --id ID``
+runs a runtime :class:`~client_cache.runtime.Controller` over the ConfigMaps of ``NS``
+with ``ControllerConfig(sharding=...)`` and prints one JSON line per thing that happens,
+stamped with ``time.monotonic()`` (one clock for every process on the machine, so the
+lines of several members compare): ``s`` when a reconcile of key ``k`` starts and ``f``
+when it finishes; ``members`` (``n``), ``owned`` (``n``), ``handover`` (``n``) and
+``drain`` (``sec``) as the member reports its metrics; ``exit``. ``--cpu-ms`` makes
+each reconcile spend that long in pure Python (a fixed amount of work, calibrated once at
+start), ``--concurrency`` sets the workers. SIGTERM or SIGINT stops it gracefully (its
+keys handed over), and so does the end of its standard input, so a member never
+outlives the process that started it. With ``--label-selector`` the informer lists only
+the matching ConfigMaps.
+
+:class:`ShardWorkerProcess` starts one and collects its lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from client_cache.testing.leader import Timing
+
+__all__ = ["ShardWorkerProcess", "main"]
+
+
+class ShardWorkerProcess:
+    """A member in a child process; :attr:`events` fills as it prints."""
+
+    def __init__(self, kubeconfig: str, identity: str, namespace: str, timing: Timing,
+                 ring: str = "shards", flags: tuple[str, ...] = ()) -> None:
+        self.identity = identity
+        self.events: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "client_cache.testing.shard_worker",
+             "--kubeconfig", kubeconfig, "--id", identity, "--namespace", namespace,
+             "--ring", ring, "--lease-duration", str(timing.lease_duration),
+             "--renew-deadline", str(timing.renew_deadline),
+             "--retry-period", str(timing.retry_period), *flags],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name=f"shard-worker-reader-{identity}")
+        self._reader.start()
+
+    def __repr__(self) -> str:
+        return f"<ShardWorkerProcess {self.identity} pid {self.proc.pid}>"
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                self.events.append(event)
+                self._cond.notify_all()
+        with self._cond:
+            self.events.append({"e": "eof", "t": time.monotonic()})
+            self._cond.notify_all()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The lines so far."""
+        with self._cond:
+            return list(self.events)
+
+    def wait_for(self, predicate: Any, timeout: float) -> bool:
+        """Wait until ``predicate(events)`` holds (re-checked at each new line)."""
+        with self._cond:
+            return bool(self._cond.wait_for(lambda: predicate(self.events), timeout))
+
+    def signal(self, signum: int) -> float:
+        """Send ``signum``; returns the monotonic time it was sent."""
+        at = time.monotonic()
+        self.proc.send_signal(signum)
+        return at
+
+    def kill(self) -> float:
+        """SIGKILL, waiting for the process to end; returns when it was sent."""
+        at = self.signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._reader.join(5)
+        return at
+
+    def close(self) -> None:
+        """End the member (SIGCONT in case it is stopped, SIGTERM, SIGKILL if needed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._reader.join(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+_OUT = threading.Lock()
+
+
+def _emit(kind: str, **fields: Any) -> None:
+    line = json.dumps({"e": kind, "t": time.monotonic(), **fields}) + "\n"
+    with _OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _busy(iterations: int) -> int:
+    """Pure-Python work: a loop of integer arithmetic."""
+    total = 0
+    for i in range(iterations):
+        total = (total * 31 + i) % 1_000_003
+    return total
+
+
+def calibrate(cpu_ms: float) -> int:
+    """How many iterations of the busy loop take ``cpu_ms`` on this machine, now."""
+    if cpu_ms <= 0:
+        return 0
+    n = 10_000
+    while True:
+        started = time.perf_counter()
+        _busy(n)
+        took = time.perf_counter() - started
+        if took > 0.05:
+            return max(1, int(n * cpu_ms / 1000 / took))
+        n *= 2
+
+
+class _Reporter:
+    """The sharding metrics provider of the worker: each report becomes a line."""
+
+    def set_members(self, ring: str, count: int) -> None:
+        _emit("members", n=count)
+
+    def set_keys_owned(self, ring: str, count: int) -> None:
+        _emit("owned", n=count)
+
+    def add_handovers(self, ring: str, count: int) -> None:
+        _emit("handover", n=count)
+
+    def observe_drain(self, ring: str, seconds: float) -> None:
+        _emit("drain", sec=seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one member (``python -m client_cache.testing.shard_worker``)."""
+    from kubernetes import config as kube_config  # noqa: PLC0415 - the child's imports
+
+    from client_cache.informers.factory import (  # noqa: PLC0415
+        SharedInformerFactoryOptions,
+        new_shared_informer_factory_with_options,
+    )
+    from client_cache.runtime import Action, Context, Controller, ControllerConfig  # noqa: PLC0415
+    from client_cache.schema import GroupVersionResource  # noqa: PLC0415
+    from client_cache.sharding import (  # noqa: PLC0415
+        ShardingConfig,
+        set_sharding_metrics_provider,
+    )
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--id", required=True)
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--ring", default="shards")
+    parser.add_argument("--lease-duration", type=float, default=2.0)
+    parser.add_argument("--renew-deadline", type=float, default=1.5)
+    parser.add_argument("--retry-period", type=float, default=0.5)
+    parser.add_argument("--cpu-ms", type=float, default=0.0)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--label-selector", default="")
+    args = parser.parse_args(argv)
+
+    iterations = calibrate(args.cpu_ms)
+    set_sharding_metrics_provider(_Reporter())
+    api = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=args.kubeconfig)
+    selector = args.label_selector
+
+    def tweak(options: Any) -> None:
+        options.label_selector = selector
+
+    factory = new_shared_informer_factory_with_options(api, 0, SharedInformerFactoryOptions(
+        namespace=args.namespace, tweak_list_options=tweak if selector else None))
+    config = ControllerConfig(name=args.ring, events=False, concurrency=args.concurrency,
+                              shutdown_timeout=10.0, sharding=ShardingConfig(
+                                  namespace=args.namespace, ring=args.ring, identity=args.id,
+                                  lease_duration=args.lease_duration,
+                                  renew_deadline=args.renew_deadline,
+                                  retry_period=args.retry_period))
+    controller = Controller(factory, GroupVersionResource("", "v1", "configmaps"),
+                            kind="ConfigMap", namespaced=True, config=config)
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        key = ctx.obj_ref.key()
+        _emit("s", k=key)
+        _busy(iterations)
+        _emit("f", k=key)
+        return Action.await_change()
+
+    def orphaned() -> None:  # our stdin's only writer is the parent: EOF means it is gone
+        sys.stdin.read()
+        controller.shutdown()
+
+    threading.Thread(target=orphaned, name="shard-worker-parent-watch", daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: controller.shutdown())
+    signal.signal(signal.SIGINT, lambda *_: controller.shutdown())
+    controller.run(reconcile)
+    _emit("exit")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

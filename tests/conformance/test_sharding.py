@@ -1,0 +1,244 @@
+"""A sharded controller in member processes of its own, on both servers (short timings:
+lease 2 s, renew deadline 1.5 s, retry 0.5 s): three members split 1,000 ConfigMaps, each
+reconciled by exactly one; then at least 20 membership changes (kills, new members,
+graceful stops, SIGSTOP past the lease and SIGCONT) while the test keeps changing objects:
+every key whose owner changed is reconciled by its new owner (a killed member's within the
+lease duration plus :data:`KILL_BOUND`), about 1/N of the keys move when a member joins,
+and no two members' reconciles of one key ever overlap on the machine's monotonic clock."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from client_cache.sharding import HashRing
+from client_cache.testing.leader import Timing
+from client_cache.testing.shard_worker import ShardWorkerProcess
+from tests.conformance.test_leaderelection import write_kubeconfig
+from tests.conformance.util import Backend, configmap
+
+pytestmark = pytest.mark.slow
+
+TIMING = Timing(lease_duration=2.0, renew_deadline=1.5, retry_period=0.5)
+OBJECTS = 1000
+KILL_BOUND = TIMING.retry_period * 1.1 + 2.0
+"""After a kill, its keys are reconciled elsewhere within ``lease_duration`` plus this:
+its last renewal may have been seen up to a jittered ``retry_period`` before the kill, and
+the handover (a write and its watch event) and the reconciles of a third of 1,000 keys
+take the rest."""
+CHANGES = 20
+_rings = itertools.count(1)
+
+
+class Members:
+    """The member processes of one ring, what the test did to them and when."""
+
+    def __init__(self, backend: Backend, tmp_path: Path, ns: str) -> None:
+        self.kubeconfig = write_kubeconfig(backend.kubeconfig(), tmp_path / "kubeconfig")
+        self.ns = ns
+        self.ring = f"shards-{next(_rings)}"
+        self.procs: dict[str, ShardWorkerProcess] = {}
+        self.live: set[str] = set()
+        self.ends: dict[str, float] = {}  # killed: the kill; an in-flight reconcile ends there
+        self.pauses: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        self._ids = itertools.count()
+
+    def start(self) -> str:
+        identity = f"m{next(self._ids)}"
+        self.procs[identity] = ShardWorkerProcess(self.kubeconfig, identity, self.ns, TIMING,
+                                                  ring=self.ring)
+        self.live.add(identity)
+        return identity
+
+    def lines(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(m, e) for m, p in self.procs.items() for e in p.snapshot()]
+
+    def reconciled_after(self, since: float) -> dict[str, set[str]]:
+        """key -> members that started reconciling it after ``since``."""
+        out: dict[str, set[str]] = defaultdict(set)
+        for member, event in self.lines():
+            if event["e"] == "s" and event["t"] > since:
+                out[event["k"]].add(member)
+        return out
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            proc.close()
+
+
+@pytest.fixture
+def members(backend: Backend, tmp_path: Path, ns: str) -> Iterator[Members]:
+    group = Members(backend, tmp_path, ns)
+    try:
+        yield group
+    finally:
+        group.close()
+
+
+def _keys(ns: str) -> list[str]:
+    return [f"{ns}/obj-{i:04d}" for i in range(OBJECTS)]
+
+
+def _owners(live: set[str], keys: list[str]) -> dict[str, str]:
+    ring = HashRing(live)
+    return {key: ring.owner(key) for key in keys}
+
+
+def _wait_moved(members: Members, moved: dict[str, str], since: float,
+                timeout: float) -> float:
+    """Wait until each key of ``moved`` was reconciled by its new owner after ``since``;
+    returns when that was complete (monotonic)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = members.reconciled_after(since)
+        missing = [k for k, owner in moved.items() if owner not in done.get(k, ())]
+        if not missing:
+            return max((e["t"] for _, e in members.lines()
+                        if e["e"] == "s" and e["k"] in moved and e["t"] > since),
+                       default=since)
+        assert time.monotonic() < deadline, (
+            f"{len(missing)} of {len(moved)} moved keys not reconciled by their new owner "
+            f"within {timeout} s, e.g. {missing[:3]} (live: {sorted(members.live)}); "
+            f"{_story(members, missing[0], since)}")
+        time.sleep(0.1)  # the members' lines arrive on reader threads; a sampling period
+
+
+def _story(members: Members, key: str, since: float) -> str:
+    """What the members said about ``key`` and their ring, for a failure message."""
+    lines = sorted((e["t"] - since, m, e["e"], e.get("n", "")) for m, e in members.lines()
+                   if e.get("k") == key or e["e"] in ("members", "owned", "handover"))
+    return "; ".join(f"{t:+.2f} {m} {kind} {n}" for t, m, kind, n in lines if t > -3)
+
+
+def _intervals(members: Members, until: float) -> dict[str, list[tuple[float, float, str]]]:
+    """key -> (start, end, member) of every reconcile; one still running at a kill ends
+    there, one still running at the end of the test ends at ``until``."""
+    out: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    for member, proc in members.procs.items():
+        open_: dict[str, float] = {}
+        for event in proc.snapshot():
+            if event["e"] == "s":
+                open_[event["k"]] = event["t"]
+            elif event["e"] == "f":
+                out[event["k"]].append((open_.pop(event["k"]), event["t"], member))
+        for key, started in open_.items():
+            out[key].append((started, members.ends.get(member, until), member))
+    return out
+
+
+def _overlaps(members: Members, until: float,
+              ) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
+    """Pairs of intersecting reconciles of one key by two members: those where neither
+    was frozen mid-flight (the protocol's to prevent), and those where one was (a
+    reconcile running when its process was stopped: nothing can end it)."""
+    bad, frozen = [], []
+    for key, spans in _intervals(members, until).items():
+        spans.sort()
+        for i, a in enumerate(spans):
+            for b in spans[i + 1:]:
+                if b[0] >= a[1]:
+                    break
+                if a[2] == b[2]:
+                    continue
+                paused = any(span[0] < frozen_at < span[1] for span in (a, b)
+                             for frozen_at, _ in members.pauses.get(span[2], ()))
+                (frozen if paused else bad).append((key, a, b))
+    return bad, frozen
+
+
+def test_members_split_keys_and_hand_them_over_without_overlap(
+        members: Members, api: Any, ns: str) -> None:
+    core = CoreV1Api(api)
+    rng = random.Random(62)
+    for _ in range(3):
+        members.start()
+    for proc in members.procs.values():
+        assert proc.wait_for(lambda events: any(e["e"] == "members" and e["n"] == 3
+                                                for e in events), 30), proc
+    keys = _keys(ns)
+    created = time.monotonic()
+    for i in range(OBJECTS):
+        core.create_namespaced_config_map(ns, configmap(f"obj-{i:04d}"))
+    owners = _owners(members.live, keys)
+    _wait_moved(members, owners, created, 60)
+    first = members.reconciled_after(created)
+    assert all(first[k] == {owners[k]} for k in keys), "a key reconciled by two members"
+
+    # changes under traffic: one object in ten is updated, continuously
+    stop_touching = threading.Event()
+
+    def touch() -> None:
+        n = 0
+        while not stop_touching.wait(0.05):  # the traffic's pace, not a synchronisation
+            n += 1
+            name = f"obj-{rng.randrange(OBJECTS):04d}"
+            try:
+                core.patch_namespaced_config_map(name, ns, {"data": {"n": str(n)}})
+            except Exception:
+                continue
+
+    toucher = threading.Thread(target=touch, name="test-toucher", daemon=True)
+    toucher.start()
+    changes = 0
+    kill_delays: list[float] = []
+    join_moves: list[float] = []
+    plan = itertools.cycle(["kill", "add", "pause", "stop", "add"])
+    try:
+        while changes < CHANGES:
+            action = next(plan)
+            if len(members.live) <= 2 and action != "add":
+                action = "add"
+            before = dict(owners)
+            victim = rng.choice(sorted(members.live))
+            at = time.monotonic()
+            if action == "add":
+                members.start()
+            elif action == "kill":
+                members.ends[victim] = members.procs[victim].kill()
+                members.live.discard(victim)
+            elif action == "stop":
+                members.procs[victim].signal(signal.SIGTERM)
+                members.live.discard(victim)
+            else:  # pause past the lease: its keys move away, then it comes back
+                members.procs[victim].signal(signal.SIGSTOP)
+                members.live.discard(victim)
+                owners = _owners(members.live, keys)
+                moved = {k: o for k, o in owners.items() if before[k] != o}
+                _wait_moved(members, moved, at, TIMING.lease_duration + KILL_BOUND + 5)
+                time.sleep(0.5)  # frozen a little longer than its keys took to move
+                members.procs[victim].signal(signal.SIGCONT)
+                members.pauses[victim].append((at, time.monotonic()))
+                members.live.add(victim)
+                changes += 1
+                before, at = dict(owners), time.monotonic()
+            owners = _owners(members.live, keys)
+            moved = {k: o for k, o in owners.items() if before[k] != o}
+            done = _wait_moved(members, moved, at, TIMING.lease_duration + KILL_BOUND + 10)
+            if action == "kill":
+                kill_delays.append(done - at)
+            if action == "add":
+                join_moves.append(len(moved) / OBJECTS)
+                assert abs(len(moved) / OBJECTS - 1 / len(members.live)) < 0.12, (
+                    f"{len(moved)} keys moved to the new member of {len(members.live)}")
+            changes += 1
+    finally:
+        stop_touching.set()
+        toucher.join(5)
+    until = time.monotonic()
+    bad, frozen = _overlaps(members, until)
+    assert not bad, f"{len(bad)} overlapping reconciles, e.g. {bad[:3]}"
+    assert all(d <= TIMING.lease_duration + KILL_BOUND for d in kill_delays), kill_delays
+    total = sum(len(v) for v in _intervals(members, until).values())
+    print(f"\n{changes} changes, {total} reconciles, kill handover "
+          f"{max(kill_delays):.2f} s max, join moves {join_moves}, "
+          f"{len(frozen)} reconciles frozen mid-flight overlapped")

@@ -1,0 +1,365 @@
+"""Sharding: the hash ring, the configuration, the shard key, ring membership on the
+embedded server (in-process members: claims, drains, leaves, expiry, a partition), the
+runtime's sharded controller, its metrics and health check, and the worker supervisor.
+The member processes, 1,000 objects and 20 membership changes on both servers are in
+``tests/conformance/test_sharding.py`` (``make test-slow``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from client_cache.health import sharding_check
+from client_cache.informers.factory import (
+    SharedInformerFactoryOptions,
+    new_shared_informer_factory_with_options,
+)
+from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLockConfig
+from client_cache.rest import request_json
+from client_cache.runtime import Action, Context, Controller, ControllerConfig
+from client_cache.schema import GroupVersionResource
+from client_cache.sharding import (
+    RING_LABEL,
+    HashRing,
+    ShardingConfig,
+    ShardingConfigError,
+    ShardingError,
+    ShardMember,
+    WorkerGroup,
+    set_sharding_metrics_provider,
+    shard_key,
+)
+from client_cache.sharding.metrics import NoopShardingMetricsProvider
+from client_cache.testing import EmbeddedApiServer
+from client_cache.testing.proxy import TcpProxy
+from tests.fixtures import eventually
+
+FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
+KEYS = [f"ns/obj-{i}" for i in range(300)]
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
+# -- the ring ---------------------------------------------------------------------------------
+def test_the_ring_gives_each_key_one_owner_whatever_the_order_of_members() -> None:
+    a, b = HashRing(["m0", "m1", "m2"]), HashRing(["m2", "m0", "m1"])
+    assert a == b
+    owners = Counter(a.owner(key) for key in (f"k{i}" for i in range(3000)))
+    assert set(owners) == {"m0", "m1", "m2"}
+    assert all(800 < n < 1200 for n in owners.values()), owners  # about a third each
+
+
+def test_a_joining_member_takes_about_1_over_n_and_only_from_the_others() -> None:
+    keys = [f"ns/k{i}" for i in range(4000)]
+    before, after = HashRing(["a", "b", "c"]), HashRing(["a", "b", "c", "d"])
+    moved = [k for k in keys if before.owner(k) != after.owner(k)]
+    assert all(after.owner(k) == "d" for k in moved)  # nothing moves between a, b and c
+    assert 0.18 < len(moved) / len(keys) < 0.32
+
+
+def test_a_leaving_member_only_gives_its_own_keys_away() -> None:
+    keys = [f"ns/k{i}" for i in range(2000)]
+    before, after = HashRing(["a", "b", "c"]), HashRing(["a", "c"])
+    assert all(before.owner(k) == "b" for k in keys if before.owner(k) != after.owner(k))
+
+
+def test_an_empty_ring_owns_nothing_and_bad_rings_are_refused() -> None:
+    assert HashRing([]).owner("x") == ""
+    with pytest.raises(ValueError, match="virtual_nodes"):
+        HashRing(["a"], virtual_nodes=0)
+    with pytest.raises(ValueError, match="non-empty"):
+        HashRing(["a", ""])
+
+
+# -- configuration and keys ----------------------------------------------------------------------
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"lease_duration": 10.0, "renew_deadline": 10.0}, "greater than renew_deadline"),
+    ({"lease_duration": 2.5, "renew_deadline": 2.2, "retry_period": 0.5},
+     "whole seconds"),
+    ({"renew_deadline": 2.0, "retry_period": 2.0}, "1.2"),
+    ({"virtual_nodes": 0}, "virtual_nodes"),
+    ({"identity": "Not_A_Label"}, "DNS label"),
+    ({"ring": "x" * 64}, "DNS label"),
+])
+def test_a_configuration_that_cannot_work_is_refused(fields: dict[str, Any],
+                                                      message: str) -> None:
+    with pytest.raises(ShardingConfigError, match=message):
+        ShardingConfig(**fields)
+
+
+def test_ring_and_identity_default_from_the_controller_and_the_host() -> None:
+    resolved = ShardingConfig().resolved("Foos.samplecontroller.k8s.io")
+    assert resolved.ring == "foos-samplecontroller-k8s-io"
+    assert resolved.identity.startswith(resolved.ring + "-")
+    assert ShardingConfig(resolved.ring, identity=resolved.identity)  # valid as given
+    again = ShardingConfig().resolved("Foos.samplecontroller.k8s.io")
+    assert again.identity != resolved.identity  # unique per replica
+    assert ShardingConfig.identity_for("foos", 1) == ShardingConfig.identity_for("foos", 1)
+    assert ShardingConfig.identity_for("foos", 1).endswith("-1")
+
+
+def test_sharding_and_leader_election_exclude_each_other() -> None:
+    lock = LeaseLock("default", "x", object(), ResourceLockConfig("me"))
+    with pytest.raises(ValueError, match="exclude each other"):
+        ControllerConfig(leader_election=LeaderElectionConfig(lock=lock),
+                         sharding=ShardingConfig())
+
+
+def test_an_object_shards_with_its_controller_owner() -> None:
+    owned = {"metadata": {"name": "web-1", "namespace": "ns", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Thing", "name": "other", "uid": "1"},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "2",
+         "controller": True}]}}
+    assert shard_key(owned) == "ns/web"
+    assert shard_key({"metadata": {"name": "web", "namespace": "ns"}}) == "ns/web"
+    assert shard_key({"metadata": {"name": "node-1"}}) == "node-1"
+
+
+# -- membership on the embedded server ---------------------------------------------------------
+class Ring:
+    """In-process members of one ring, stopped at the end."""
+
+    def __init__(self, server: EmbeddedApiServer) -> None:
+        self.server = server
+        self.members: list[ShardMember] = []
+
+    def add(self, identity: str, api: Any = None, **fields: Any) -> ShardMember:
+        config = ShardingConfig("default", "r", identity, **{**FAST, **fields})
+        member = ShardMember(config, api or self.server.api_client()).start()
+        self.members.append(member)
+        return member
+
+    def owners(self, members: list[ShardMember] | None = None) -> dict[str, list[str]]:
+        return {k: [m.identity for m in members or self.members if m.owns(k)] for k in KEYS}
+
+    def settled(self, members: list[ShardMember]) -> bool:
+        owners = self.owners(members)
+        assert all(len(v) <= 1 for v in owners.values()), "a key owned by two members"
+        return all(len(v) == 1 for v in owners.values())
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop(1.0)
+
+
+@pytest.fixture
+def ring(server: EmbeddedApiServer) -> Iterator[Ring]:
+    group = Ring(server)
+    try:
+        yield group
+    finally:
+        group.stop()
+
+
+def test_members_split_the_keys_and_a_leaving_one_hands_its_own_over(ring: Ring) -> None:
+    members = [ring.add(f"m{i}") for i in range(3)]
+    eventually(lambda: all(m.published() == ["m0", "m1", "m2"] for m in members)
+               and ring.settled(members), 10)
+    owners = ring.owners(members)
+    mine = {m.identity: sum(1 for v in owners.values() if v == [m.identity]) for m in members}
+    assert all(70 < n < 130 for n in mine.values()), mine
+    assert members[1].members() == ["m0", "m1", "m2"] == members[1].published()
+
+    members[0].stop()
+    eventually(lambda: ring.settled(members[1:]), 5)  # at once: its Lease is deleted
+    after = ring.owners(members[1:])
+    assert all(after[k] == owners[k] for k in KEYS if owners[k] != ["m0"])
+
+
+def test_keys_move_only_when_the_reconciles_in_flight_of_the_keys_given_away_end(
+        ring: Ring) -> None:
+    """The old owner publishes its new view once no key it gives away is in flight: until
+    then it starts none of them and the new owner starts none either."""
+    m0 = ring.add("m0")
+    eventually(lambda: all(m0.owns(k) for k in KEYS), 5)
+    pair = HashRing(["m0", "m1"])
+    key, other = [k for k in KEYS if pair.owner(k) == "m1"][:2]
+    kept = next(k for k in KEYS if pair.owner(k) == "m0")
+    assert m0.begin(key)
+    m1 = ring.add("m1")
+    eventually(lambda: m0.members() == ["m0", "m1"] and m1.wants(key), 5)
+    eventually(m1.holds_lease, 5)
+    assert not m0.owns(key) and not m0.owns(other)  # m0 starts them no more...
+    assert m0.owns(kept)  # ...while it keeps starting its own share
+    assert not m1.owns(key) and not m1.owns(other)  # m1 waits: m0 still claims them
+    assert m0.published() == ["m0"]
+    m0.end(key)
+    eventually(lambda: m1.owns(key) and m1.owns(other), 5)
+    assert m0.published() == ["m0", "m1"]
+
+
+def test_a_member_that_stopped_renewing_loses_its_keys_after_its_lease(
+        ring: Ring, server: EmbeddedApiServer) -> None:
+    """A ghost: a Lease in the ring that nobody renews (a member killed before this one
+    started). It counts for a lease duration from first sight, then it is deleted."""
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "ghost", "labels": {RING_LABEL: "r"},
+                         "annotations": {"sharding.client-cache.io/view": "ghost,m0"}},
+            "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 2}}
+    api = server.api_client()
+    assert request_json(api, "POST", LEASES, body)[0] == 201
+    started = time.monotonic()
+    m0 = ring.add("m0")
+    ghostly = [k for k in KEYS if HashRing(["ghost", "m0"]).owner(k) == "ghost"]
+    eventually(lambda: m0.owns(next(k for k in KEYS if k not in ghostly)), 5)
+    assert not any(m0.owns(k) for k in ghostly)
+    eventually(lambda: all(m0.owns(k) for k in KEYS), 5)
+    assert time.monotonic() - started >= 2.0  # not before the ghost's lease ran out
+    eventually(lambda: request_json(api, "GET", f"{LEASES}/ghost")[0] == 404, 5)
+
+
+def test_a_member_cut_off_from_the_server_stops_before_others_take_over(
+        ring: Ring, server: EmbeddedApiServer) -> None:
+    proxy = TcpProxy("127.0.0.1", server.port).start()
+    try:
+        api = server.api_client()
+        api.configuration.host = f"http://{proxy.url_host}"
+        cut = ring.add("cut", api)
+        other = ring.add("other")
+        eventually(lambda: ring.settled([cut, other]), 5)
+        key = next(k for k in KEYS if cut.owns(k))
+        proxy.blackhole()
+        eventually(lambda: not cut.holds_lease(), 3)
+        stopped = time.monotonic()
+        assert not cut.owns(key)
+        eventually(lambda: other.owns(key), 5)
+        # the other waited a lease duration from its last sight of cut's renewal,
+        # which came before cut's renew deadline began
+        assert time.monotonic() - stopped >= 2.0 - 1.5 - 0.1
+        # not renewed for its renew deadline (1.5 s) at least: past a lease of 2 s with
+        # a tolerance of -1 s
+        with pytest.raises(ShardingError, match="not renewed"):
+            cut.check(max_tolerable_expired_lease=-1.0)
+        proxy.blackhole(False)
+        eventually(lambda: cut.owns(key) and not other.owns(key), 10)
+        cut.check(max_tolerable_expired_lease=-1.0)
+    finally:
+        ring.stop()
+        proxy.stop()
+
+
+# -- the runtime ----------------------------------------------------------------------------------
+class Recorded(NoopShardingMetricsProvider):
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.members: list[int] = []
+        self.owned: list[int] = []
+        self.handovers = 0
+        self.drains: list[float] = []
+
+    def set_members(self, ring: str, count: int) -> None:
+        with self.lock:
+            self.members.append(count)
+
+    def set_keys_owned(self, ring: str, count: int) -> None:
+        with self.lock:
+            self.owned.append(count)
+
+    def add_handovers(self, ring: str, count: int) -> None:
+        with self.lock:
+            self.handovers += count
+
+    def observe_drain(self, ring: str, seconds: float) -> None:
+        with self.lock:
+            self.drains.append(seconds)
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    provider = Recorded()
+    set_sharding_metrics_provider(provider)
+    try:
+        yield provider
+    finally:
+        set_sharding_metrics_provider(NoopShardingMetricsProvider())
+
+
+def test_sharded_controllers_reconcile_each_object_once_and_take_over_on_leave(
+        server: EmbeddedApiServer, recorded: Recorded) -> None:
+    core = CoreV1Api(server.api_client())
+    for i in range(60):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"}})
+    seen: list[tuple[str, str]] = []
+    lock = threading.Condition()
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        with lock:
+            seen.append((ctx.obj_ref.key(), ctx.shard))
+            lock.notify_all()
+        return Action.await_change()
+
+    def controller(identity: str) -> Controller[Any]:
+        factory = new_shared_informer_factory_with_options(
+            server.api_client(), 0, SharedInformerFactoryOptions(namespace="default"))
+        return Controller(factory, GroupVersionResource("", "v1", "configmaps"),
+                          kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                              name="cms", events=False, sharding=ShardingConfig(
+                                  "default", "cms", identity, **FAST)))
+
+    a, b = controller("a"), controller("b")
+    check = sharding_check(a, 0.0)
+    check()  # before its run: healthy
+    with a.running(reconcile), b.running(reconcile):
+        eventually(lambda: a.shard_member is not None and len(a.shard_member.members()) == 2)
+        with lock:
+            assert lock.wait_for(lambda: len({k for k, _ in seen}) == 60, 10)
+        eventually(lambda: a.shard_member is not None and a.shard_member.published() ==
+                   ["a", "b"] and b.shard_member is not None
+                   and b.shard_member.published() == ["a", "b"], 5)
+        check()
+        with lock:
+            by_key: dict[str, set[str]] = {}
+            for key, shard in seen:
+                by_key.setdefault(key, set()).add(shard)
+            final = {k: s for k, s in by_key.items()}
+        ring = HashRing(["a", "b"])
+        # a key may have started on one member alone, before the other joined; once both
+        # acted on the ring of two, each key's latest reconcile is by its owner
+        latest = {k: s for k, s in seen}
+        assert all(latest[k] == ring.owner(k) for k in latest), final
+        with lock:
+            seen.clear()
+        b.shutdown()
+        b_keys = [k for k in latest if ring.owner(k) == "b"]
+        with lock:
+            assert lock.wait_for(lambda: {k for k, s in seen if s == "a"} >= set(b_keys), 10)
+    assert recorded.handovers >= len(b_keys)
+    assert 2 in recorded.members and recorded.drains
+    assert max(recorded.owned) == 60
+
+
+# -- the worker supervisor -----------------------------------------------------------------------
+def _worker(index: int, directory: str) -> None:
+    """A worker that says it started and waits for SIGTERM."""
+    Path(directory, f"{index}-{os.getpid()}").write_text("up")
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    done.wait()
+
+
+def test_a_worker_group_restarts_a_dead_worker_with_its_index_and_stops_all(
+        tmp_path: Path) -> None:
+    group = WorkerGroup(_worker, 2, args=(str(tmp_path),), grace=5.0, name="t").start()
+    try:
+        eventually(lambda: len(list(tmp_path.iterdir())) == 2, 30)
+        first = group.pids()
+        os.kill(first[1], signal.SIGKILL)
+        eventually(lambda: group.restarts[1] == 1 and len(list(tmp_path.iterdir())) == 3, 30)
+        assert group.pids()[0] == first[0] and group.pids()[1] != first[1]
+        assert {p.name.split("-")[0] for p in tmp_path.iterdir()} == {"0", "1"}
+    finally:
+        codes = group.stop()
+    assert codes == {0: 0, 1: 0}
+
+
+def test_a_worker_group_needs_a_replica() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        WorkerGroup(_worker, 0)

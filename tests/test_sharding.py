@@ -145,6 +145,12 @@ class Ring:
         assert all(len(v) <= 1 for v in owners.values()), "a key owned by two members"
         return all(len(v) == 1 for v in owners.values())
 
+    def wait_settled(self, members: list[ShardMember], timeout: float = 10.0) -> None:
+        """Until every member acts on the ring of them all and each key has one owner."""
+        names = sorted(m.identity for m in members)
+        eventually(lambda: all(m.published() == names for m in members)
+                   and self.settled(members), timeout)
+
     def stop(self) -> None:
         for member in self.members:
             member.stop(1.0)
@@ -161,15 +167,14 @@ def ring(server: EmbeddedApiServer) -> Iterator[Ring]:
 
 def test_members_split_the_keys_and_a_leaving_one_hands_its_own_over(ring: Ring) -> None:
     members = [ring.add(f"m{i}") for i in range(3)]
-    eventually(lambda: all(m.published() == ["m0", "m1", "m2"] for m in members)
-               and ring.settled(members), 10)
+    ring.wait_settled(members)
     owners = ring.owners(members)
     mine = {m.identity: sum(1 for v in owners.values() if v == [m.identity]) for m in members}
     assert all(70 < n < 130 for n in mine.values()), mine
     assert members[1].members() == ["m0", "m1", "m2"] == members[1].published()
 
     members[0].stop()
-    eventually(lambda: ring.settled(members[1:]), 5)  # at once: its Lease is deleted
+    ring.wait_settled(members[1:], 5)  # at once: its Lease is deleted
     after = ring.owners(members[1:])
     assert all(after[k] == owners[k] for k in KEYS if owners[k] != ["m0"])
 
@@ -224,7 +229,7 @@ def test_a_member_cut_off_from_the_server_stops_before_others_take_over(
         api.configuration.host = f"http://{proxy.url_host}"
         cut = ring.add("cut", api)
         other = ring.add("other")
-        eventually(lambda: ring.settled([cut, other]), 5)
+        ring.wait_settled([cut, other], 5)
         key = next(k for k in KEYS if cut.owns(k))
         proxy.blackhole()
         eventually(lambda: not cut.holds_lease(), 3)

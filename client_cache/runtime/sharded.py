@@ -42,6 +42,7 @@ class ShardGate:
         self._owned: set[ObjectRef] = set()
         self._skipped: set[ObjectRef] = set()  # wanted here, skipped while not yet clear
         self._first = True
+        self._epoch = 0
         self._metrics = get_sharding_metrics_provider()
         self.member = ShardMember(self.config, api_client, on_change=self._changed.set)
         self._thread = threading.Thread(target=self._react, daemon=True,
@@ -87,9 +88,15 @@ class ShardGate:
                                self._name, self.identity)
 
     def _retrigger(self) -> None:
-        owns = self.member.owns
-        owned = {ref for ref in self._refs() if owns(ref.key())}
+        member = self.member
+        if not member.ready():  # it will be, and tell: the keys are counted then
+            return
+        assigned = member.assigned
+        owned = {ref for ref in self._refs() if assigned(ref.key())}
+        epoch = member.epoch()
         with self._lock:
+            if epoch != self._epoch:  # after a lapse every key is reconciled again
+                self._epoch, self._owned = epoch, set()
             gained = owned - self._owned
             skipped = {ref for ref in self._skipped if ref in owned}
             self._skipped -= skipped

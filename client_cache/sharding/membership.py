@@ -38,6 +38,7 @@ changes other than by time: the controller then triggers the keys it gained.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -128,6 +129,7 @@ class ShardMember:
         self._deleting: set[str] = set()  # expired Leases' versions we tried to delete
         self._inflight: Counter[str] = Counter()
         self._dirty = False  # something the loop must look at arrived since it last did
+        self._epoch = 0  # counts lapses: what was decided before one is to be redone
         self._started = False
         self._metrics = get_sharding_metrics_provider()
         lw = new_filtered_list_watch_from_client(
@@ -168,6 +170,25 @@ class ShardMember:
         with self._lock:
             return self._state.target.owner(key) == self.identity
 
+    def ready(self) -> bool:
+        """Whether this member may start anything now: it holds its Lease, has read the
+        others since its last view change (or lapse), and is not leaving."""
+        with self._lock:
+            return (not self._leaving and self._state.caught_up
+                    and time.monotonic() < self._held_until)
+
+    def assigned(self, key: str) -> bool:
+        """Whether the views give ``key`` to this member: its published and target rings
+        do and no live other member claims it; :meth:`owns` is this and :meth:`ready`."""
+        with self._lock:
+            return self._assigned_locked(key_hash(key))
+
+    def _assigned_locked(self, h: int) -> bool:
+        state, me = self._state, self.identity
+        if state.published.owner_of_hash(h) != me or state.target.owner_of_hash(h) != me:
+            return False
+        return all(ring.owner_of_hash(h) != member for member, ring in state.claims)
+
     def owns(self, key: str) -> bool:
         """Whether :meth:`begin` would allow ``key`` now (nothing is registered)."""
         with self._lock:
@@ -176,19 +197,26 @@ class ShardMember:
     def _may_start_locked(self, h: int, now: float) -> bool:
         if self._leaving or now >= self._held_until:
             if self._state.caught_up and not self._leaving:
-                # a lapse (a pause, a partition): read the others afresh after the next
-                # successful write before starting anything again
-                self._state = _State(self._state.published, self._state.target,
-                                     self._state.claims, False)
-                self._awaiting.clear()
+                self._lapsed_locked()
             return False
+        if not self._state.caught_up:
+            return False
+        return self._assigned_locked(h)
+
+    def _lapsed_locked(self) -> None:
+        """A lapse (a pause, a partition): read the others afresh after the next
+        successful write before starting anything again."""
         state = self._state
-        if not state.caught_up:
-            return False
-        me = self.identity
-        if state.published.owner_of_hash(h) != me or state.target.owner_of_hash(h) != me:
-            return False
-        return all(ring.owner_of_hash(h) != member for member, ring in state.claims)
+        self._state = _State(state.published, state.target, state.claims, False)
+        self._awaiting.clear()
+        self._epoch += 1
+
+    def epoch(self) -> int:
+        """How many times this member lapsed (its Lease not renewed in time, so its keys
+        may have been reconciled elsewhere meanwhile): a caller that keeps what the
+        member allowed redoes it when this changes."""
+        with self._lock:
+            return self._epoch
 
     def holds_lease(self) -> bool:
         """Whether this member's last successful renewal was sent less than
@@ -273,10 +301,18 @@ class ShardMember:
         if not wait_for_cache_sync(self._stop, self._registration.has_synced):
             return
         next_renewal = 0.0
+        last = time.monotonic()
         while not self._stop.is_set():
+            now = time.monotonic()
             with self._lock:
                 self._dirty = False
-            now = time.monotonic()
+                if now - last > 2 * self.config.retry_period + 1.0:
+                    # this process did not run (frozen, starved): the others' renewals
+                    # it could not see are still queued, so their Leases count from now
+                    # rather than expiring all at once (only ever later: safe)
+                    self._seen = {name: dataclasses.replace(seen, changed_at=now)
+                                  for name, seen in self._seen.items()}
+            last = now
             publish = self._recompute(now)
             if publish or now >= next_renewal:
                 if self._write():
@@ -394,6 +430,8 @@ class ShardMember:
             self._held_until = sent + self.config.renew_deadline
             state = self._state
             if publishing or lapsed:  # read the others afresh from this write on
+                if lapsed and state.caught_up:
+                    self._epoch += 1
                 self._awaiting = {rv}
                 state = self._state = _State(view, state.target, state.claims, False)
             elif not state.caught_up:

@@ -8,10 +8,11 @@ lines of several members compare): ``s`` when a reconcile of key ``k`` starts an
 when it finishes; ``members`` (``n``), ``owned`` (``n``), ``handover`` (``n``) and
 ``drain`` (``sec``) as the member reports its metrics; ``exit``. ``--cpu-ms`` makes
 each reconcile spend that long in pure Python (a fixed amount of work, calibrated once at
-start), ``--concurrency`` sets the workers. SIGTERM or SIGINT stops it gracefully (its
-keys handed over), and so does the end of its standard input, so a member never
-outlives the process that started it. With ``--label-selector`` the informer lists only
-the matching ConfigMaps.
+start), ``--sleep-ms`` makes it wait that long (a reconcile waiting on the network: long
+enough to be in flight when a key moves), ``--concurrency`` sets the workers. SIGTERM or
+SIGINT stops it gracefully (its keys handed over), and so does the end of its standard
+input, so a member never outlives the process that started it. With ``--label-selector``
+the informer lists only the matching ConfigMaps.
 
 :class:`ShardWorkerProcess` starts one and collects its lines.
 """
@@ -182,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--renew-deadline", type=float, default=1.5)
     parser.add_argument("--retry-period", type=float, default=0.5)
     parser.add_argument("--cpu-ms", type=float, default=0.0)
+    parser.add_argument("--sleep-ms", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--label-selector", default="")
     args = parser.parse_args(argv)
@@ -210,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         key = ctx.obj_ref.key()
         _emit("s", k=key)
         _busy(iterations)
+        if args.sleep_ms:
+            time.sleep(args.sleep_ms / 1000)
         _emit("f", k=key)
         return Action.await_change()
 

@@ -37,6 +37,9 @@ its last renewal may have been seen up to a jittered ``retry_period`` before the
 the handover (a write and its watch event) and the reconciles of a third of 1,000 keys
 take the rest."""
 CHANGES = 20
+WORK = ("--sleep-ms", "5", "--concurrency", "4")
+"""Each reconcile waits 5 ms, four at a time per member: long enough to be in flight when
+its key moves."""
 _rings = itertools.count(1)
 
 
@@ -51,12 +54,17 @@ class Members:
         self.live: set[str] = set()
         self.ends: dict[str, float] = {}  # killed: the kill; an in-flight reconcile ends there
         self.pauses: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        self._ids = itertools.count()
+        self._next = 0
+
+    def peek(self) -> int:
+        """The number of the next member :meth:`start` starts."""
+        return self._next
 
     def start(self) -> str:
-        identity = f"m{next(self._ids)}"
+        identity = f"m{self._next}"
+        self._next += 1
         self.procs[identity] = ShardWorkerProcess(self.kubeconfig, identity, self.ns, TIMING,
-                                                  ring=self.ring)
+                                                  ring=self.ring, flags=WORK)
         self.live.add(identity)
         return identity
 
@@ -174,16 +182,20 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
     first = members.reconciled_after(created)
     assert all(first[k] == {owners[k]} for k in keys), "a key reconciled by two members"
 
-    # changes under traffic: one object in ten is updated, continuously
+    # changes under traffic: while a change goes on, the keys it moves are updated 100
+    # times a second, so their old owner is reconciling them when the new one gets them
     stop_touching = threading.Event()
+    focus: list[str] = []
 
     def touch() -> None:
         n = 0
-        while not stop_touching.wait(0.05):  # the traffic's pace, not a synchronisation
+        while not stop_touching.wait(0.01):  # the traffic's pace, not a synchronisation
             n += 1
-            name = f"obj-{rng.randrange(OBJECTS):04d}"
+            hot = focus[:]
+            key = rng.choice(hot) if hot else rng.choice(keys)
             try:
-                core.patch_namespaced_config_map(name, ns, {"data": {"n": str(n)}})
+                core.patch_namespaced_config_map(key.split("/")[1], ns,
+                                                 {"data": {"n": str(n)}})
             except Exception:
                 continue
 
@@ -200,6 +212,9 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
                 action = "add"
             before = dict(owners)
             victim = rng.choice(sorted(members.live))
+            coming = members.live | {f"m{members.peek()}"} if action == "add" else \
+                members.live - {victim}
+            focus[:] = [k for k, o in _owners(coming, keys).items() if before[k] != o][:60]
             at = time.monotonic()
             if action == "add":
                 members.start()
@@ -224,6 +239,7 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
             owners = _owners(members.live, keys)
             moved = {k: o for k, o in owners.items() if before[k] != o}
             done = _wait_moved(members, moved, at, TIMING.lease_duration + KILL_BOUND + 10)
+            focus.clear()
             if action == "kill":
                 kill_delays.append(done - at)
             if action == "add":

@@ -169,6 +169,39 @@ class SharedInformerFactory(TypedGroups):
                     use_watch_list=self.use_watch_list))
         return build
 
+    def filtered(self, tweak: TweakListOptionsFunc) -> SharedInformerFactory:
+        """A new factory on the same client with the same options whose informers' list
+        and watch options are also edited by ``tweak`` (after this factory's own tweak):
+        e.g. a label selector for one resource's informer, leaving this factory's
+        informers unfiltered (a port addition; the sharded runtime's label-assigned mode
+        lists its primary objects so)."""
+        first = self.tweak_list_options
+
+        def both(options: ListOptions) -> None:
+            if first is not None:
+                first(options)
+            tweak(options)
+
+        factory = SharedInformerFactory(self.api_client, self.default_resync,
+                                        SharedInformerFactoryOptions(
+                                            namespace=self.namespace, tweak_list_options=both,
+                                            custom_resync=dict(self.custom_resync),
+                                            transform=self.transform,
+                                            watch_idle_timeout=self.watch_idle_timeout,
+                                            request_timeout=self.request_timeout,
+                                            atomic_relist=self.atomic_relist,
+                                            use_watch_list=self.use_watch_list,
+                                            protobuf=self.protobuf,
+                                            skip_paths=self.skip_paths))
+        factory.metadata_only = self.metadata_only
+        return factory
+
+    def object_type_of(self, gvr: GroupVersionResource) -> Any:
+        """The model class or struct type the informer for ``gvr`` builds objects as
+        (None: wire dicts, or no informer yet)."""
+        with self._lock:
+            return self._object_types.get(gvr)
+
     def informer_for(
         self, gvr: GroupVersionResource, new_func: NewInformerFunc | None = None,
         object_type: Any = None, expected_type: Any = None,

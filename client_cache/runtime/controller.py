@@ -76,8 +76,9 @@ What it does, as kube-rs:
   leading stops starting reconciles at once and its run ends
   (``RunSummary.lost_leadership``), as controller-runtime's manager exits.
   ``ControllerConfig(sharding=ShardingConfig(...))``: every replica caches every object
-  and reconciles its share of the keys (:mod:`client_cache.runtime.sharded`); ``ctx.shard``
-  names the replica's shard.
+  and reconciles its share of the keys, or with ``mode="labels"`` caches only the objects
+  a sharder labelled for it (:mod:`client_cache.runtime.sharded`); ``ctx.shard`` names the
+  replica's shard.
 """
 
 from __future__ import annotations
@@ -230,7 +231,8 @@ class Controller(Generic[K]):
         self._shard: ShardGate | None = None
         self._watch(self._informer, ResourceEventHandlerFuncs(
             add_func=self._primary_applied,
-            update_func=lambda old, new: self._primary_applied(new)))
+            update_func=lambda old, new: self._primary_applied(new),
+            delete_func=self._primary_deleted))
 
     def _resolve_kind(self) -> bool:
         """Read the primary resource's kind and scope by discovery (those given to the
@@ -420,6 +422,9 @@ class Controller(Generic[K]):
 
     # -- triggers ---------------------------------------------------------------------------
     def _primary_applied(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        shard = self._shard
+        if shard is not None and shard.by_labels and shard.observe(obj):
+            return  # asked to drain: let go, not reconciled here any more
         self._trigger(object_ref(obj, self.kind, self.api_version),
                       ReconcileReason.object_updated())
 
@@ -435,6 +440,11 @@ class Controller(Generic[K]):
         scheduler = self._scheduler
         if scheduler is not None:
             scheduler.schedule(ref, reason)
+
+    def _primary_deleted(self, obj: Any) -> None:
+        shard = self._shard
+        if shard is not None and shard.by_labels:
+            shard.forget(obj)
 
     def _primary_refs(self) -> list[ObjectRef]:
         return [object_ref(obj, self.kind, self.api_version)
@@ -513,8 +523,16 @@ class Controller(Generic[K]):
             config.leader_election, self.name, self._stopping.set)
         shard = None if config.sharding is None else ShardGate(
             config.sharding, self.name, self._factory.api_client, self._primary_refs,
-            lambda ref: self._trigger(ref, ReconcileReason.custom("shard handed over")))
+            lambda ref: self._trigger(ref, ReconcileReason.custom("shard handed over")),
+            gvr=self._gvr, namespace=self._factory.namespace, on_lost=self._stopping.set)
         self._shard = shard
+        own_factory = None
+        if shard is not None and shard.by_labels:
+            # the primary objects come from an informer listing only this member's
+            own_factory = self._factory.filtered(shard.tweak)
+            self._informer = own_factory.for_resource(
+                self._gvr, self._factory.object_type_of(self._gvr)).informer()
+            self._watched[0].informer = self._informer
         broadcaster = recorder = None
         if config.events:
             broadcaster = EventBroadcaster()
@@ -549,6 +567,8 @@ class Controller(Generic[K]):
                 registrations.append((watched.informer,
                                       watched.informer.add_event_handler(watched.handler)))
             self._factory.start(informer_stop)
+            if own_factory is not None:
+                own_factory.start(informer_stop)
             if gate is not None:
                 gate.start()
             if shard is not None:
@@ -559,7 +579,10 @@ class Controller(Generic[K]):
                 pumps.append(self._thread(self._pump, f"source-{i}", source, bulk))
             _log.info("controller %s: waiting for %d caches to sync", self.name,
                       len(self._watched))
-            if self._wait_ready() and (gate is None or gate.wait_leading(self._stopping)):
+            if self._wait_ready() and (gate is None or gate.wait_leading(self._stopping)) \
+                    and (shard is None or shard.wait_ready(self._stopping)):
+                if shard is not None:
+                    shard.synced()
                 _log.info("controller %s: caches synced%s; starting %d workers", self.name,
                           "" if gate is None else " and leading", config.concurrency)
                 workers = [self._thread(self._work, f"worker-{i}", sync_reconcile,
@@ -588,6 +611,7 @@ class Controller(Generic[K]):
                 self._summary.lost_leadership = gate.lost
             if shard is not None:  # the workers are joined: leave, handing the keys over
                 shard.stop(max(1.0, deadline - time.monotonic()))
+                self._summary.lost_shard = shard.lost
             if broadcaster is not None:
                 # queued Events are written within what is left of the shutdown timeout
                 # (at least a second), not dropped after one
@@ -601,6 +625,8 @@ class Controller(Generic[K]):
             if stop is None:
                 informer_stop.set()
                 self._factory.shutdown(timeout=5.0)
+            if own_factory is not None:
+                own_factory.shutdown(timeout=5.0)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
             if waker is not None:

@@ -180,7 +180,8 @@ class RunSummary:
     failed (the reconcile raised), requeued (a requeue was scheduled after success or
     error), skipped because the object was no longer cached, and the refs still being
     reconciled when the shutdown deadline passed; ``lost_leadership`` when the run ended
-    because this replica stopped leading."""
+    because this replica stopped leading; ``lost_shard`` when it ended because its
+    membership Lease of a label-assigned ring lapsed."""
 
     reconciles: int = 0
     errors: int = 0
@@ -188,6 +189,7 @@ class RunSummary:
     not_found: int = 0
     unfinished: list[ObjectRef] = field(default_factory=list)
     lost_leadership: bool = False
+    lost_shard: bool = False
 
 
 class ReconcileError(Exception):

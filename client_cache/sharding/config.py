@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 from client_cache.sharding.ring import DEFAULT_VIRTUAL_NODES
 
-__all__ = ["RING_LABEL", "VIEW_ANNOTATION", "ShardingConfig", "ShardingConfigError"]
+__all__ = ["MODES", "RING_LABEL", "VIEW_ANNOTATION", "ShardingConfig", "ShardingConfigError"]
+
+MODES = ("hash", "labels")
+"""``hash``: every replica caches every object and reconciles the keys the ring gives it;
+``labels``: a sharder labels each object with its member and each replica caches only its
+own (see :mod:`client_cache.sharding`)."""
 
 RING_LABEL = "sharding.client-cache.io/ring"
 """The label on every member Lease: the ring's name. Members are read by it."""
@@ -42,6 +47,15 @@ class ShardingConfig:
     members' identities make a :class:`~client_cache.sharding.ring.HashRing` of
     ``virtual_nodes`` points each; a replica reconciles the keys the ring gives it.
 
+    ``mode`` (:data:`MODES`) says how a replica learns its keys. ``"hash"`` (the default):
+    every replica caches every object and computes the ring itself; handovers go through
+    the views written in the members' Leases (:mod:`client_cache.sharding.membership`).
+    It scales reconcile CPU, not memory. ``"labels"``: a sharder, run by the member
+    elected among them (a Lease named ``<ring>-sharder``), labels each object with its
+    member (:meth:`shard_label`) and each replica's informer lists only its own
+    (:meth:`selector`), so memory and watch traffic scale too; handovers go through a
+    drain label (:mod:`client_cache.sharding.sharder`).
+
     ``ring`` defaults to the controller's name (made a valid label value) and
     ``identity`` to ``<ring>-<hostname>-<6 random hex digits>``; an identity must be a
     lowercase DNS label (it names the Lease and goes in label values), unique per replica.
@@ -60,8 +74,12 @@ class ShardingConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     virtual_nodes: int = DEFAULT_VIRTUAL_NODES
+    mode: str = "hash"
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ShardingConfigError(f"mode must be one of {', '.join(MODES)}, not "
+                                      f"{self.mode!r}")
         if int(self.lease_duration) <= self.renew_deadline:
             raise ShardingConfigError("lease_duration (whole seconds, as a Lease holds it) "
                                       "must be greater than renew_deadline")
@@ -85,7 +103,27 @@ class ShardingConfig:
         identity = self.identity or _dns_label(
             f"{ring}-{socket.gethostname()}", 55) + f"-{secrets.token_hex(3)}"
         return ShardingConfig(self.namespace, ring, identity, self.lease_duration,
-                              self.renew_deadline, self.retry_period, self.virtual_nodes)
+                              self.renew_deadline, self.retry_period, self.virtual_nodes,
+                              self.mode)
+
+    @property
+    def by_labels(self) -> bool:
+        """Whether objects are assigned by label (``mode="labels"``)."""
+        return self.mode == "labels"
+
+    def shard_label(self) -> str:
+        """The label whose value names an object's member (``shard.client-cache.io/<ring>``),
+        in the label-assigned mode."""
+        return f"shard.client-cache.io/{self.ring}"
+
+    def drain_label(self) -> str:
+        """The label the sharder sets to ask an object's member to let it go
+        (``drain.client-cache.io/<ring>``)."""
+        return f"drain.client-cache.io/{self.ring}"
+
+    def selector(self) -> str:
+        """The label selector of this member's objects (``<shard label>=<identity>``)."""
+        return f"{self.shard_label()}={self.identity}"
 
     @staticmethod
     def identity_for(ring: str, index: int) -> str:

@@ -111,7 +111,7 @@ class ShardMember:
         self.config = config
         self.identity = config.identity
         self._api = api_client
-        self._on_change = on_change
+        self._listeners: list[Callable[[], None]] = [] if on_change is None else [on_change]
         self._path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -377,12 +377,23 @@ class ShardMember:
             ring = self._rings[members] = HashRing(members, self.config.virtual_nodes)
         return ring
 
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Also call ``callback`` (on the member's thread) at every change, as
+        ``on_change``; the sharder of the label-assigned mode listens this way."""
+        with self._lock:
+            self._listeners = [*self._listeners, callback]
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        """Stop calling ``callback``."""
+        with self._lock:
+            self._listeners = [cb for cb in self._listeners if cb is not callback]
+
     def _changed(self) -> None:
-        if self._on_change is not None:
+        for callback in self._listeners:
             try:
-                self._on_change()
+                callback()
             except Exception:
-                _log.exception("shard %s: the change callback failed", self.identity)
+                _log.exception("shard %s: a change callback failed", self.identity)
 
     def _write(self) -> bool:
         """Renew our Lease, publishing the target when nothing it takes away runs;

@@ -12,7 +12,8 @@ start), ``--sleep-ms`` makes it wait that long (a reconcile waiting on the netwo
 enough to be in flight when a key moves), ``--concurrency`` sets the workers. SIGTERM or
 SIGINT stops it gracefully (its keys handed over), and so does the end of its standard
 input, so a member never outlives the process that started it. With ``--label-selector``
-the informer lists only the matching ConfigMaps.
+the informer lists only the matching ConfigMaps; ``--mode labels`` runs the label-assigned
+mode (a lost Lease then ends the process: ``exit`` carries ``lost``).
 
 :class:`ShardWorkerProcess` starts one and collects its lines.
 """
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sleep-ms", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--label-selector", default="")
+    parser.add_argument("--mode", default="hash", choices=("hash", "labels"))
     args = parser.parse_args(argv)
 
     iterations = calibrate(args.cpu_ms)
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                                   namespace=args.namespace, ring=args.ring, identity=args.id,
                                   lease_duration=args.lease_duration,
                                   renew_deadline=args.renew_deadline,
-                                  retry_period=args.retry_period))
+                                  retry_period=args.retry_period, mode=args.mode))
     controller = Controller(factory, GroupVersionResource("", "v1", "configmaps"),
                             kind="ConfigMap", namespaced=True, config=config)
 
@@ -224,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=orphaned, name="shard-worker-parent-watch", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: controller.shutdown())
     signal.signal(signal.SIGINT, lambda *_: controller.shutdown())
-    controller.run(reconcile)
-    _emit("exit")
+    summary = controller.run(reconcile)
+    _emit("exit", lost=summary.lost_shard)
     sys.stdout.flush()
     os._exit(0)
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
+from client_cache.apis import ListOptions
 from client_cache.health import sharding_check
 from client_cache.informers.factory import (
     SharedInformerFactoryOptions,
@@ -368,3 +369,88 @@ def test_a_worker_group_restarts_a_dead_worker_with_its_index_and_stops_all(
 def test_a_worker_group_needs_a_replica() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         WorkerGroup(_worker, 0)
+
+
+# -- the label-assigned mode --------------------------------------------------------------------
+def _labels(core: CoreV1Api) -> dict[str, tuple[str, str]]:
+    """name -> (shard label, drain label) of every ConfigMap of ``default``."""
+    out = {}
+    for cm in core.list_namespaced_config_map("default").items:
+        labels = cm.metadata.labels or {}
+        out[cm.metadata.name] = (labels.get("shard.client-cache.io/cms", ""),
+                                 labels.get("drain.client-cache.io/cms", ""))
+    return out
+
+
+def test_label_mode_moves_an_object_only_after_its_running_reconcile_ends(
+        server: EmbeddedApiServer, recorded: Recorded) -> None:
+    core = CoreV1Api(server.api_client())
+    names = [f"cm-{i}" for i in range(40)]
+    for name in names:
+        core.create_namespaced_config_map("default", {"metadata": {"name": name}})
+    pair = HashRing(["a", "b"])
+    held = next(n for n in names if pair.owner(f"default/{n}") == "b")
+    holding, release = threading.Event(), threading.Event()
+    cond = threading.Condition()
+    running: dict[str, str] = {}
+    done: list[tuple[str, str]] = []
+    overlaps: list[str] = []
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        name = ctx.obj_ref.name
+        with cond:
+            if name in running:
+                overlaps.append(name)
+            running[name] = ctx.shard
+        if name == held and ctx.shard == "a" and (obj.get("data") or {}).get("hold"):
+            holding.set()
+            release.wait(10)
+        with cond:
+            running.pop(name, None)
+            done.append((name, ctx.shard))
+            cond.notify_all()
+        return Action.await_change()
+
+    def controller(identity: str) -> Controller[Any]:
+        factory = new_shared_informer_factory_with_options(
+            server.api_client(), 0, SharedInformerFactoryOptions(namespace="default"))
+        return Controller(factory, GroupVersionResource("", "v1", "configmaps"),
+                          kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                              name="cms", events=False, sharding=ShardingConfig(
+                                  "default", "cms", identity, mode="labels", **FAST)))
+
+    a, b = controller("a"), controller("b")
+    with a.running(reconcile):
+        with cond:
+            assert cond.wait_for(lambda: {n for n, _ in done} == set(names), 10)
+        assert set(_labels(core).values()) == {("a", "")}
+        core.patch_namespaced_config_map(held, "default", {"data": {"hold": "yes"}})
+        assert holding.wait(10)
+        with b.running(reconcile):
+            moving = [n for n in names if pair.owner(f"default/{n}") == "b"]
+            eventually(lambda: all(_labels(core)[n] == ("b", "") for n in moving
+                                   if n != held), 10)
+            assert _labels(core)[held] == ("a", "true")  # drained, not let go: in flight
+            release.set()
+            eventually(lambda: _labels(core)[held] == ("b", ""), 10)
+            with cond:
+                assert cond.wait_for(lambda: (held, "b") in done, 10)
+                assert all((n, "b") in done for n in moving)
+            assert b.summary().reconciles == len(moving)
+        # b left: its objects go back to a at once (its Lease is deleted)
+        eventually(lambda: set(_labels(core).values()) == {("a", "")}, 10)
+    assert not overlaps
+    assert recorded.drains and recorded.handovers >= len(moving)
+
+
+def test_a_filtered_factory_adds_its_selector_to_the_factory_s_own() -> None:
+    base = new_shared_informer_factory_with_options(
+        object(), 0, SharedInformerFactoryOptions(
+            namespace="ns", tweak_list_options=lambda o: setattr(o, "label_selector", "app=x")))
+    derived = base.filtered(lambda o: setattr(o, "label_selector",
+                                              o.label_selector + ",tier=web"))
+    options = ListOptions()
+    assert derived.tweak_list_options is not None
+    derived.tweak_list_options(options)
+    assert options.label_selector == "app=x,tier=web"
+    assert derived.namespace == "ns" and derived is not base

@@ -387,12 +387,15 @@ class ApiStore:
         with self._lock:
             key, current = self._existing_locked(rtype, namespace, name)
             md = current["metadata"]
-            for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            for field, label, why in (("uid", "UID", "deleted and then recreated"),
+                                      ("resourceVersion", "ResourceVersion", "modified")):
                 wanted = (preconditions or {}).get(field)
                 if wanted and wanted != md.get(field):
-                    raise new_conflict(rtype.group, rtype.plural, name,
-                                       f"Precondition failed: {label} in precondition: "
-                                       f"{wanted}, {label} in object meta: {md.get(field)}")
+                    # the real server names the kind here, not the resource
+                    raise new_conflict(rtype.group, rtype.kind, name,
+                                       f"the {label} in the precondition ({wanted}) does "
+                                       f"not match the {label} in record ({md.get(field)}). "
+                                       f"The object might have been {why}")
             if current["metadata"].get("finalizers"):
                 if current["metadata"].get("deletionTimestamp"):
                     return copy.deepcopy(current)

@@ -172,6 +172,7 @@ def _overlaps(members: Members, until: float,
     return bad, frozen
 
 
+@pytest.mark.timeout(300)
 def test_members_split_keys_and_hand_them_over_without_overlap(
         members: Members, api: Any, ns: str) -> None:
     core = CoreV1Api(api)

@@ -43,6 +43,11 @@ from client_cache.runtime import (
     reset_controller_metrics_provider_for_tests,
 )
 from client_cache.schema import GroupVersionResource
+from client_cache.sharding import (
+    NoopShardingMetricsProvider,
+    ShardingConfig,
+    set_sharding_metrics_provider,
+)
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.workqueue import (
     new_item_exponential_failure_rate_limiter,
@@ -70,6 +75,7 @@ def registry() -> Iterator[CollectorRegistry]:
     reflector_metrics.reset_reflector_metrics_provider_for_tests()
     reset_controller_metrics_provider_for_tests()
     set_leader_metrics_provider(NoopLeaderMetricsProvider())
+    set_sharding_metrics_provider(NoopShardingMetricsProvider())
 
 
 
@@ -416,3 +422,33 @@ def test_every_documented_metric_is_scraped_with_its_labels(
         assert factory.shutdown(5) == []
         api.close()
     assert not runner.is_alive() and not electing.is_alive()
+
+
+def test_a_sharded_controller_exports_the_shard_metrics(
+        server: EmbeddedApiServer, registry: CollectorRegistry) -> None:
+    """Issue 62: two sharded controllers of one ring: members, keys owned, handovers (the
+    second's keys came from the first) and drain times, labelled by ring."""
+    api = server.api_client()
+    core = CoreV1Api(api)
+    for i in range(20):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"}})
+    register(registry)
+
+    def controller(identity: str) -> Controller[Any]:
+        return Controller(new_shared_informer_factory(server.api_client(), 0), CONFIGMAPS,
+                          config=ControllerConfig(name="cms", events=False,
+                                                  sharding=ShardingConfig(
+                                                      "default", "cms", identity, 2.0, 1.5,
+                                                      0.5)))
+
+    first = controller("first")
+    with first.running(lambda obj, ctx: Action.await_change()):
+        eventually(lambda: samples(prometheus_client.generate_latest(registry).decode())
+                   .get('shard_keys_owned{ring="cms"}') == 20)
+        with controller("second").running(lambda obj, ctx: Action.await_change()):
+            eventually(lambda: samples(prometheus_client.generate_latest(registry).decode())
+                       .get('shard_handovers_total{ring="cms"}', 0) > 0)
+            text = prometheus_client.generate_latest(registry).decode()
+    found = samples(text)
+    assert found['shard_members{ring="cms"}'] == 2
+    assert found['shard_drain_duration_seconds_count{ring="cms"}'] >= 1

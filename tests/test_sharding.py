@@ -36,6 +36,7 @@ from client_cache.sharding import (
     ShardingError,
     ShardMember,
     WorkerGroup,
+    run_workers,
     set_sharding_metrics_provider,
     shard_key,
 )
@@ -253,6 +254,16 @@ def test_a_member_cut_off_from_the_server_stops_before_others_take_over(
 
 
 # -- the runtime ----------------------------------------------------------------------------------
+def sharded(server: EmbeddedApiServer, identity: str, mode: str = "hash") -> Controller[Any]:
+    """A controller of the ConfigMaps of ``default``, member ``identity`` of ring cms."""
+    factory = new_shared_informer_factory_with_options(
+        server.api_client(), 0, SharedInformerFactoryOptions(namespace="default"))
+    return Controller(factory, GroupVersionResource("", "v1", "configmaps"),
+                      kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                          name="cms", events=False, sharding=ShardingConfig(
+                              "default", "cms", identity, mode=mode, **FAST)))
+
+
 class Recorded(NoopShardingMetricsProvider):
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -302,15 +313,7 @@ def test_sharded_controllers_reconcile_each_object_once_and_take_over_on_leave(
             lock.notify_all()
         return Action.await_change()
 
-    def controller(identity: str) -> Controller[Any]:
-        factory = new_shared_informer_factory_with_options(
-            server.api_client(), 0, SharedInformerFactoryOptions(namespace="default"))
-        return Controller(factory, GroupVersionResource("", "v1", "configmaps"),
-                          kind="ConfigMap", namespaced=True, config=ControllerConfig(
-                              name="cms", events=False, sharding=ShardingConfig(
-                                  "default", "cms", identity, **FAST)))
-
-    a, b = controller("a"), controller("b")
+    a, b = sharded(server, "a"), sharded(server, "b")
     check = sharding_check(a, 0.0)
     check()  # before its run: healthy
     with a.running(reconcile), b.running(reconcile):
@@ -321,16 +324,13 @@ def test_sharded_controllers_reconcile_each_object_once_and_take_over_on_leave(
                    ["a", "b"] and b.shard_member is not None
                    and b.shard_member.published() == ["a", "b"], 5)
         check()
-        with lock:
-            by_key: dict[str, set[str]] = {}
-            for key, shard in seen:
-                by_key.setdefault(key, set()).add(shard)
-            final = {k: s for k, s in by_key.items()}
         ring = HashRing(["a", "b"])
         # a key may have started on one member alone, before the other joined; once both
-        # acted on the ring of two, each key's latest reconcile is by its owner
-        latest = {k: s for k, s in seen}
-        assert all(latest[k] == ring.owner(k) for k in latest), final
+        # act on the ring of two, each key's latest reconcile is by its owner
+        with lock:
+            assert lock.wait_for(lambda: all(
+                shard == ring.owner(key) for key, shard in dict(seen).items()), 10), seen
+            latest = dict(seen)
         with lock:
             seen.clear()
         b.shutdown()
@@ -411,15 +411,7 @@ def test_label_mode_moves_an_object_only_after_its_running_reconcile_ends(
             cond.notify_all()
         return Action.await_change()
 
-    def controller(identity: str) -> Controller[Any]:
-        factory = new_shared_informer_factory_with_options(
-            server.api_client(), 0, SharedInformerFactoryOptions(namespace="default"))
-        return Controller(factory, GroupVersionResource("", "v1", "configmaps"),
-                          kind="ConfigMap", namespaced=True, config=ControllerConfig(
-                              name="cms", events=False, sharding=ShardingConfig(
-                                  "default", "cms", identity, mode="labels", **FAST)))
-
-    a, b = controller("a"), controller("b")
+    a, b = sharded(server, "a", "labels"), sharded(server, "b", "labels")
     with a.running(reconcile):
         with cond:
             assert cond.wait_for(lambda: {n for n, _ in done} == set(names), 10)
@@ -454,3 +446,20 @@ def test_a_filtered_factory_adds_its_selector_to_the_factory_s_own() -> None:
     derived.tweak_list_options(options)
     assert options.label_selector == "app=x,tier=web"
     assert derived.namespace == "ns" and derived is not base
+
+
+def test_run_workers_runs_until_stopped_then_stops_every_worker(tmp_path: Path) -> None:
+    stop = threading.Event()
+
+    def stop_when_up() -> None:
+        deadline = time.monotonic() + 30
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # another process's file: nothing to be woken by
+        stop.set()
+
+    watcher = threading.Thread(target=stop_when_up, name="test-stop-when-up")
+    watcher.start()
+    codes = run_workers(_worker, 2, args=(str(tmp_path),), stop=stop, grace=5.0, name="rw")
+    watcher.join()
+    assert codes == {0: 0, 1: 0}
+    assert len(list(tmp_path.iterdir())) == 2

@@ -96,12 +96,20 @@ PACKAGES = {
     "client_cache.testing.validation": "(port only: test server)",
     "client_cache.util.timestamps": f"{APIMACHINERY}/apis/meta/v1 (Time, MicroTime)",
     "client_cache.testing.leader": "(port only: leader-election candidates for tests)",
+    "client_cache.testing.shard_worker": "(port only: sharded members for tests and "
+                                         "benchmarks)",
+    "client_cache.testing.child": "(port only: child processes of the tests)",
     "client_cache.testing.proxy": "(port only: a black-hole TCP proxy for tests)",
     "client_cache.subscription": "(kube-rs kube::runtime::reflector::store subscribers)",
     "client_cache.runtime": "(kube-rs kube::runtime::controller; Go names where "
                             "controller-runtime has them)",
     "client_cache.runtime.finalizer": "(kube-rs kube::runtime::finalizer)",
     "client_cache.crd": "(kube-rs kube-derive CustomResource; controller-gen's CRD output)",
+    "client_cache.sharding": "(port only: client-go, controller-runtime and kube-rs have no "
+                             "sharding; the design of timebertt/kubernetes-controller-sharding)",
+    "client_cache.sharding.config": "(port only: sharding)",
+    "client_cache.sharding.sharder": "(timebertt/kubernetes-controller-sharding's sharder)",
+    "client_cache.runtime.sharded": "(port only: the runtime's use of sharding)",
     "client_cache.runtime.metrics": "(controller-runtime pkg/internal/controller/metrics)",
     "client_cache.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.codec.list_body": "(port only: a LIST body read item by item as it arrives)",
@@ -458,6 +466,12 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "client_cache.testing.envtest.main": ("—", "the envtest command line (build the real "
                                          "server, print its paths)"),
     "client_cache.testing.leader.main": ("—", "one leader-election candidate process"),
+    "client_cache.testing.shard_worker.main": ("—", "one sharded member process"),
+    "client_cache.testing.child.LineProcess": ("—", "a child printing JSON lines"),
+    "client_cache.testing.child.emit": ("—", "print one JSON line (in the child)"),
+    "client_cache.testing.child.add_lease_arguments": ("—", "a Lease holder's flags"),
+    "client_cache.testing.shard_worker.ShardWorkerProcess": ("—", "a member in a child "
+                                                             "process"),
     "WRITTEN_AT_ANNOTATION": ("—", "load generator: when an object was written"),
     "ApiStore": ("—", "the embedded server's storage"),
     "BUILTIN_RESOURCES": ("—", "resources the embedded server serves"),
@@ -543,6 +557,33 @@ OVERRIDES: dict[str, tuple[str, str]] = {
                                    "express"),
     "client_cache.crd.patch_status": ("—", "kube-rs Api::patch_status; client-go "
                                       "UpdateStatus"),
+    # client_cache.sharding: no upstream library has it (timebertt's design, rebuilt)
+    "sharding_check": ("—", "liveness: the membership Lease is being renewed"),
+    "ShardingProvider": ("—", "Prometheus shard_* metrics"),
+    "client_cache.runtime.sharded.ShardGate": ("—", "a controller's membership and "
+                                               "handovers"),
+    "client_cache.sharding.DEFAULT_VIRTUAL_NODES": ("—", "points per member on the ring"),
+    "client_cache.sharding.HashRing": ("—", "sharding's consistent-hash ring "
+                                       "(timebertt's ring package)"),
+    "client_cache.sharding.key_hash": ("—", "a key's place on the ring"),
+    "client_cache.sharding.RING_LABEL": ("—", "the label of a ring's membership Leases"),
+    "client_cache.sharding.VIEW_ANNOTATION": ("—", "the members a Lease's holder acts on"),
+    "client_cache.sharding.ShardingConfig": ("—", "beside LeaderElectionConfig"),
+    "client_cache.sharding.ShardingConfigError": ("—", "a configuration that cannot work"),
+    "client_cache.sharding.ShardingError": ("—", "a failed membership health check"),
+    "client_cache.sharding.ShardMember": ("—", "one replica's membership Lease and claims"),
+    "client_cache.sharding.shard_key": ("—", "the controller owner's key, else the object's"),
+    "client_cache.sharding.WorkerGroup": ("—", "N supervised worker processes"),
+    "client_cache.sharding.run_workers": ("—", "WorkerGroup until SIGINT/SIGTERM"),
+    "client_cache.sharding.ShardingMetricsProvider": ("—", "as leaderelection.MetricsProvider"),
+    "client_cache.sharding.NoopShardingMetricsProvider": ("—", "the default provider"),
+    "client_cache.sharding.get_sharding_metrics_provider": ("—", ""),
+    "client_cache.sharding.set_sharding_metrics_provider": ("—", ""),
+    "client_cache.sharding.config.MODES": ("—", "hash or labels"),
+    "client_cache.sharding.sharder.Sharder": ("—", "timebertt's sharder: labels objects, "
+                                              "drains them"),
+    "client_cache.sharding.sharder.release_patch": ("—", "the merge patch letting an "
+                                                    "object go"),
 }
 
 

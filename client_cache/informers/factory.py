@@ -196,6 +196,18 @@ class SharedInformerFactory(TypedGroups):
         factory.metadata_only = self.metadata_only
         return factory
 
+    def discard(self, gvr: GroupVersionResource) -> bool:
+        """Forget the informer of ``gvr`` if it was never started, so :meth:`start` does
+        not start it; True when it was discarded, False when there is none or it runs
+        (a port addition: the sharded runtime's label mode lists its primary objects
+        through a filtered informer of its own, and drops the unfiltered one)."""
+        with self._lock:
+            if gvr in self._started or gvr not in self._informers:
+                return False
+            del self._informers[gvr]
+            self._object_types.pop(gvr, None)
+            return True
+
     def object_type_of(self, gvr: GroupVersionResource) -> Any:
         """The model class or struct type the informer for ``gvr`` builds objects as
         (None: wire dicts, or no informer yet)."""

@@ -77,8 +77,9 @@ What it does, as kube-rs:
   (``RunSummary.lost_leadership``), as controller-runtime's manager exits.
   ``ControllerConfig(sharding=ShardingConfig(...))``: every replica caches every object
   and reconciles its share of the keys, or with ``mode="labels"`` caches only the objects
-  a sharder labelled for it (:mod:`client_cache.runtime.sharded`); ``ctx.shard`` names the
-  replica's shard.
+  a sharder labelled for it (:mod:`client_cache.runtime.sharded`: the factory's own
+  informer of the primary resource is then dropped if not started, so do not read that
+  resource through the factory's lister); ``ctx.shard`` names the replica's shard.
 """
 
 from __future__ import annotations
@@ -229,6 +230,7 @@ class Controller(Generic[K]):
         self._running: set[ObjectRef] = set()
         self._scheduler: Scheduler | None = None
         self._shard: ShardGate | None = None
+        self._prepared = threading.Event()  # run() has chosen its informers
         self._watch(self._informer, ResourceEventHandlerFuncs(
             add_func=self._primary_applied,
             update_func=lambda old, new: self._primary_applied(new),
@@ -489,10 +491,23 @@ class Controller(Generic[K]):
         at its end, a graceful :meth:`shutdown` and a join (a port addition; the counts
         are in :meth:`summary`). A sync slower than ``timeout`` (None: no limit) raises
         :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync."""
-        thread = threading.Thread(target=self.run, args=(reconcile, error_policy, data),
-                                  name=f"controller-{self.name}", daemon=True)
+        def run() -> None:
+            try:
+                self.run(reconcile, error_policy, data)
+            finally:
+                self._prepared.set()  # a run that failed early must not leave us waiting
+
+        thread = threading.Thread(target=run, name=f"controller-{self.name}", daemon=True)
+        self._prepared.clear()
         thread.start()
         try:
+            # run() settles which informer serves the primary objects (a label-sharded
+            # controller lists them through one of its own) before anything syncs
+            wake = on_stop(self._stopping, self._prepared.set)
+            try:
+                self._prepared.wait()
+            finally:
+                wake.cancel()
             informers = [self._informer] + [w.informer for w in self._watched]
             wait_for_cache_sync(self._stopping, *(i.has_synced for i in informers),
                                 timeout=timeout)
@@ -528,11 +543,17 @@ class Controller(Generic[K]):
         self._shard = shard
         own_factory = None
         if shard is not None and shard.by_labels:
-            # the primary objects come from an informer listing only this member's
+            # the primary objects come from an informer listing only this member's; the
+            # factory's unfiltered one is dropped unless it already runs
             own_factory = self._factory.filtered(shard.tweak)
             self._informer = own_factory.for_resource(
                 self._gvr, self._factory.object_type_of(self._gvr)).informer()
             self._watched[0].informer = self._informer
+            if not self._factory.discard(self._gvr):
+                log_visibly(_log, logging.WARNING, "controller %s: the factory's %s informer "
+                            "runs already: every object stays cached beside this member's "
+                            "share", self.name, self._gvr.label())
+        self._prepared.set()
         broadcaster = recorder = None
         if config.events:
             broadcaster = EventBroadcaster()

@@ -261,7 +261,8 @@ class ShardGate:
         assert self._gvr is not None
         gvr = self._gvr
         lock = LeaseLock(self.config.namespace, f"{self.config.ring}-sharder", self._api,
-                         ResourceLockConfig(self.identity))
+                         ResourceLockConfig(self.identity),
+                         timeout=min(5.0, self.config.renew_deadline))
         holder: list[Any] = []
 
         def lead(stop: threading.Event) -> None:

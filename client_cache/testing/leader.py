@@ -20,15 +20,16 @@ process that started it, however that one dies.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from client_cache.testing.child import LineProcess, add_lease_arguments
+from client_cache.testing.child import emit as _emit
 
 __all__ = ["CandidateProcess", "Timing", "main"]
 
@@ -42,7 +43,7 @@ class Timing:
     retry_period: float = 0.25
 
 
-class CandidateProcess:
+class CandidateProcess(LineProcess):
     """A candidate in a child process; :attr:`events` fills as it prints. ``program`` runs
     another candidate taking the same flags (client-go's, for the Go/Python handover),
     whose lines are stamped when they arrive if they carry no time; ``flags`` are added
@@ -52,11 +53,9 @@ class CandidateProcess:
                  timing: Timing, release: bool = False,
                  program: list[str] | None = None, flags: tuple[str, ...] = ()) -> None:
         self.identity = identity
-        self.events: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
         go_style = program is not None
         seconds = (lambda v: f"{v}s") if go_style else str
-        self.proc = subprocess.Popen(
+        super().__init__(
             [*(program or [sys.executable, "-m", "client_cache.testing.leader"]),
              "--kubeconfig", kubeconfig, "--id", identity, "--lease", lease,
              "--namespace", namespace,
@@ -64,25 +63,7 @@ class CandidateProcess:
              "--renew-deadline", seconds(timing.renew_deadline),
              "--retry-period", seconds(timing.retry_period),
              *(["--release"] if release else []), *flags],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self._reader = threading.Thread(target=self._read, daemon=True,
-                                        name=f"candidate-reader-{identity}")
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            event.setdefault("t", time.monotonic())
-            with self._cond:
-                self.events.append(event)
-                self._cond.notify_all()
-        with self._cond:
-            self.events.append({"e": "eof", "t": time.monotonic()})
-            self._cond.notify_all()
+            name=f"candidate-reader-{identity}")
 
     def first(self, kind: str, after: float = 0.0, timeout: float = 30.0,
               ) -> dict[str, Any] | None:
@@ -106,47 +87,6 @@ class CandidateProcess:
             kinds = [e["e"] for e in self.events if e["e"] in ("leading", "stopped")]
         return bool(kinds) and kinds[-1] == "leading"
 
-    def kill(self) -> float:
-        """SIGKILL; returns the monotonic time of the kill."""
-        at = time.monotonic()
-        self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(5)
-        return at
-
-    def terminate(self) -> float:
-        """SIGTERM (a graceful stop); returns the monotonic time it was sent."""
-        at = time.monotonic()
-        self.proc.terminate()
-        return at
-
-    def close(self) -> None:
-        """End the candidate (SIGKILL if needed) and its reader thread."""
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._reader.join(5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-_OUT = threading.Lock()
-
-
-def _emit(kind: str, **fields: Any) -> None:
-    """One whole line per event (threads print concurrently: a shared print could
-    interleave two lines)."""
-    line = json.dumps({"e": kind, "t": time.monotonic(), **fields}) + "\n"
-    with _OUT:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run one candidate (``python -m client_cache.testing.leader``): elect, print each
@@ -164,13 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     from client_cache.util.stop import on_stop  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--id", required=True)
+    add_lease_arguments(parser, retry_period=0.25)
     parser.add_argument("--lease", default="candidates")
-    parser.add_argument("--namespace", default="default")
-    parser.add_argument("--lease-duration", type=float, default=2.0)
-    parser.add_argument("--renew-deadline", type=float, default=1.5)
-    parser.add_argument("--retry-period", type=float, default=0.25)
     parser.add_argument("--release", action="store_true")
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--rejoin", action="store_true")

@@ -13,7 +13,9 @@ enough to be in flight when a key moves), ``--concurrency`` sets the workers. SI
 SIGINT stops it gracefully (its keys handed over), and so does the end of its standard
 input, so a member never outlives the process that started it. With ``--label-selector``
 the informer lists only the matching ConfigMaps; ``--mode labels`` runs the label-assigned
-mode (a lost Lease then ends the process: ``exit`` carries ``lost``).
+mode (a lost Lease then ends the process: ``exit`` carries ``lost``). With ``--wait-go``
+it prints ``waiting`` and starts its controller when a line arrives on its standard
+input (:meth:`ShardWorkerProcess.go`), so the members of a benchmark start together.
 
 :class:`ShardWorkerProcess` starts one and collects its lines.
 """
@@ -21,105 +23,50 @@ mode (a lost Lease then ends the process: ``exit`` carries ``lost``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
 from typing import Any
 
+from client_cache.testing.child import LineProcess, add_lease_arguments
+from client_cache.testing.child import emit as _emit
 from client_cache.testing.leader import Timing
 
 __all__ = ["ShardWorkerProcess", "main"]
 
 
-class ShardWorkerProcess:
+class ShardWorkerProcess(LineProcess):
     """A member in a child process; :attr:`events` fills as it prints."""
 
     def __init__(self, kubeconfig: str, identity: str, namespace: str, timing: Timing,
                  ring: str = "shards", flags: tuple[str, ...] = ()) -> None:
         self.identity = identity
-        self.events: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
-        self.proc = subprocess.Popen(
+        super().__init__(
             [sys.executable, "-m", "client_cache.testing.shard_worker",
              "--kubeconfig", kubeconfig, "--id", identity, "--namespace", namespace,
              "--ring", ring, "--lease-duration", str(timing.lease_duration),
              "--renew-deadline", str(timing.renew_deadline),
              "--retry-period", str(timing.retry_period), *flags],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self._reader = threading.Thread(target=self._read, daemon=True,
-                                        name=f"shard-worker-reader-{identity}")
-        self._reader.start()
+            name=f"shard-worker-reader-{identity}")
 
     def __repr__(self) -> str:
         return f"<ShardWorkerProcess {self.identity} pid {self.proc.pid}>"
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            with self._cond:
-                self.events.append(event)
-                self._cond.notify_all()
-        with self._cond:
-            self.events.append({"e": "eof", "t": time.monotonic()})
-            self._cond.notify_all()
+    def go(self) -> None:
+        """Send the start line a ``--wait-go`` member waits for."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        """The lines so far."""
-        with self._cond:
-            return list(self.events)
-
-    def wait_for(self, predicate: Any, timeout: float) -> bool:
-        """Wait until ``predicate(events)`` holds (re-checked at each new line)."""
-        with self._cond:
-            return bool(self._cond.wait_for(lambda: predicate(self.events), timeout))
-
-    def signal(self, signum: int) -> float:
-        """Send ``signum``; returns the monotonic time it was sent."""
-        at = time.monotonic()
-        self.proc.send_signal(signum)
-        return at
-
-    def kill(self) -> float:
-        """SIGKILL, waiting for the process to end; returns when it was sent."""
-        at = self.signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._reader.join(5)
-        return at
-
-    def close(self) -> None:
-        """End the member (SIGCONT in case it is stopped, SIGTERM, SIGKILL if needed)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._reader.join(5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-_OUT = threading.Lock()
-
-
-def _emit(kind: str, **fields: Any) -> None:
-    line = json.dumps({"e": kind, "t": time.monotonic(), **fields}) + "\n"
-    with _OUT:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+    def rss(self) -> int:
+        """The member's resident memory now (bytes, from ``/proc``)."""
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
 
 
 def _busy(iterations: int) -> int:
@@ -176,18 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--id", required=True)
-    parser.add_argument("--namespace", default="default")
+    add_lease_arguments(parser, retry_period=0.5)
     parser.add_argument("--ring", default="shards")
-    parser.add_argument("--lease-duration", type=float, default=2.0)
-    parser.add_argument("--renew-deadline", type=float, default=1.5)
-    parser.add_argument("--retry-period", type=float, default=0.5)
     parser.add_argument("--cpu-ms", type=float, default=0.0)
     parser.add_argument("--sleep-ms", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--label-selector", default="")
     parser.add_argument("--mode", default="hash", choices=("hash", "labels"))
+    parser.add_argument("--wait-go", action="store_true")
     args = parser.parse_args(argv)
 
     iterations = calibrate(args.cpu_ms)
@@ -219,11 +162,20 @@ def main(argv: list[str] | None = None) -> int:
         _emit("f", k=key)
         return Action.await_change()
 
+    go = threading.Event()
+
     def orphaned() -> None:  # our stdin's only writer is the parent: EOF means it is gone
+        if args.wait_go:
+            sys.stdin.readline()
+            go.set()
         sys.stdin.read()
+        go.set()
         controller.shutdown()
 
     threading.Thread(target=orphaned, name="shard-worker-parent-watch", daemon=True).start()
+    if args.wait_go:  # a start line for benchmarks: every member begins at once
+        _emit("waiting")
+        go.wait()
     signal.signal(signal.SIGTERM, lambda *_: controller.shutdown())
     signal.signal(signal.SIGINT, lambda *_: controller.shutdown())
     summary = controller.run(reconcile)

@@ -1,7 +1,8 @@
 """A sharded controller in member processes of its own, on both servers (short timings:
 lease 2 s, renew deadline 1.5 s, retry 0.5 s): three members split 1,000 ConfigMaps, each
 reconciled by exactly one; then at least 20 membership changes (kills, new members,
-graceful stops, SIGSTOP past the lease and SIGCONT) while the test keeps changing objects:
+graceful stops, SIGSTOP past the lease and SIGCONT, and once the API server away for
+longer than the renew deadline) while the test keeps changing objects:
 every key whose owner changed is reconciled by its new owner (a killed member's within the
 lease duration plus :data:`KILL_BOUND`), about 1/N of the keys move when a member joins,
 and no two members' reconciles of one key ever overlap on the machine's monotonic clock.
@@ -147,8 +148,9 @@ def _intervals(members: Members, until: float) -> dict[str, list[tuple[float, fl
                 open_[event["k"]] = event["t"]
             elif event["e"] == "f":
                 out[event["k"]].append((open_.pop(event["k"]), event["t"], member))
+        gone = next((e["t"] for e in proc.snapshot() if e["e"] in ("exit", "eof")), until)
         for key, started in open_.items():
-            out[key].append((started, members.ends.get(member, until), member))
+            out[key].append((started, members.ends.get(member, gone), member))
     return out
 
 
@@ -174,7 +176,7 @@ def _overlaps(members: Members, until: float,
 
 @pytest.mark.timeout(300)
 def test_members_split_keys_and_hand_them_over_without_overlap(
-        members: Members, api: Any, ns: str) -> None:
+        members: Members, api: Any, ns: str, backend: Backend, tmp_path: Path) -> None:
     core = CoreV1Api(api)
     rng = random.Random(62)
     for _ in range(3):
@@ -220,6 +222,8 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
             action = next(plan)
             if len(members.live) <= 2 and action != "add":
                 action = "add"
+            if changes == CHANGES // 2:
+                action = "restart"
             before = dict(owners)
             victim = rng.choice(sorted(members.live))
             coming = members.live | {f"m{members.peek()}"} if action == "add" else \
@@ -234,7 +238,7 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
             elif action == "stop":
                 members.procs[victim].signal(signal.SIGTERM)
                 members.live.discard(victim)
-            else:  # pause past the lease: its keys move away, then it comes back
+            elif action == "pause":  # past the lease: its keys move away, then it comes back
                 members.procs[victim].signal(signal.SIGSTOP)
                 members.live.discard(victim)
                 owners = _owners(members.live, keys)
@@ -250,8 +254,24 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
                     assert members.procs[victim].wait_for(lambda events: any(
                         e["e"] == "exit" and e["lost"] for e in events), 15), victim
                 before, at = dict(owners), time.monotonic()
+            elif action == "restart":
+                # the server away longer than the renew deadline: every member lapses
+                lapsed = sorted(members.live)
+                backend.stop_apiserver(str(tmp_path / "state.json"))
+                time.sleep(TIMING.lease_duration)  # the outage itself
+                backend.start_apiserver(str(tmp_path / "state.json"))
+                at = time.monotonic()
+                if members.mode == "labels":  # their runs end; new members take over
+                    for member in lapsed:
+                        assert members.procs[member].wait_for(lambda events: any(
+                            e["e"] == "exit" and e["lost"] for e in events), 30), member
+                        members.live.discard(member)
+                    for _ in lapsed:
+                        members.start()
             owners = _owners(members.live, keys)
             moved = {k: o for k, o in owners.items() if before[k] != o}
+            if action == "restart":  # after a lapse, every key is reconciled again
+                moved = dict(owners)
             done = _wait_moved(members, moved, at, TIMING.lease_duration + bound + 10)
             focus.clear()
             if action == "kill":

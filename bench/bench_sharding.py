@@ -1,0 +1,170 @@
+"""A sharded controller on this machine: one member process against two, on a CPU-bound
+reconcile, and the memory of a member in hash mode against label mode.
+
+Method. 2,000 ConfigMaps (2 KiB of data each) in a fresh namespace. ``N`` member
+processes of ``client_cache.testing.shard_worker`` start, list, join the ring and wait;
+then all are told to go at once. Each reconcile spends ``--cpu-ms`` (5 ms) in pure
+Python, a fixed amount of work calibrated in each process. The figure is the reconciles
+per second from the first reconcile's start to the end of the last one of the first pass
+(every object reconciled once); runs alternate 1, 2, 1, 2... (``--rounds`` of each) and
+the table gives the medians. Memory: 2,000 ConfigMaps of ``--memory-kib`` (16 KiB) in
+another namespace, so the cache outweighs the interpreter; the resident set of each of
+two members once every object was reconciled, in hash mode (every member caches all
+2,000 objects) and in label mode (each caches its own; the member running the sharder
+also holds the metadata of every object). The server runs beside the members on the same two cores.
+
+Writes ``bench/results/sharding.json`` and ``.md``.
+
+    python -m bench.bench_sharding [--rounds 3] [--objects 2000] [--cpu-ms 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from kubernetes.client import CoreV1Api
+
+from bench.contenders import save_results
+from client_cache.testing.leader import Timing
+from client_cache.testing.shard_worker import ShardWorkerProcess
+
+TIMING = Timing(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
+_namespaces = itertools.count(1)
+
+
+@contextlib.contextmanager
+def servers(real: bool) -> Iterator[list[tuple[str, Callable[[], Any], dict[str, Any]]]]:
+    """``(name, api client factory, kubeconfig)`` of each server run."""
+    from client_cache.testing.apiserver import EmbeddedApiServerProcess
+    from client_cache.testing.envtest import ControlPlane, find_binaries
+
+    with contextlib.ExitStack() as stack:
+        embedded = stack.enter_context(EmbeddedApiServerProcess(bookmark_interval=60))
+        config = {"apiVersion": "v1", "kind": "Config",
+                  "clusters": [{"name": "e", "cluster": {"server": embedded.url}}],
+                  "users": [{"name": "u", "user": {}}],
+                  "contexts": [{"name": "e", "context": {"cluster": "e", "user": "u"}}],
+                  "current-context": "e"}
+        found: list[tuple[str, Callable[[], Any], dict[str, Any]]] = [
+            ("embedded", embedded.api_client, config)]
+        binaries = find_binaries() if real else None
+        if binaries is not None:
+            plane = stack.enter_context(ControlPlane(binaries))
+            found.append(("kube-apiserver", plane.api_client, plane.kubeconfig()))
+        elif real:
+            print("real server skipped: run `make envtest` first", file=sys.stderr)
+        yield found
+
+
+def describe_machine() -> str:
+    """Cores and Python, for the report."""
+    return f"{os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def populate(api: Any, objects: int, kib: int) -> str:
+    ns = f"shard-bench-{next(_namespaces)}"
+    core = CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    data = {f"k{i}": f"{i}" * (kib * 1024 // 10) for i in range(10)}
+    for i in range(objects):
+        core.create_namespaced_config_map(ns, {"metadata": {"name": f"obj-{i:05d}"},
+                                               "data": data})
+    return ns
+
+
+def one_run(kubeconfig: str, ns: str, members: int, mode: str, objects: int,
+            cpu_ms: float, run: int) -> dict[str, Any]:
+    flags = ("--cpu-ms", str(cpu_ms), "--mode", mode, "--wait-go")
+    procs = [ShardWorkerProcess(kubeconfig, f"b{run}-{i}", ns, TIMING, ring=f"bench{run}",
+                                flags=flags) for i in range(members)]
+    try:
+        for proc in procs:
+            assert proc.wait_for(lambda ev: any(e["e"] == "waiting" for e in ev), 60), proc
+        for proc in procs:
+            proc.go()
+
+        def keys() -> set[str]:
+            return {e["k"] for p in procs for e in p.snapshot() if e["e"] == "f"}
+
+        deadline = time.monotonic() + 600
+        while len(keys()) < objects:  # the members' lines arrive on reader threads
+            assert time.monotonic() < deadline, f"{len(keys())} of {objects} reconciled"
+            time.sleep(0.2)
+        events = [e for p in procs for e in p.snapshot() if e["e"] in ("s", "f")]
+        first = min(e["t"] for e in events if e["e"] == "s")
+        seen: set[str] = set()
+        last = first
+        for event in sorted(events, key=lambda e: e["t"]):
+            if event["e"] == "f" and event["k"] not in seen:
+                seen.add(event["k"])
+                last = event["t"]
+        done = sum(1 for e in events if e["e"] == "f" and e["t"] <= last)
+        return {"members": members, "mode": mode, "seconds": last - first,
+                "reconciles": done, "per_second": done / (last - first),
+                "rss_mb": [round(p.rss() / 2**20, 1) for p in procs]}
+    finally:
+        for proc in procs:
+            proc.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--objects", type=int, default=2000)
+    parser.add_argument("--cpu-ms", type=float, default=5.0)
+    parser.add_argument("--memory-kib", type=int, default=16,
+                        help="data per object of the memory comparison")
+    parser.add_argument("--real", action="store_true",
+                        help="also on the kube-apiserver of `make envtest`")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {"machine": describe_machine(), "objects": args.objects,
+                              "cpu_ms": args.cpu_ms, "servers": {}}
+    lines = ["# Sharding: one member process against two", "",
+             f"{args.objects} ConfigMaps, a reconcile of {args.cpu_ms:g} ms of pure Python, "
+             f"medians of {args.rounds} alternated runs; method in `bench/bench_sharding.py`.",
+             f"Machine: {describe_machine()}.", ""]
+    run = itertools.count()
+    with servers(args.real) as found, TemporaryDirectory() as tmp:
+        for name, api_client, config in found:
+            kubeconfig = str(Path(tmp, f"{name}.json"))
+            Path(kubeconfig).write_text(json.dumps(config), encoding="utf-8")
+            ns = populate(api_client(), args.objects, 2)
+            runs: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+            for _ in range(args.rounds):
+                for members in (1, 2):
+                    runs[str(members)].append(one_run(kubeconfig, ns, members, "hash",
+                                                      args.objects, args.cpu_ms, next(run)))
+            big = populate(api_client(), args.objects, args.memory_kib)
+            memory = {mode: one_run(kubeconfig, big, 2, mode, args.objects, 0.0, next(run))
+                      for mode in ("hash", "labels")}
+            report["servers"][name] = {"runs": runs, "memory": memory}
+            rate = {k: statistics.median(r["per_second"] for r in v) for k, v in runs.items()}
+            lines += [f"## {name}", "",
+                      "| members | reconciles/s (median) | runs |", "|---|---|---|"]
+            for k in ("1", "2"):
+                lines.append(f"| {k} | {rate[k]:.0f} | "
+                             + ", ".join(f"{r['per_second']:.0f}" for r in runs[k]) + " |")
+            lines += ["", f"Two members against one: **{rate['2'] / rate['1']:.2f}x**.", "",
+                      f"Memory, {args.objects} ConfigMaps of {args.memory_kib} KiB:", "",
+                      "| mode, 2 members | resident memory per member (MiB) |", "|---|---|"]
+            for mode, result in memory.items():
+                lines.append(f"| {mode} | {', '.join(map(str, result['rss_mb']))} |")
+            lines.append("")
+    save_results("sharding", report, "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -114,6 +114,7 @@ def polling_gap(candidate: CandidateProcess, since: float, until: float) -> floa
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("lease-processes")
 def test_a_killed_leader_is_replaced(candidates: Candidates) -> None:
     alive = [candidates.start() for _ in range(3)]
     takeovers = []
@@ -202,6 +203,7 @@ def lease_record(backend: Backend, ns: str, name: str) -> LeaderElectionRecord:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("lease-processes")
 # the first run on a machine builds the Go candidate (go_candidate's own limit is 1200 s):
 # on a fresh, loaded machine that took longer than the suite's 120 s per test
 @pytest.mark.timeout(1320)
@@ -252,6 +254,7 @@ def belief_intervals(candidate: CandidateProcess, end: float) -> list[tuple[floa
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("lease-processes")
 def test_no_two_candidates_believe_they_lead_across_pauses(
         candidates: Candidates, backend: Backend) -> None:
     """Issue 59: three candidates behind 0.2 s of latency; in each of 30 rounds one of

@@ -30,7 +30,9 @@ from client_cache.testing.shard_worker import ShardWorkerProcess
 from tests.conformance.test_leaderelection import write_kubeconfig
 from tests.conformance.util import Backend, configmap
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs these and the leader-election scenarios one after the other: each
+# runs several processes against timing bounds, and two at once on two cores starve them
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("lease-processes")]
 
 TIMING = Timing(lease_duration=2.0, renew_deadline=1.5, retry_period=0.5)
 OBJECTS = 1000

@@ -393,6 +393,10 @@ def test_every_documented_metric_is_scraped_with_its_labels(
                         if s.get("controller") == "scraped"}
             eventually(lambda: results() >= {"success", "error", "requeue", "requeue_after"},
                        15, lambda: f"results so far: {results()}")
+            # the terminal failure is one of the errors, not necessarily the first counted
+            eventually(lambda: samples(http_get(health.url + "/metrics")[1]).get(
+                'controller_runtime_terminal_reconcile_errors_total{controller="scraped"}'
+            ) == 1.0, 15, "no terminal failure counted")
             eventually(lambda: any(s.get("method") == "POST" and s.get("code") == "201"
                                    for s in scraped().get("rest_client_requests_total", [])),
                        15, "no Event was posted")
@@ -441,14 +445,17 @@ def test_a_sharded_controller_exports_the_shard_metrics(
                                                       "default", "cms", identity, 2.0, 1.5,
                                                       0.5)))
 
+    def found() -> dict[str, float]:
+        return samples(prometheus_client.generate_latest(registry).decode())
+
     first = controller("first")
     with first.running(lambda obj, ctx: Action.await_change()):
-        eventually(lambda: samples(prometheus_client.generate_latest(registry).decode())
-                   .get('shard_keys_owned{ring="cms"}') == 20)
+        eventually(lambda: found().get('shard_keys_owned{ring="cms"}') == 20)
         with controller("second").running(lambda obj, ctx: Action.await_change()):
-            eventually(lambda: samples(prometheus_client.generate_latest(registry).decode())
-                       .get('shard_handovers_total{ring="cms"}', 0) > 0)
-            text = prometheus_client.generate_latest(registry).decode()
-    found = samples(text)
-    assert found['shard_members{ring="cms"}'] == 2
-    assert found['shard_drain_duration_seconds_count{ring="cms"}'] >= 1
+            # both members write the one gauge of this process: wait for the two-member
+            # state rather than read one instant
+            eventually(lambda: found().get('shard_handovers_total{ring="cms"}', 0) > 0
+                       and found().get('shard_members{ring="cms"}') == 2
+                       and found().get('shard_drain_duration_seconds_count{ring="cms"}', 0)
+                       >= 1, 15, lambda: str({k: v for k, v in found().items()
+                                              if k.startswith("shard_")}))

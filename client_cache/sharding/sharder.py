@@ -50,6 +50,9 @@ __all__ = ["Sharder", "release_patch"]
 _log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+WORKERS = 4
+"""Labelling requests in flight at once: a member joining a ring of N moves about 1/N of
+the objects, each one or two PATCHes; the work queue never hands one object to two."""
 
 
 def release_patch(obj_meta: dict[str, Any], shard_label: str, drain_label: str,
@@ -97,7 +100,7 @@ class Sharder:
         informer.start()
         try:
             self._members_changed()
-            run_workers(self._queue, self._assign, 1, stop,
+            run_workers(self._queue, self._assign, WORKERS, stop,
                         name=f"sharder-{self._member.config.ring}")
         finally:
             self._member.remove_listener(self._members_changed)

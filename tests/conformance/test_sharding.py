@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("lease-processes")]
 TIMING = Timing(lease_duration=2.0, renew_deadline=1.5, retry_period=0.5)
 OBJECTS = 1000
 KILL_BOUND = {"hash": TIMING.retry_period * 1.1 + 2.0,
-              "labels": TIMING.retry_period * 1.1 + 4.0}
+              "labels": TIMING.retry_period * 1.1 + 5.0}
 """After a kill, its keys are reconciled elsewhere within ``lease_duration`` plus this:
 its last renewal may have been seen up to a jittered ``retry_period`` before the kill, and
 the handover and the reconciles of a third of 1,000 keys take the rest: in hash mode a
@@ -45,6 +45,10 @@ write and its watch event, in label mode the sharder's relabelling of each objec
 PATCH each) and the new members' watch events, and the election of a new sharder when
 the killed member ran it (its Lease expires alongside)."""
 CHANGES = 20
+SETTLE = 25.0
+"""How long past a kill's bound any change may take to settle (the assertion on kills is
+the bound itself): in label mode a join moves a third of the objects with two or three
+PATCHes each, and CI runs this beside two other test suites."""
 WORK = ("--sleep-ms", "5", "--concurrency", "4")
 """Each reconcile waits 5 ms, four at a time per member: long enough to be in flight when
 its key moves."""
@@ -274,7 +278,7 @@ def test_members_split_keys_and_hand_them_over_without_overlap(
             moved = {k: o for k, o in owners.items() if before[k] != o}
             if action == "restart":  # after a lapse, every key is reconciled again
                 moved = dict(owners)
-            done = _wait_moved(members, moved, at, TIMING.lease_duration + bound + 10)
+            done = _wait_moved(members, moved, at, TIMING.lease_duration + bound + SETTLE)
             focus.clear()
             if action == "kill":
                 kill_delays.append(done - at)

@@ -40,9 +40,9 @@ test: $(STAMP)
 
 # The long scenarios (marked slow): leader election with three processes (kills, pauses),
 # sharded members in processes (20 membership changes, both modes), sample-controller on
-# both servers, the soak; about 8 minutes. The leader-election and sharding scenarios share
-# one xdist group (one worker, one after the other): each runs processes against timing
-# bounds, and on two cores the two at once starve each other.
+# both servers, the soak; about 11 minutes. The leader-election and sharding scenarios and
+# the soak share one xdist group (one worker, one after the other): each runs against
+# timing bounds, and on two cores two of them at once starve each other.
 test-slow: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup -m slow $(PYTEST_ARGS)
 

@@ -8,6 +8,7 @@ from tests.soak import FAULTS, SoakConfig, healthy, report, run
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("lease-processes")  # not beside the multi-process scenarios
 @pytest.mark.timeout(300)
 def test_bounded_chaos_soak_converges_with_nothing_lost() -> None:
     config = SoakConfig(mutations=3_000, objects=300, min_faults=8, fault_gap=(8, 20),

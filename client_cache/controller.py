@@ -225,6 +225,9 @@ class Config:
     watch_idle_timeout: float | None = None
     #: Port addition: where the reflector reports (health, logs); its own when None.
     reflector_status: ReflectorStatus | None = None
+    #: Port addition: the reflector's longest unjittered wait between failed rounds
+    #: (:class:`~client_cache.reflector.ReflectorOptions`; client-go's is 30 s).
+    max_backoff: float = 30.0
     #: Port addition: True syncs with a watch-list stream, False with a LIST; None leaves
     #: it to the feature-gate environment variables, as client-go's ``WatchListClient``.
     use_watch_list: bool | None = None
@@ -275,6 +278,7 @@ class _Controller:
                 clock=self.clock,
                 idle_timeout=cfg.watch_idle_timeout,
                 status=cfg.reflector_status,
+                max_backoff=cfg.max_backoff,
             ),
         )
         reflector.should_resync = cfg.should_resync

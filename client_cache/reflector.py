@@ -1,7 +1,8 @@
 """The Reflector: keeps a store in step with the server (Go ``tools/cache/reflector.go``).
 
 ``Reflector.run(stop)`` loops ``list_and_watch`` under an exponential backoff (0.8 s doubling
-to 30 s, jittered, reset after 2 minutes without a failure, on the injected clock):
+to 30 s, jittered, reset after 2 minutes without a failure, on the injected clock; the
+port's ``ReflectorOptions.max_backoff`` lowers the 30 s):
 
 1. **list**: a paged LIST (500 per page) at the *relist resourceVersion* - ``"0"`` (any
    recent state, served by the watch cache) the first time, the last seen version
@@ -166,6 +167,13 @@ class ReflectorOptions:
 
     ``min_watch_timeout`` below 5 minutes is ignored; ``clock`` defaults to the real clock.
     ``idle_timeout`` (a port addition) overrides the stalled-watch timeout.
+
+    ``max_backoff`` (a port addition, as kube-rs lets a watcher choose its backoff;
+    client-go fixes it at 30 s): the longest unjittered wait between failed rounds. The
+    first wait is 0.8 s or this when smaller; the jitter makes any wait up to twice the
+    unjittered one. A reflector of a few small objects whose freshness matters (the Leases
+    of a shard ring) lowers it so that it resumes within seconds of an outage's end.
+    A value that is not positive raises ``ValueError``.
     """
 
     name: str = ""
@@ -176,6 +184,7 @@ class ReflectorOptions:
     idle_timeout: float | None = None
     status: ReflectorStatus | None = None
     """Where the reflector reports what it does (health, logs); its own by default."""
+    max_backoff: float = 30.0
 
 
 def _name_from_callsite() -> str:
@@ -210,8 +219,10 @@ class Reflector:
         self.clock: WithTicker = options.clock or REAL_CLOCK
         self.min_watch_timeout = max(options.min_watch_timeout, DEFAULT_MIN_WATCH_TIMEOUT)
         self.idle_timeout = options.idle_timeout
-        self.backoff_manager = new_exponential_backoff_manager(0.8, 30.0, 120.0, 2.0, 1.0,
-                                                               self.clock)
+        if not options.max_backoff > 0:
+            raise ValueError(f"max_backoff must be positive, not {options.max_backoff!r}")
+        self.backoff_manager = new_exponential_backoff_manager(
+            min(0.8, options.max_backoff), options.max_backoff, 120.0, 2.0, 1.0, self.clock)
         self.watch_list_page_size = 0
         self.should_resync: Callable[[], bool] | None = None
         self.max_internal_error_retry_duration = 0.0

@@ -197,7 +197,11 @@ class SharedIndexInformerOptions:
     ``use_watch_list`` (a port addition; client-go has only its ``WatchListClient``
     feature gate): True fills the cache from a watch-list stream (one small event per
     object), False from a LIST (one response); None follows the feature-gate environment
-    variables, as client-go's, and is LIST when they are unset."""
+    variables, as client-go's, and is LIST when they are unset.
+
+    ``max_backoff`` (a port addition): the reflector's longest unjittered wait between
+    failed rounds, 30 s as client-go's unless lowered (see
+    :class:`~client_cache.reflector.ReflectorOptions`)."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
@@ -207,6 +211,7 @@ class SharedIndexInformerOptions:
     watch_idle_timeout: float | None = None
     atomic_relist: bool = False
     use_watch_list: bool | None = None
+    max_backoff: float = 30.0
 
 
 class _InformerController:
@@ -250,6 +255,7 @@ class SharedIndexInformer(Generic[T]):
         self.atomic_relist = options.atomic_relist
         self.watch_idle_timeout = options.watch_idle_timeout
         self.use_watch_list = options.use_watch_list
+        self.max_backoff = options.max_backoff
         self.cache_mutation_detector = new_cache_mutation_detector(description)
         self._started = False
         self._stopped = False
@@ -332,6 +338,7 @@ class SharedIndexInformer(Generic[T]):
                 watch_idle_timeout=self.watch_idle_timeout,
                 reflector_status=self.status,
                 use_watch_list=self.use_watch_list,
+                max_backoff=self.max_backoff,
                 process_batch=self.handle_batch_deltas,
             )
             self._controller = new_controller(config)

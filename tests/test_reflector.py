@@ -290,10 +290,13 @@ def test_list_and_watch_with_errors() -> None:
     assert info2.value is watch_error
 
 
-def conn_backoff_elapsed(failures: int) -> tuple[float, list[Any], int]:
+def conn_backoff_elapsed(failures: int, max_backoff: float | None = None,
+                         ) -> tuple[float, list[Any], int]:
     """Refuse the first ``failures`` watches; after each refusal, once the backoff timer is
     set, step the fake clock by twice the unjittered backoff (enough for any jitter) and
-    wait for the next attempt: one step per refusal, never more."""
+    wait for the next attempt: one step per refusal, never more. The backoff is 1 ms
+    doubling to 50 ms, or with ``max_backoff`` the reflector's own, capped by that option
+    (each step then twice the cap)."""
     clock = FakeClock(T0)
     stop = threading.Event()
     attempts: queue.Queue[int] = queue.Queue()
@@ -312,13 +315,16 @@ def conn_backoff_elapsed(failures: int) -> tuple[float, list[Any], int]:
         lists[0] += 1
         return pod_list("1")
 
-    r = reflector(lw(list_func, watch), clock=clock)
-    r.backoff_manager = new_exponential_backoff_manager(0.001, 0.05, 0.1, 2.0, 1.0, clock)
+    if max_backoff is None:
+        r = reflector(lw(list_func, watch), clock=clock)
+        r.backoff_manager = new_exponential_backoff_manager(0.001, 0.05, 0.1, 2.0, 1.0, clock)
+    else:
+        r = reflector(lw(list_func, watch), clock=clock, max_backoff=max_backoff)
     t, result = run_in_thread(lambda: r.list_and_watch(stop), "test-conn-backoff")
     for i in range(failures):
         assert attempts.get(timeout=10) == i + 1  # refused; the reflector backs off
         eventually(clock.has_waiters, message="no backoff timer")
-        clock.step(min(2 ** (i + 1) / 1000, 0.1))
+        clock.step(min(2 ** (i + 1) / 1000, 0.1) if max_backoff is None else 2 * max_backoff)
     assert attempts.get(timeout=10) == failures + 1  # the attempt after the last backoff
     t.join(10)
     assert not t.is_alive()
@@ -332,6 +338,18 @@ def test_init_conn_backoff_on_fake_clock(failures: int, low: float, high: float)
     elapsed, result, lists = conn_backoff_elapsed(failures)
     assert result == [None] and lists == 1
     assert low <= elapsed <= high, (failures, elapsed)
+
+
+def test_max_backoff_caps_every_wait_between_failed_rounds() -> None:
+    """Port addition (``ReflectorOptions.max_backoff``): with the cap at 50 ms, twelve
+    refusals in a row each wait at most twice the cap (client-go's reflector would wait
+    0.8 s at first and 30 s at last); a cap that is not positive is refused."""
+    elapsed, result, lists = conn_backoff_elapsed(12, max_backoff=0.05)
+    assert result == [None] and lists == 1
+    assert elapsed == pytest.approx(12 * 0.1)
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="max_backoff"):
+            reflector(lw(unreachable, unreachable), max_backoff=bad)
 
 
 class CountingBackoff:

@@ -26,6 +26,11 @@ What it does, in order:
   most one of them sees the key clear; and a member resumed from a pause or a partition
   reads the others afresh before it starts anything.
 
+* **Outages.** The Lease informer's reflector waits at most ``retry_period`` between
+  failed rounds (client-go's reflector backs off to 30 s): after the API server comes
+  back, a member reads the ring again within about a retry period, as the leader elector
+  renews within one, instead of starting nothing for up to half a minute.
+
 So a key moves without overlap: the old owner stops starting it, finishes what runs,
 publishes its new view; the new owner has published its claim and starts once it has
 read the old owner's release (or the old owner's Lease expired: it had fenced itself
@@ -56,7 +61,11 @@ from client_cache.schema import GroupVersionResource
 from client_cache.sharding.config import RING_LABEL, VIEW_ANNOTATION, ShardingConfig
 from client_cache.sharding.metrics import get_sharding_metrics_provider
 from client_cache.sharding.ring import HashRing, key_hash
-from client_cache.shared_informer import SharedIndexInformer, new_shared_informer
+from client_cache.shared_informer import (
+    SharedIndexInformer,
+    SharedIndexInformerOptions,
+    new_shared_index_informer_with_options,
+)
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.logs import log_visibly
 from client_cache.util.timestamps import format_micro_time
@@ -135,7 +144,10 @@ class ShardMember:
         lw = new_filtered_list_watch_from_client(
             api_client, LEASES, config.namespace,
             lambda options: setattr(options, "label_selector", f"{RING_LABEL}={config.ring}"))
-        self._informer: SharedIndexInformer[Any] = new_shared_informer(lw, None, 0)
+        # after an outage the member starts nothing until this informer has delivered its
+        # own write: its reflector retries within a retry period, not client-go's 30 s
+        self._informer: SharedIndexInformer[Any] = new_shared_index_informer_with_options(
+            lw, None, SharedIndexInformerOptions(max_backoff=config.retry_period / 2))
         self._registration = self._informer.add_event_handler(_Handler(self))
         self._informer_stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -15,7 +15,11 @@ are pods; on one machine, :class:`WorkerGroup` starts them and keeps them runnin
     run_workers(worker, 2)                   # until SIGINT/SIGTERM
 
 Each worker is a fresh interpreter (``multiprocessing``'s *spawn* start method: nothing of
-the parent's threads or connections is inherited) running ``target(index)``. A worker that
+the parent's threads or connections is inherited) running ``target(index)``. On Linux a
+worker asks the kernel for SIGTERM when the supervising thread ends (``PR_SET_PDEATHSIG``),
+and ends at once if that thread ended before it asked: a supervisor killed with SIGKILL
+leaves no worker behind, each gets the graceful stop it would have got. The supervising
+thread therefore starts every worker and outlives them all. A worker that
 exits while the group runs is started again with the same index, after a delay doubling
 from 1 s to 30 s (reset once it has run for a minute); its identity is then the same
 (:meth:`ShardingConfig.identity_for`), and since the supervisor saw the old process end,
@@ -28,11 +32,13 @@ The supervisor waits on the processes' sentinels and on its stop event; it never
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +56,24 @@ RESTART_DELAY = (1.0, 30.0)
 STEADY_AFTER = 60.0
 """A worker that ran this long (seconds) before it exited is restarted after the first
 delay again."""
+
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option: the signal this process gets when the thread that started it ends."""
+
+
+def _worker_main(target: Callable[..., None], index: int, supervisor: int,
+                 args: tuple[Any, ...]) -> None:
+    """A worker's entry: on Linux, ask for SIGTERM when the supervising thread ends; when
+    it ended already (this process was adopted), end; then run ``target(index, *args)``."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own symbols: libc's
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            _log.warning("worker %d: no parent-death signal (errno %d)", index,
+                         ctypes.get_errno())
+        if os.getppid() != supervisor:
+            return  # the supervisor ended before the request: nothing to work for
+    target(index, *args)
 
 
 @dataclass
@@ -83,6 +107,10 @@ class WorkerGroup:
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = None
+        self._spawned = threading.Event()  # the first workers are started
+        self._failure: BaseException | None = None  # why they could not be
+        self._stop_grace = grace
+        self._codes: dict[int, int | None] = {slot.index: None for slot in self._slots}
 
     def __repr__(self) -> str:
         return f"<WorkerGroup {self.name} of {len(self._slots)}>"
@@ -100,23 +128,46 @@ class WorkerGroup:
                     if slot.process is not None and slot.process.is_alive()}
 
     def start(self) -> WorkerGroup:
-        """Start every worker and the supervising thread (``workers-<name>``)."""
-        with self._lock:
-            for slot in self._slots:
-                self._spawn(slot)
+        """Start the supervising thread (``workers-<name>``); it starts every worker
+        before this returns."""
+        if self._thread is not None:
+            raise RuntimeError(f"{self!r} was started already")
         self._thread = threading.Thread(target=self._supervise, daemon=True,
                                         name=f"workers-{self.name}")
         self._thread.start()
+        self._spawned.wait()
+        if self._failure is not None:
+            self.stop()
+            raise self._failure
         return self
 
     def _spawn(self, slot: _Slot) -> None:
-        process = self._ctx.Process(target=self._target, args=(slot.index, *self._args),
+        process = self._ctx.Process(target=_worker_main,
+                                    args=(self._target, slot.index, os.getpid(), self._args),
                                     name=f"{self.name}-{slot.index}", daemon=False)
         process.start()
         slot.process, slot.started = process, time.monotonic()
         _log.info("workers %s: started worker %d (pid %s)", self.name, slot.index, process.pid)
 
     def _supervise(self) -> None:
+        try:
+            try:
+                with self._lock:
+                    for slot in self._slots:
+                        self._spawn(slot)
+            except BaseException as err:  # start() raises it (a target that cannot be
+                self._failure = err       # pickled, no processes left)
+                return
+            finally:
+                self._spawned.set()
+            self._watch()
+        except Exception:
+            _log.exception("workers %s: supervising failed; stopping the workers", self.name)
+        finally:
+            self._end_workers()
+
+    def _watch(self) -> None:
+        """Restart workers that exit, until the group stops."""
         while not self._stop.is_set():
             with self._lock:
                 sentinels = {slot.process.sentinel: slot for slot in self._slots
@@ -150,21 +201,16 @@ class WorkerGroup:
                         slot.restarts += 1
                         self._spawn(slot)
 
-    def stop(self, grace: float | None = None) -> dict[int, int | None]:
-        """Stop the group: SIGTERM to each worker, up to ``grace`` seconds (default: the
-        group's) for them to end, SIGKILL for the rest. Returns each worker's exit
-        code (None: none was running)."""
-        self._stop.set()
-        os.write(self._wake_w, b"x")
-        if self._thread is not None:
-            self._thread.join(1.0)
-        deadline = time.monotonic() + (self._grace if grace is None else grace)
+    def _end_workers(self) -> None:
+        """On the supervising thread, whose end would signal the workers: SIGTERM to
+        each, up to the grace period for them to end, SIGKILL for the rest; their exit
+        codes are kept for :meth:`stop`."""
+        deadline = time.monotonic() + self._stop_grace
         with self._lock:
             running = [slot for slot in self._slots if slot.process is not None]
         for slot in running:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(slot.process.pid, signal.SIGTERM)
-        codes: dict[int, int | None] = {slot.index: None for slot in self._slots}
         for slot in running:
             slot.process.join(max(0.0, deadline - time.monotonic()))
             if slot.process.is_alive():
@@ -172,11 +218,27 @@ class WorkerGroup:
                              self.name, slot.index)
                 slot.process.kill()
                 slot.process.join(1.0)
-            codes[slot.index] = slot.process.exitcode
+            self._codes[slot.index] = slot.process.exitcode
+
+    def stop(self, grace: float | None = None) -> dict[int, int | None]:
+        """Stop the group: SIGTERM to each worker, up to ``grace`` seconds (default: the
+        group's) for them to end, SIGKILL for the rest. Returns each worker's exit
+        code (None: none was running)."""
+        if grace is not None:
+            self._stop_grace = grace
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+        if self._thread is not None:
+            # the supervising thread ends the workers: within the grace period, then
+            # a kill and its reaping (a second each at most)
+            self._thread.join(self._stop_grace + 2 * len(self._slots) + 1.0)
+            if self._thread.is_alive():
+                _log.warning("workers %s: the supervisor did not end", self.name)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        return codes
+        return dict(self._codes)
 
 
 def run_workers(target: Callable[..., None], replicas: int, *, args: tuple[Any, ...] = (),

@@ -45,7 +45,12 @@ from client_cache.errors import ClientCacheError, FIFOClosedError, RequeueError
 from client_cache.fifo import Queue
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
-from client_cache.reflector import Reflector, ReflectorOptions, WatchErrorHandler
+from client_cache.reflector import (
+    DEFAULT_MAX_BACKOFF,
+    Reflector,
+    ReflectorOptions,
+    WatchErrorHandler,
+)
 from client_cache.reflector_status import ReflectorStatus
 from client_cache.store import (
     DeletedFinalStateUnknown,
@@ -227,7 +232,7 @@ class Config:
     reflector_status: ReflectorStatus | None = None
     #: Port addition: the reflector's longest unjittered wait between failed rounds
     #: (:class:`~client_cache.reflector.ReflectorOptions`; client-go's is 30 s).
-    max_backoff: float = 30.0
+    max_backoff: float = DEFAULT_MAX_BACKOFF
     #: Port addition: True syncs with a watch-list stream, False with a LIST; None leaves
     #: it to the feature-gate environment variables, as client-go's ``WatchListClient``.
     use_watch_list: bool | None = None

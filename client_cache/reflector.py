@@ -118,6 +118,7 @@ from client_cache.watch import Watch
 
 __all__ = [
     "DEFAULT_EXPECTED_TYPE_NAME",
+    "DEFAULT_MAX_BACKOFF",
     "DEFAULT_MIN_WATCH_TIMEOUT",
     "DataInconsistencyError",
     "InitialEventsEndBookmarkTicker",
@@ -139,6 +140,16 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DEFAULT_MIN_WATCH_TIMEOUT = 300.0
+DEFAULT_MAX_BACKOFF = 30.0
+"""The longest unjittered wait between a reflector's failed rounds unless an option lowers
+it (client-go's fixed 30 s)."""
+
+
+def check_max_backoff(value: float) -> float:
+    """``value`` when it can be a ``max_backoff``; ``ValueError`` when it is not positive."""
+    if not value > 0:
+        raise ValueError(f"max_backoff must be positive, not {value!r}")
+    return value
 """Watches last at least this long (seconds) before the server ends them (upstream 5 min)."""
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -184,7 +195,7 @@ class ReflectorOptions:
     idle_timeout: float | None = None
     status: ReflectorStatus | None = None
     """Where the reflector reports what it does (health, logs); its own by default."""
-    max_backoff: float = 30.0
+    max_backoff: float = DEFAULT_MAX_BACKOFF
 
 
 def _name_from_callsite() -> str:
@@ -219,10 +230,9 @@ class Reflector:
         self.clock: WithTicker = options.clock or REAL_CLOCK
         self.min_watch_timeout = max(options.min_watch_timeout, DEFAULT_MIN_WATCH_TIMEOUT)
         self.idle_timeout = options.idle_timeout
-        if not options.max_backoff > 0:
-            raise ValueError(f"max_backoff must be positive, not {options.max_backoff!r}")
+        cap = check_max_backoff(options.max_backoff)
         self.backoff_manager = new_exponential_backoff_manager(
-            min(0.8, options.max_backoff), options.max_backoff, 120.0, 2.0, 1.0, self.clock)
+            min(0.8, cap), cap, 120.0, 2.0, 1.0, self.clock)
         self.watch_list_page_size = 0
         self.should_resync: Callable[[], bool] | None = None
         self.max_internal_error_retry_duration = 0.0

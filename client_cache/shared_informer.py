@@ -75,7 +75,7 @@ from client_cache.processor import (
     determine_resync_period,
     handler_name,
 )
-from client_cache.reflector import WatchErrorHandler
+from client_cache.reflector import DEFAULT_MAX_BACKOFF, WatchErrorHandler, check_max_backoff
 from client_cache.reflector_status import InformerHealth, ReflectorStatus
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
@@ -201,7 +201,8 @@ class SharedIndexInformerOptions:
 
     ``max_backoff`` (a port addition): the reflector's longest unjittered wait between
     failed rounds, 30 s as client-go's unless lowered (see
-    :class:`~client_cache.reflector.ReflectorOptions`)."""
+    :class:`~client_cache.reflector.ReflectorOptions`); the informer refuses one that is
+    not positive with ``ValueError`` when it is built."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
@@ -211,7 +212,7 @@ class SharedIndexInformerOptions:
     watch_idle_timeout: float | None = None
     atomic_relist: bool = False
     use_watch_list: bool | None = None
-    max_backoff: float = 30.0
+    max_backoff: float = DEFAULT_MAX_BACKOFF
 
 
 class _InformerController:
@@ -255,7 +256,8 @@ class SharedIndexInformer(Generic[T]):
         self.atomic_relist = options.atomic_relist
         self.watch_idle_timeout = options.watch_idle_timeout
         self.use_watch_list = options.use_watch_list
-        self.max_backoff = options.max_backoff
+        self.max_backoff = check_max_backoff(options.max_backoff)  # refused here, not on
+        # the reflector's thread once the informer runs
         self.cache_mutation_detector = new_cache_mutation_detector(description)
         self._started = False
         self._stopped = False

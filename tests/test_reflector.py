@@ -40,6 +40,10 @@ from client_cache.reflector_metrics import (
     reset_reflector_metrics_provider_for_tests,
     set_reflector_metrics_provider,
 )
+from client_cache.shared_informer import (
+    SharedIndexInformerOptions,
+    new_shared_index_informer_with_options,
+)
 from client_cache.util.chan import CLOSED, Chan
 from client_cache.util.clock import FakeClock
 from client_cache.util.wait import new_exponential_backoff_manager
@@ -350,6 +354,9 @@ def test_max_backoff_caps_every_wait_between_failed_rounds() -> None:
     for bad in (0.0, -1.0):
         with pytest.raises(ValueError, match="max_backoff"):
             reflector(lw(unreachable, unreachable), max_backoff=bad)
+        with pytest.raises(ValueError, match="max_backoff"):  # at once, not when it runs
+            new_shared_index_informer_with_options(
+                lw(unreachable, unreachable), None, SharedIndexInformerOptions(max_backoff=bad))
 
 
 class CountingBackoff:

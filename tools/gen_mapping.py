@@ -129,6 +129,8 @@ GO_KEYWORDS = {"select"}
 # Python name -> Go name ("—" when there is none) and an optional remark.
 OVERRIDES: dict[str, tuple[str, str]] = {
     "BACKEND": ("—", "which JSON decoder is in use (orjson or the standard library)"),
+    "DEFAULT_MAX_BACKOFF": ("—", "client-go's reflector backoff cap, a literal 30 s there; "
+                            "lowered by the port's max_backoff option"),
     "loads": ("—", "decodes JSON with orjson when installed"),
     "GC_PAUSE_THRESHOLD": ("—", "bodies this long decode with the garbage collector paused"),
     "gc_paused": ("—", "keeps the garbage collector off for a block (nestable)"),

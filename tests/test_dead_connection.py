@@ -51,6 +51,7 @@ class BlackholeProxy:
         self.links: list[tuple[socket.socket, socket.socket, threading.Event]] = []
         self.threads: list[threading.Thread] = []
         self.closed = threading.Event()
+        self.forwarded = 0.0  # monotonic: when bytes were last sent on toward a client
         self._spawn(self._accept, "proxy-accept")
 
     def _spawn(self, target: Any, name: str, *args: Any) -> None:
@@ -72,10 +73,11 @@ class BlackholeProxy:
             frozen = threading.Event()
             with self.lock:
                 self.links.append((client, upstream, frozen))
-            self._spawn(self._pump, "proxy-up", client, upstream, frozen)
-            self._spawn(self._pump, "proxy-down", upstream, client, frozen)
+            self._spawn(self._pump, "proxy-up", client, upstream, frozen, False)
+            self._spawn(self._pump, "proxy-down", upstream, client, frozen, True)
 
-    def _pump(self, src: socket.socket, dst: socket.socket, frozen: threading.Event) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, frozen: threading.Event,
+              down: bool) -> None:
         while True:
             try:
                 data = src.recv(65536)
@@ -88,6 +90,9 @@ class BlackholeProxy:
                 with contextlib.suppress(OSError):
                     dst.shutdown(socket.SHUT_WR)
                 return
+            if down:
+                with self.lock:
+                    self.forwarded = time.monotonic()
             try:
                 dst.sendall(data)
             except OSError:
@@ -160,17 +165,20 @@ def test_dead_path_is_left_by_the_idle_timeout_without_a_relist(
             assert changed.wait_for(lambda: len(seen) == 4, 10)
         lists, watches = server.list_requests, server.watch_requests
         proxy.blackhole()
+        with proxy.lock:  # the watch's last bytes were sent on no later than this
+            silent_since = proxy.forwarded
         # made while the path is dead: the frozen watch swallows them
         for i in range(4, 7):
             direct.create_namespaced_pod(NAMESPACE, {"metadata": {"name": f"p{i}"}})
-        started = time.monotonic()
         with changed:
             assert changed.wait_for(lambda: len(seen) == 7, 15), seen
-        recovered = time.monotonic() - started
+        recovered = time.monotonic() - silent_since
         assert sorted(seen) == [f"p{i}" for i in range(7)]  # each exactly once
         assert server.list_requests == lists  # no relist: the resourceVersion was valid
         assert server.watch_requests > watches
-        assert 1.4 <= recovered < 10  # the idle timeout, not a lucky event
+        # the idle timeout counted from the watch's last bytes, not a lucky event (the
+        # changes were made up to a few tenths of a second into the silence)
+        assert 1.5 <= recovered < 10
         keys = sorted(informer.get_store().list_keys())
         assert keys == [f"{NAMESPACE}/p{i}" for i in range(7)]
     finally:

@@ -22,6 +22,7 @@ from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 from client_cache.testing.envtest import ControlPlane
 from client_cache.watch import Event, EventType, Watch
+from tests.fixtures import eventually
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 #: Served without a watch cache on the real server (``--watch-cache-sizes=podtemplates#0``):
@@ -154,9 +155,20 @@ def parallel(calls: Iterable[Callable[[], Any]], workers: int = 8) -> list[Any]:
 
 def create_configmaps(api: Any, ns: str, names: Iterable[str],
                       labels: Callable[[str], dict[str, str]] | None = None) -> None:
+    """Create the ConfigMaps, then wait until a list at resourceVersion "0" holds them all.
+    The real API server answers such a list (an informer's first, as client-go's) from its
+    watch cache, which can trail the writes just made by a few tenths of a second on a
+    loaded machine; it only moves forward, so a cache that syncs afterwards holds them."""
     core = CoreV1Api(api)
+    wanted = list(names)
     parallel(lambda n=n: core.create_namespaced_config_map(  # type: ignore[misc]
-        ns, configmap(n, labels(n) if labels else None)) for n in names)
+        ns, configmap(n, labels(n) if labels else None)) for n in wanted)
+
+    def served() -> bool:
+        listed = core.list_namespaced_config_map(ns, resource_version="0")
+        return set(wanted) <= {item.metadata.name for item in listed.items if item.metadata}
+
+    eventually(served, 30, f"the server's cache does not hold {len(wanted)} new ConfigMaps")
 
 
 # -- list and watch --------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def test_dead_path_is_left_by_the_idle_timeout_without_a_relist(
             assert changed.wait_for(lambda: len(seen) == 4, 10)
         lists, watches = server.list_requests, server.watch_requests
         proxy.blackhole()
-        with proxy.lock:  # the watch's last bytes were sent on no later than this
+        with proxy.lock:  # the informer read its last bytes no earlier than this
             silent_since = proxy.forwarded
         # made while the path is dead: the frozen watch swallows them
         for i in range(4, 7):

@@ -114,14 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     class Recording(LeaseLock):
         def get(self, timeout: float | None = None) -> tuple[LeaderElectionRecord, bytes]:
             found = super().get(timeout)
-            _emit("read")
+            record = found[0]
+            _emit("read", holder=record.holder_identity,
+                  renew=record.renew_time.isoformat() if record.renew_time else "")
             return found
 
         def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+            _emit("writing", holder=record.holder_identity)
             super().create(record, timeout)
             _emit("wrote", holder=record.holder_identity)
 
         def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+            _emit("writing", holder=record.holder_identity)
             super().update(record, timeout)
             _emit("wrote", holder=record.holder_identity)
 

@@ -3,10 +3,12 @@ and a control plane's lifecycle (temporary files, TLS, token, restart, compactio
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -169,3 +171,23 @@ def test_servers_die_with_a_killed_test_process(binaries: envtest.Binaries) -> N
         for pid in servers:  # a failed run must not leave them running either
             if not _gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_control_plane_moves_to_new_ports_when_one_is_taken(
+        binaries: envtest.Binaries, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process binding a found port before etcd or the API server does (busy CI
+    machines run several control planes): the start goes on, on new ports."""
+    with contextlib.ExitStack() as held:
+        taken = []
+        for _ in range(2):  # one for etcd's client URL, one for the API server
+            sock = held.enter_context(socket.create_server(("127.0.0.1", 0)))
+            taken.append(sock.getsockname()[1])
+        real = envtest._free_port
+        # etcd: a taken client port and a free peer port, then two free ones; the API
+        # server: a taken port, then a free one
+        offered = iter([taken[0], real(), real(), real(), taken[1]])
+        monkeypatch.setattr(envtest, "_free_port", lambda: next(offered, None) or real())
+        with ControlPlane(binaries) as plane:
+            assert plane.port not in taken
+            assert f":{taken[0]}" not in plane.etcd_url
+            assert plane._get("/readyz") == b"ok"

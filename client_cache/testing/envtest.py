@@ -248,13 +248,30 @@ class ControlPlane:
             os.chmod(self.dir / "tokens.csv", 0o600)
             subprocess.run([str(self.binaries.keygen), str(self.dir / "sa.key")], check=True,
                            timeout=60)
-            self._start_etcd()
-            self.port = _free_port()
-            self._start_apiserver()
+            self._on_free_ports(self._start_etcd, self.dir / "etcd")
+            self._on_free_ports(self._start_apiserver_on_a_free_port, self.dir / "certs")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _on_free_ports(self, start: Callable[[], None], workdir: Path) -> None:
+        """Run ``start`` on ports found free; when the process fails because another took
+        one of them meanwhile (the gap between finding a port and the process binding it:
+        busy machines running several control planes), try again on new ports, from a
+        clean ``workdir``, up to three times in all."""
+        for attempt in range(3):
+            try:
+                start()
+                return
+            except EnvtestError as err:
+                if attempt == 2 or "address already in use" not in str(err):
+                    raise
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _start_apiserver_on_a_free_port(self) -> None:
+        self.port = _free_port()
+        self._start_apiserver()
 
     def _log(self, name: str) -> TextIO:
         assert self.dir is not None

@@ -473,8 +473,8 @@ class ClientListerWatcher:
             stop, read_body=True, reader=self._read_list)
         if not isinstance(result, dict) or "items" not in result:
             raise ApiStatusError(500, "InternalError", "LIST did not return a list")
-        decode = self.decoding.decode
-        if decode is not None:
+        if self.decoding.decode is not None:
+            decode = self.decoding.decode_model
             result["items"] = [decode(item) for item in result["items"] or []]
         elif result["items"] is None:
             result["items"] = []

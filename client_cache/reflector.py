@@ -59,6 +59,7 @@ from client_cache.apis import (
     list_resource_version,
 )
 from client_cache.codec import gc_policy, wire
+from client_cache.codec.unfit import UnfitObject
 from client_cache.errors import (
     ClientCacheError,
     StopRequestedError,
@@ -397,7 +398,7 @@ class Reflector:
             self._paginated_result = True
         self.set_is_last_sync_resource_version_unavailable(False)
         rv = list_resource_version(result)
-        items = self.type_check.accept_list(result, list_items(result))
+        items = self.type_check.accept_list(result, self._fitting(list_items(result)))
         self.metrics.lists.inc()
         self.metrics.list_duration.observe(time.monotonic() - started)
         self.metrics.items_in_list.observe(len(items))
@@ -408,6 +409,16 @@ class Reflector:
         self.set_last_sync_resource_version(rv)
         self.status.list_succeeded(len(items), rv)
         return True
+
+    def _fitting(self, items: list[Any]) -> list[Any]:
+        """``items`` without those that do not fit the lister-watcher's class (each
+        reported: :meth:`ReflectorStatus.unfit_object`; after a LIST, these are the
+        objects that do not fit); ``items`` itself when all fit."""
+        unfit = [item for item in items if type(item) is UnfitObject]
+        self.status.listed_unfit(unfit)
+        if not unfit:
+            return items
+        return [item for item in items if type(item) is not UnfitObject]
 
     # -- watch -----------------------------------------------------------------------------------
     def _watch_with_resync(self, watch: Watch | None, stop: threading.Event) -> None:

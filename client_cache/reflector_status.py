@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from client_cache.codec.unfit import UnfitObject
 from client_cache.errors import (
     describe_error,
     find_api_error,
@@ -40,6 +41,7 @@ from client_cache.util.logs import log_visibly
 __all__ = [
     "DEFAULT_FAILING_AFTER",
     "SLOW_LIST_SECONDS",
+    "UNFIT_SHOWN",
     "InformerHealth",
     "ReflectorStatus",
     "describe_failure",
@@ -50,6 +52,9 @@ _log = logging.getLogger("client_cache.reflector")
 
 SLOW_LIST_SECONDS = 10.0
 DEFAULT_FAILING_AFTER = 60.0
+UNFIT_SHOWN = 20
+"""How many objects that do not fit :class:`InformerHealth` ``unfit`` names at most (the
+latest)."""
 
 
 def display_resource(label: str) -> str:
@@ -104,6 +109,12 @@ class InformerHealth:
     index_errors: dict[str, int] = field(default_factory=dict)
     """Objects an index function failed on, by index: each is cached and delivered, and
     left out of that index alone (a port addition)."""
+    decode_errors: int = 0
+    """Objects the server sent that do not fit the informer's class (LIST items and watch
+    events), each kept out of the cache alone (a port addition: client-go fails the LIST)."""
+    unfit: dict[str, str] = field(default_factory=dict)
+    """The objects that do not fit now, ``namespace/name`` to the decoder's reason (the
+    field path), at most :data:`UNFIT_SHOWN`; one that fits again leaves it."""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -136,6 +147,8 @@ class ReflectorStatus:
         self.watch_events = 0
         self._index_errors: dict[str, int] = {}
         self._index_reasons: set[tuple[str, str]] = set()
+        self._decode_errors = 0
+        self._unfit: dict[str, str] = {}
 
     def _wall(self, mono: float | None) -> float | None:
         if mono is None:
@@ -237,6 +250,49 @@ class ReflectorStatus:
                         "delivered, but not in that index; this is said once per reason): "
                         "%s", self.resource, index, key or "an object", reason[:300])
 
+    def unfit_object(self, obj: UnfitObject, during: str) -> None:
+        """``obj`` (a LIST item or a watch event's object, ``during`` says which) does
+        not fit the informer's class: counted (:class:`InformerHealth` ``decode_errors``
+        and ``unfit``, the ``decode_errors_total`` metric) and logged at ERROR, visible
+        with no logging configured, once per object and reason, naming its kind,
+        ``namespace/name``, resourceVersion and the field path, never its contents."""
+        key = obj.key() or "<unnamed>"
+        with self._lock:
+            self._decode_errors += 1
+            first = self._unfit.get(key) != obj.reason
+            self._unfit.pop(key, None)
+            self._unfit[key] = obj.reason
+            while len(self._unfit) > UNFIT_SHOWN:
+                del self._unfit[next(iter(self._unfit))]
+        if first:
+            log_visibly(_log, logging.ERROR, "%s: %s in a %s does not fit %s and is left out "
+                        "of the cache (the other objects are cached and delivered; said "
+                        "once per object and reason): %s", self.resource, obj.describe(),
+                        during, obj.class_name, obj.reason)
+
+    def listed_unfit(self, unfit: list[UnfitObject]) -> None:
+        """A LIST is in the cache and ``unfit`` are its items that do not fit: they are
+        now the objects :class:`InformerHealth` ``unfit`` names, each reported
+        (:meth:`unfit_object`) unless it was already for the same reason."""
+        with self._lock:
+            before, self._unfit = self._unfit, {}
+        for obj in unfit:
+            key = obj.key() or "<unnamed>"
+            if before.get(key) == obj.reason:  # reported already: counted, not logged
+                with self._lock:
+                    self._unfit[key] = obj.reason
+            self.unfit_object(obj, "LIST")
+
+    def any_unfit(self) -> bool:
+        """Whether an object is named as not fitting now (the check before :meth:`fits`,
+        without a lock: the per-event path asks it)."""
+        return bool(self._unfit)
+
+    def fits(self, key: str) -> None:
+        """The object under ``key`` fits again (a later version was decoded)."""
+        with self._lock:
+            self._unfit.pop(key, None)
+
     def reported(self, err: BaseException) -> bool:
         """Whether :meth:`failed` already reported ``err`` (the default error handler
         then says nothing more)."""
@@ -267,4 +323,5 @@ class ReflectorStatus:
                 watch_restarts=self._restarts,
                 watch_events=self.watch_events, queue_depth=queue_depth,
                 handler_buffers=dict(handler_buffers or {}), handled=handled,
-                handler_errors=handler_errors, index_errors=dict(self._index_errors))
+                handler_errors=handler_errors, index_errors=dict(self._index_errors),
+                decode_errors=self._decode_errors, unfit=dict(self._unfit))

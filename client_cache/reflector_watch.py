@@ -9,6 +9,7 @@ decides what happens next.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import random
@@ -19,11 +20,12 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from client_cache import meta
 from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
+from client_cache.codec.unfit import UnfitObject
 from client_cache.errors import ClientCacheError, MetaAccessError, StopRequestedError, from_status
 from client_cache.expected_type import TypeCheck
 from client_cache.reflector_metrics import ReflectorMetrics
 from client_cache.reflector_status import ReflectorStatus
-from client_cache.store import Store
+from client_cache.store import DeletedFinalStateUnknown, Store, meta_namespace_key_func
 from client_cache.stream_watcher import BurstTake, StreamWatcher
 from client_cache.util.chan import CLOSED, STOPPED, TIMED_OUT, Chan, select_or_stop
 from client_cache.util.clock import Timer, WithTicker
@@ -225,6 +227,7 @@ class _EventSink:
                  set_resource_version: Callable[[str], None]) -> None:
         self.name = target.name
         self.type_check = target.type_check
+        self.status = target.status
         self.target = target.store if store is None else store
         self.set_rv = set_resource_version
         self.pending_rv: str | None = None
@@ -241,8 +244,11 @@ class _EventSink:
         kind, obj = event.type, event.object
         if kind is EventType.ERROR:
             raise from_status(obj)
-        if not self.type_check.accept(obj):
+        if type(obj) is UnfitObject:
+            self._apply_unfit(kind, obj)
             return None
+        if kind is not EventType.BOOKMARK and not self.type_check.accept(obj):
+            return None  # a bookmark's object is an identity dict when objects are typed
         try:
             rv = meta.get_resource_version(obj)
         except MetaAccessError:
@@ -262,6 +268,8 @@ class _EventSink:
             annotations = meta.accessor(obj).annotations
             bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
         if op is not None:
+            if self.status.any_unfit():
+                self._fits_again(obj)
             try:
                 op(obj)
             except Exception as err:
@@ -275,6 +283,29 @@ class _EventSink:
                 handle_error(f"{self.name}: update_resource_version failed: {err}")
         self.count += 1
         return bookmark_end
+
+    def _apply_unfit(self, kind: EventType, obj: UnfitObject) -> None:
+        """An event whose object does not fit the class: reported, and left out of the
+        cache (an ADDED is not added, a MODIFIED leaves the last version that fitted);
+        a DELETED is applied all the same, as a ``DeletedFinalStateUnknown`` holding
+        the object's identity dict, so that nothing stays cached that the server has
+        deleted. The watch goes on from its resourceVersion."""
+        self.status.unfit_object(obj, f"watch {kind.value} event")
+        key = obj.key()
+        if kind is EventType.DELETED and key:
+            self.status.fits(key)
+            try:
+                self.delete(DeletedFinalStateUnknown(key, obj.wire))
+            except Exception as err:
+                handle_error(f"{self.name}: unable to delete watch event object "
+                             f"({obj.describe()}) from store: {err}")
+        rv = obj.resource_version()
+        if rv:
+            self.pending_rv = rv
+
+    def _fits_again(self, obj: Any) -> None:
+        with contextlib.suppress(Exception):
+            self.status.fits(meta_namespace_key_func(obj))
 
     def flush(self) -> None:
         """Record the last resourceVersion applied, if one was since the last flush."""

@@ -26,14 +26,17 @@ _log = logging.getLogger(__name__)
 
 def decode_error_status(message: str) -> dict[str, Any]:
     """The ``Status`` a client-side decode failure is reported as (upstream's
-    ``ClientWatchDecoding`` reporter)."""
+    ``ClientWatchDecoding`` reporter: code 500, reason ``InternalError``, the cause
+    ``ClientWatchDecoding``, so that code checking those sees Go's values). Its message
+    says what happened, which Go's does not: this client could not decode what the
+    server sent (a frame that is not an event; an object that does not fit the class is
+    not this, see :mod:`client_cache.codec.unfit`)."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
-        "message": f'an error on the server ("{message}") has prevented the request from '
-        "succeeding",
+        "message": f"client-side decode of the watch stream failed ({message})",
         "reason": "InternalError",
         "details": {"causes": [{"reason": "ClientWatchDecoding", "message": message}]},
         "code": 500,

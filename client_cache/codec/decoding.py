@@ -19,7 +19,8 @@ from client_cache.codec import protobuf, protobuf_structs, sharing, wire
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.skip_paths import SkipPath, Tree, drop_members, skip_tree
-from client_cache.codec.structs import StructCodec, is_struct_type
+from client_cache.codec.structs import StructCodec, is_struct_type, struct_to_wire
+from client_cache.codec.unfit import unfit_from_wire
 from client_cache.codec.watch_decoders import (
     JsonLines,
     NativeJsonLines,
@@ -214,7 +215,7 @@ class ObjectDecoding:
         if protobuf:
             return ProtobufFrames(self.protobuf_event, event_class, types)
         line = self.decode_event if self.decode_event is not None else object_lines(
-            self.event_loads_reusing(previous, added), self.decode)
+            self.event_loads_reusing(previous, added), self.decode, self.object_type)
         lines = JsonLines(line, event_class, types)
         if not self._reusable:
             return lines
@@ -262,8 +263,20 @@ class ObjectDecoding:
         if self.skip is not None:
             self._left_out(obj, learnt)
         if event_type == "BOOKMARK" and self.object_type:
-            obj = bookmark_object(obj)
-        return event_type, self.decode(obj) if self.decode is not None else obj
+            return event_type, bookmark_object(
+                obj if isinstance(obj, dict) else struct_to_wire(obj))
+        return event_type, self.decode_model(obj) if self.decode is not None else obj
+
+    def decode_model(self, obj: Any) -> Any:
+        """Wire dict ``obj`` as the lister-watcher's model, or an
+        :class:`~client_cache.codec.unfit.UnfitObject` when the model refuses it."""
+        assert self.decode is not None
+        try:
+            return self.decode(obj)
+        except Exception as err:
+            if not isinstance(obj, dict):
+                raise ValueError(str(err)) from err
+            return unfit_from_wire(obj, self.object_type, err)
 
     def _left_out(self, obj: Any,
                   learnt: tuple[tuple[str, str], tuple[Any, ...], bool] | None) -> None:

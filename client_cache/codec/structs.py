@@ -59,6 +59,7 @@ from typing import Any
 
 from client_cache.codec import wire
 from client_cache.codec.skip_paths import SkipPath, Tree, skip_tree
+from client_cache.codec.unfit import identity, unfit_from_bytes
 
 __all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "model_of", "msgspec_module",
            "struct_to_wire", "struct_type"]
@@ -171,7 +172,15 @@ class _Builder:
 
 class StructCodec:
     """Decodes a LIST body and watch events straight into ``item_type`` structs (the
-    list-watch's decoder when its ``object_type`` is a struct class)."""
+    list-watch's decoder when its ``object_type`` is a struct class).
+
+    An object that is JSON but does not fit ``item_type`` (msgspec's validation error: a
+    required field missing, a value of the wrong type) decodes to an
+    :class:`~client_cache.codec.unfit.UnfitObject` in its place, in a LIST and in a watch
+    alike: the other objects are not held hostage by it. A BOOKMARK's object is never
+    given to ``item_type`` (it carries only metadata, which a class with a required
+    ``spec`` refuses): it is the wire dict of its kind, apiVersion and metadata, as an
+    ``ERROR``'s is the ``Status`` dict."""
 
     def __init__(self, item_type: type) -> None:
         msgspec = msgspec_module()
@@ -180,40 +189,61 @@ class StructCodec:
             ("kind", str | None, None), ("apiVersion", str | None, None),
             ("metadata", dict[str, Any] | None, None),
             ("items", list[item_type] | None, None)])  # type: ignore[valid-type]
+        raw_listing = msgspec.defstruct("RawList", [
+            ("kind", str | None, None), ("apiVersion", str | None, None),
+            ("metadata", dict[str, Any] | None, None),
+            ("items", list[msgspec.Raw] | None, None)])  # type: ignore[name-defined]
         event = msgspec.defstruct("WatchEvent", [("type", str), ("object", msgspec.Raw)])
         self._list = msgspec.json.Decoder(listing)
+        self._raw_list = msgspec.json.Decoder(raw_listing)
         self._event = msgspec.json.Decoder(event)
         self._item = msgspec.json.Decoder(item_type)
         self._error = msgspec.DecodeError
+        self._invalid = msgspec.ValidationError
 
     def decode_list(self, body: bytes) -> dict[str, Any]:
         """A LIST body as the list-watch returns lists: a dict with ``metadata`` and
-        ``items`` (structs). Raises ValueError for a body that is not such a list."""
+        ``items`` (structs, an :class:`~client_cache.codec.unfit.UnfitObject` for each
+        item that does not fit). Raises ValueError for a body that is not such a list."""
         try:
             listed = self._list.decode(body)
+            items = listed.items or []
+        except self._invalid:  # one item or more does not fit: each on its own
+            try:
+                listed = self._raw_list.decode(body)
+            except self._error as err:
+                raise ValueError(str(err)) from err
+            items = [self.decode_item(raw) for raw in listed.items or []]
         except self._error as err:
             raise ValueError(str(err)) from err
         return {"kind": listed.kind, "apiVersion": listed.apiVersion,
-                "metadata": listed.metadata or {}, "items": listed.items or []}
+                "metadata": listed.metadata or {}, "items": items}
 
     def decode_item(self, data: bytes | memoryview) -> Any:
-        """One object's JSON as an ``item_type`` struct. Raises ValueError when it does
-        not fit."""
+        """One object's JSON as an ``item_type`` struct, or an
+        :class:`~client_cache.codec.unfit.UnfitObject` when it does not fit. Raises
+        ValueError when it is not JSON."""
         try:
             return self._item.decode(data)
+        except self._invalid as err:
+            return unfit_from_bytes(data, self.item_type, err)
         except self._error as err:
             raise ValueError(str(err)) from err
 
     def decode_event(self, line: bytes) -> tuple[str, Any]:
         """One watch event line: its type and object (a struct; a ``Status`` dict for
-        ``ERROR``). Raises ValueError for a line that is not an event."""
+        ``ERROR``; an identity dict for ``BOOKMARK``; an
+        :class:`~client_cache.codec.unfit.UnfitObject` for an object that does not
+        fit). Raises ValueError for a line that is not an event."""
         try:
             event = self._event.decode(line)
-            if event.type == "ERROR":
-                return event.type, wire.loads(bytes(event.object))
-            return event.type, self._item.decode(event.object)
         except self._error as err:
             raise ValueError(str(err)) from err
+        if event.type == "ERROR":
+            return event.type, wire.loads(bytes(event.object))
+        if event.type == "BOOKMARK":
+            return event.type, identity(wire.loads(bytes(event.object)))
+        return event.type, self.decode_item(event.object)
 
 
 def struct_to_wire(obj: Any) -> Any:

@@ -29,6 +29,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from client_cache.codec.errors import WatchDecodeError
 from client_cache.codec.protobuf import FrameReader
+from client_cache.codec.unfit import identity, unfit_from_wire
 
 __all__ = ["JsonLines", "LineDecoder", "NativeJsonLines", "ProtobufFrames", "WatchDecoder",
            "bookmark_object", "object_lines", "split_lines"]
@@ -74,30 +75,33 @@ def bookmark_object(obj: Any) -> Any:
     """A BOOKMARK event's object (a wire dict) reduced to what a bookmark carries: kind,
     apiVersion and metadata (its resourceVersion, the initial-events-end annotation). The
     real server writes the rest as Go's zero values (a pod's ``spec.containers: null``),
-    which a typed model refuses; Go decodes it into a struct that takes nil. Anything
+    which a typed class refuses; Go decodes it into a struct that takes nil. Anything
     but a dict is returned as it is."""
-    if not isinstance(obj, dict):
-        return obj
-    return {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
+    return identity(obj)
 
 
 def object_lines(loads: Callable[[bytes], Any],
-                 decode_object: Callable[[Any], Any] | None = None) -> LineDecoder:
+                 decode_object: Callable[[Any], Any] | None = None,
+                 object_type: Any = None) -> LineDecoder:
     """The line decoder that reads a line with ``loads`` into ``{"type", "object"}`` and
     turns the object with ``decode_object`` (None: kept as decoded). An ``ERROR`` event's
     object stays the ``Status`` dict; a ``BOOKMARK``'s is reduced by
-    :func:`bookmark_object` first. An object ``decode_object`` fails on raises
-    ValueError."""
+    :func:`bookmark_object` and never given to ``decode_object`` (a typed class may
+    require what a bookmark lacks). An object ``decode_object`` refuses becomes an
+    :class:`~client_cache.codec.unfit.UnfitObject` naming ``object_type``."""
     def decode(line: bytes) -> tuple[str, Any]:
         raw = loads(line)
         type_name, obj = raw["type"], raw["object"]
         if decode_object is None or type_name == "ERROR":
             return type_name, obj
+        if type_name == "BOOKMARK":
+            return type_name, bookmark_object(obj)
         try:
-            return type_name, decode_object(
-                bookmark_object(obj) if type_name == "BOOKMARK" else obj)
+            return type_name, decode_object(obj)
         except Exception as err:
-            raise ValueError(str(err)) from err
+            if not isinstance(obj, dict):
+                raise ValueError(str(err)) from err
+            return type_name, unfit_from_wire(obj, object_type, err)
     return decode
 
 

@@ -38,6 +38,7 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``client_cache_informer_last_watch_activity_age_seconds``,
   ``client_cache_informer_queue_depth``, ``client_cache_informer_events_handled_total``,
   ``client_cache_informer_handler_errors_total``,
+  ``client_cache_informer_decode_errors_total``,
   ``client_cache_informer_handler_buffer_depth{resource, handler}`` and
   ``client_cache_informer_index_errors_total{resource, index}``;
 * the controller runtime, controller-runtime's names, buckets and label ``controller``:
@@ -464,6 +465,8 @@ class InformerCollector(Collector):
         buffers = GaugeMetricFamily(prefix + "handler_buffer_depth",
                                     "Notifications waiting in a handler's buffer",
                                     labels=["resource", "handler"])
+        decode_errors = counter("decode_errors", "Objects that did not fit the informer's "
+                                "class, each left out of the cache")
         index_errors = CounterMetricFamily(
             prefix + "index_errors", "Objects an index function failed on (cached and "
             "delivered, left out of that index)", labels=["resource", "index"])
@@ -483,12 +486,13 @@ class InformerCollector(Collector):
                 depth.add_metric(label, health.queue_depth)
                 handled.add_metric(label, health.handled)
                 errors.add_metric(label, health.handler_errors)
+                decode_errors.add_metric(label, health.decode_errors)
                 for handler, pending in health.handler_buffers.items():
                     buffers.add_metric([health.resource, handler], pending)
                 for index, count in health.index_errors.items():
                     index_errors.add_metric([health.resource, index], count)
         yield from (synced, healthy, lists, relists, restarts, events, failures, age, depth,
-                    handled, errors, buffers, index_errors)
+                    handled, errors, buffers, decode_errors, index_errors)
 
 
 def register(registry: CollectorRegistry | None = None, *,

@@ -17,9 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from client_cache import meta
 from client_cache.controller import ResourceEventHandler
+from client_cache.status_errors import describe_error, find_api_error
+from client_cache.store import DeletedFinalStateUnknown
 from client_cache.synctrack import SingleFileTracker
 from client_cache.util.clock import PassiveClock
+from client_cache.util.logs import FailureEpisodes, log_visibly
 from client_cache.util.parking import Parker
 from client_cache.util.runtime import handle_error
 
@@ -125,6 +129,7 @@ class ProcessorListener:
         """Notifications delivered to the handler."""
         self.errors = 0
         """Notifications whose handler raised."""
+        self._failures = FailureEpisodes()
 
     def __repr__(self) -> str:
         return f"<ProcessorListener {self.name}>"
@@ -206,13 +211,43 @@ class ProcessorListener:
                 handle_error(f"unrecognized notification: {kind.__name__}")
         except Exception as err:
             self.errors += 1
-            _log.error("event handler %s of %s failed, skipping the notification: %r",
-                       self.name, self._informer_name, err, exc_info=True,
-                       extra={"resource": self._informer_name, "handler": self.name})
+            self._report_failure(notification, err)
         finally:
             self.handled += 1
             if kind is AddNotification and notification.is_in_initial_list:
                 self.sync_tracker.finished()
+
+    def _report_failure(self, notification: Any, err: Exception) -> None:
+        """The handler raised on ``notification``, which is skipped (client-go v0.33+
+        logs a handler's panic and goes on when asked not to crash; its default crashes
+        the process). The first failure of an episode (this handler, one reason) is an
+        ERROR with the traceback and the object's kind and namespace/name, visible with
+        no logging configured; while it goes on failing so, one ERROR every
+        :data:`~client_cache.util.logs.FAILURE_REPEAT_SECONDS` with the count, DEBUG for
+        the rest (:class:`~client_cache.util.logs.FailureEpisodes`). An API error is
+        summarised without its traceback (its text may quote a response body)."""
+        kind = type(notification)
+        obj = notification.new if kind is UpdateNotification else (
+            notification.obj if kind is AddNotification else getattr(notification, "old", None))
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        text = describe_error(err)
+        repeat = self._failures.failed(None, text)
+        what = f"{kind.__name__.removesuffix('Notification').lower()} of {meta.describe(obj)}"
+        extra = {"resource": self._informer_name, "handler": self.name}
+        if repeat.first:
+            log_visibly(_log, logging.ERROR, "event handler %s of %s failed, skipping the "
+                        "notification (the %s): %s", self.name, self._informer_name,
+                        what, text, exc_info=None if find_api_error(err) is not None else err,
+                        extra=extra)
+        elif repeat.due:
+            log_visibly(_log, logging.ERROR, "event handler %s of %s still failing (%d more "
+                        "times in %.0f s; the last on the %s): %s", self.name,
+                        self._informer_name, repeat.count, repeat.seconds, what, text,
+                        extra=extra)
+        else:
+            _log.debug("event handler %s of %s failed again on the %s: %s", self.name,
+                       self._informer_name, what, text)
 
     def has_synced(self) -> bool:
         """The informer is synced and this handler has handled the initial list."""

@@ -134,7 +134,7 @@ from client_cache.shared_informer import (
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
-from client_cache.util.logs import log_visibly
+from client_cache.util.logs import FailureEpisodes, log_visibly
 from client_cache.util.rest_metrics import instrument_client
 from client_cache.util.signals import SignalWaker
 from client_cache.util.stop import on_stop
@@ -226,7 +226,7 @@ class Controller(Generic[K]):
         self._summary = RunSummary()
         # objects whose reconciles are failing: when the last ERROR line about each was
         # written and how many failures followed it (an episode ends at a success)
-        self._failing: dict[ObjectRef, _Episode] = {}
+        self._failing = FailureEpisodes()
         self._running: set[ObjectRef] = set()
         self._scheduler: Scheduler | None = None
         self._shard: ShardGate | None = None
@@ -730,7 +730,7 @@ class Controller(Generic[K]):
             _log.debug("controller %s: %s is no longer cached; not reconciled", self.name, ref)
             with self._lock:
                 self._summary.not_found += 1
-                self._failing.pop(ref, None)
+            self._failing.ended(ref)
             return
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
@@ -760,7 +760,7 @@ class Controller(Generic[K]):
             metrics.active.dec()
         with self._lock:
             self._summary.reconciles += 1
-            self._failing.pop(ref, None)  # the episode of failures, if any, is over
+        self._failing.ended(ref)  # the episode of failures, if any, is over
         if action.backoff:
             metrics.observe(started, "requeue")
             with self._lock:
@@ -781,36 +781,26 @@ class Controller(Generic[K]):
         """Log a failed reconcile: the first of an episode (failures of one object, for
         one reason, until it reconciles again or fails for another reason) at ERROR with
         its traceback (an API error without: see below), then, while it goes on failing
-        the same way, one ERROR line every :data:`FAILURE_REPEAT_SECONDS` with the count
+        the same way, one ERROR line every
+        :data:`~client_cache.util.logs.FAILURE_REPEAT_SECONDS` with the count
         (DEBUG for the others). A failure for another reason than the last one logged
         starts a new episode: it is logged at ERROR at once. The object is named by kind,
         namespace/name and resourceVersion, an API error by its status, reason and
         message; the ERROR lines reach stderr when the application configured no logging
         (:func:`client_cache.util.logs.log_visibly`)."""
-        now = time.monotonic()
         text = describe_error(err)
-        with self._lock:
-            episode = self._failing.get(ref)
-            new = episode is None or episode.reason != text
-            if new:
-                self._failing[ref] = _Episode(now, text)
-            else:
-                assert episode is not None
-                episode.count += 1
-                since, count = episode.since, episode.count
-                if now - since >= FAILURE_REPEAT_SECONDS:
-                    episode.since, episode.count = now, 0
-        if new:
+        repeat = self._failing.failed(ref, text)
+        if repeat.first:
             # an API error is summarised (its status, reason and message): its text and
             # traceback would print the response's headers and body, which may quote the
             # object; any other error comes with its traceback
             log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s failed: %s",
                         self.name, meta.describe(obj), text,
                         exc_info=None if find_api_error(err) is not None else err)
-        elif now - since >= FAILURE_REPEAT_SECONDS:
+        elif repeat.due:
             log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s still failing "
-                        "(%d more times in %.0f s): %s", self.name, meta.describe(obj), count,
-                        now - since, text)
+                        "(%d more times in %.0f s): %s", self.name, meta.describe(obj),
+                        repeat.count, repeat.seconds, text)
         else:
             _log.debug("controller %s: reconcile of %s failed again: %s", self.name,
                        meta.describe(obj), text)
@@ -847,21 +837,6 @@ def identify(api_client: Any, name: str) -> None:
     agent = re.sub(r"[^A-Za-z0-9._-]+", "-", name.replace("/", ".")).strip("-") or "controller"
     api_client.user_agent = (f"{agent}/v0.0.0 ({platform.system().lower()}/"
                              f"{platform.machine().lower()}) client_cache")
-
-
-@dataclass
-class _Episode:
-    """Failures of one object for one reason: since when the last ERROR line was
-    written, how many failures followed it, and the reason (the error's description)."""
-
-    since: float
-    reason: str
-    count: int = 0
-
-
-FAILURE_REPEAT_SECONDS = 60.0
-"""While an object's reconciles keep failing, how often an ERROR line says so again (the
-first failure of an episode is always logged, with its traceback)."""
 
 
 def _name_of(fn: Any) -> str:

@@ -13,9 +13,18 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["configured", "log_visibly"]
+__all__ = ["FAILURE_REPEAT_SECONDS", "FailureEpisodes", "Repeat", "configured",
+           "log_visibly"]
+
+FAILURE_REPEAT_SECONDS = 60.0
+"""While something keeps failing for one reason, how often an ERROR line says so again (the
+first failure of an episode is always logged, with its traceback)."""
 
 
 def configured(logger: logging.Logger) -> bool:
@@ -32,15 +41,74 @@ def configured(logger: logging.Logger) -> bool:
 
 
 def log_visibly(logger: logging.Logger, level: int, msg: str, *args: Any,
-                exc_info: BaseException | None = None) -> None:
-    """Log ``msg % args`` at ``level`` on ``logger`` (with ``exc_info``'s traceback), and
-    to stderr through :data:`logging.lastResort` when nothing is configured to show it."""
+                exc_info: BaseException | None = None,
+                extra: dict[str, Any] | None = None) -> None:
+    """Log ``msg % args`` at ``level`` on ``logger`` (with ``exc_info``'s traceback and
+    ``extra``'s attributes on the record), and to stderr through
+    :data:`logging.lastResort` when nothing is configured to show it."""
     if not logger.isEnabledFor(level):
         return
     info = (type(exc_info), exc_info, exc_info.__traceback__) if exc_info else None
-    record = logger.makeRecord(logger.name, level, "(client_cache)", 0, msg, args, info)
+    record = logger.makeRecord(logger.name, level, "(client_cache)", 0, msg, args, info,
+                               extra=extra)
     logger.handle(record)
     last = logging.lastResort
     if last is not None and level >= last.level and not configured(logger):
         last.handle(record)
         sys.stderr.flush()
+
+
+@dataclass
+class _Episode:
+    since: float
+    reason: str
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """What :meth:`FailureEpisodes.failed` decided: ``first`` (a new episode: log it at
+    ERROR with its traceback), else ``due`` (log one ERROR line saying ``count`` more
+    failures in ``seconds``) or neither (DEBUG at most)."""
+
+    first: bool
+    due: bool = False
+    count: int = 0
+    seconds: float = 0.0
+
+
+class FailureEpisodes:
+    """Rate-limits the ERROR lines of repeated failures, per key (an object, a handler):
+    an *episode* is the failures of one key for one reason, until :meth:`ended` or a
+    failure for another reason starts the next. Its first failure is to be logged at
+    once; then one line every ``repeat_seconds`` with the count. Thread-safe; times on
+    ``monotonic``. (controller-runtime and kopf log every failure; this keeps the first
+    with its traceback and a count, so a hot loop cannot flood stderr.)"""
+
+    def __init__(self, repeat_seconds: float = FAILURE_REPEAT_SECONDS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.repeat_seconds = repeat_seconds
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._episodes: dict[Hashable, _Episode] = {}
+
+    def failed(self, key: Hashable, reason: str) -> Repeat:
+        """``key`` failed for ``reason``: what to log."""
+        now = self._monotonic()
+        with self._lock:
+            episode = self._episodes.get(key)
+            if episode is None or episode.reason != reason:
+                self._episodes[key] = _Episode(now, reason)
+                return Repeat(first=True)
+            episode.count += 1
+            since, count = episode.since, episode.count
+            if now - since < self.repeat_seconds:
+                return Repeat(first=False, count=count, seconds=now - since)
+            episode.since, episode.count = now, 0
+            return Repeat(first=False, due=True, count=count, seconds=now - since)
+
+    def ended(self, key: Hashable) -> None:
+        """``key`` succeeded: its episode, if any, is over."""
+        if self._episodes:
+            with self._lock:
+                self._episodes.pop(key, None)

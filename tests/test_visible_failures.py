@@ -1,0 +1,80 @@
+"""Issue 67: what fails is visible by default. With no logging configured, a raising event
+handler (sync and async) and an object that does not fit its class each reach stderr in
+one ERROR line naming the object (kind, namespace/name), with a traceback for the
+handler, rate-limited (the second failure for the same reason is not printed), and never
+the object's contents."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from client_cache.util.logs import FailureEpisodes, Repeat
+
+APP = textwrap.dedent('''
+    import asyncio, threading
+    from kubernetes.client import CoreV1Api
+    from client_cache.aio import AsyncHandler
+    from client_cache.controller import ResourceEventHandlerFuncs
+    from client_cache.informers import new_shared_informer_factory
+    from client_cache.schema import GroupVersionResource
+    from client_cache.testing.apiserver import EmbeddedApiServer
+
+    with EmbeddedApiServer() as server:
+        api = server.api_client()
+        core = CoreV1Api(api)
+        for name in ("one", "two"):
+            core.create_namespaced_config_map("default", {
+                "metadata": {"name": name}, "data": {"password": "hunter2"}})
+        factory = new_shared_informer_factory(api, 0)
+        informer = factory.for_resource(GroupVersionResource("", "v1", "configmaps")).informer()
+        def added(obj):
+            raise RuntimeError("sync handler broke")
+        sync = informer.add_event_handler(ResourceEventHandlerFuncs(add_func=added))
+        loop = asyncio.new_event_loop()
+        runner = threading.Thread(target=loop.run_forever, daemon=True)
+        runner.start()
+        async def added_async(obj):
+            raise KeyError("async handler broke")
+        asynchronous = informer.add_event_handler(AsyncHandler(on_add=added_async, loop=loop))
+        stop = threading.Event()
+        factory.start(stop)
+        while not (sync.has_synced() and asynchronous.has_synced()):
+            stop.wait(0.05)
+        assert informer.health().handler_errors == 4, informer.health()
+        stop.set()
+        factory.shutdown(5)
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+''')
+
+
+def test_handler_failures_reach_stderr_with_no_logging_configured(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(APP, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    err = done.stderr
+    assert err.count("RuntimeError: sync handler broke") == 2, err  # the line + traceback
+    assert err.count("KeyError: 'async handler broke'") == 2, err
+    assert err.count("notification (the add of ConfigMap default/") == 2, err
+    assert err.count("Traceback") == 2
+    assert "hunter2" not in err
+
+
+def test_failure_episodes_log_the_first_then_one_line_a_period() -> None:
+    now = [0.0]
+    episodes = FailureEpisodes(repeat_seconds=60.0, monotonic=lambda: now[0])
+    assert episodes.failed("h", "boom").first
+    now[0] = 30.0
+    assert episodes.failed("h", "boom") == Repeat(first=False, count=1, seconds=30.0)
+    now[0] = 61.0
+    assert episodes.failed("h", "boom") == Repeat(first=False, due=True, count=2,
+                                                  seconds=61.0)
+    assert episodes.failed("h", "other").first  # another reason: a new episode
+    episodes.ended("h")
+    assert episodes.failed("h", "other").first  # a success ended it
+    assert episodes.failed("g", "other").first  # keys are apart

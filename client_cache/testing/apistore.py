@@ -95,12 +95,60 @@ def _check_schema(rtype: ResourceType, obj: dict[str, Any]) -> None:
                             str((obj.get("metadata") or {}).get("name", "")), causes)
 
 
+
+class StoreFrozenError(RuntimeError):
+    """The store was frozen by a dump and then closed: the request touched nothing."""
+
+
+class FreezableLock:
+    """The store's re-entrant lock, which :meth:`freeze` closes for good: from then on
+    every ``acquire`` by any other thread than the freezing one blocks until the process ends or :meth:`close` is called, then raises
+    :class:`StoreFrozenError`. A plain ``RLock`` left held by the thread that dumped is
+    not that: a later thread given the ended thread's id re-enters it, and writes were
+    acknowledged after a dump."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._frozen = threading.Event()
+        self._closed = threading.Event()
+        self._freezer: threading.Thread | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock (re-entrant); once frozen, wait for :meth:`close` and raise."""
+        self._lock.acquire()
+        if self._frozen.is_set() and threading.current_thread() is not self._freezer:
+            self._lock.release()
+            self._closed.wait()  # frozen: the process is about to be killed
+            raise StoreFrozenError("the store is frozen (dumped before a kill)")
+        return True
+
+    def close(self) -> None:
+        """End the waits of the requests a freeze holds (each raises)."""
+        self._closed.set()
+
+    def release(self) -> None:
+        """Let go of one level of the lock."""
+        self._lock.release()
+
+    def freeze(self) -> None:
+        """Close the lock for good (called with it held: the caller finishes, no one
+        else enters after; the request that froze it may finish its answer: a thread
+        is told apart by its object, not by its reusable id)."""
+        self._freezer = threading.current_thread()
+        self._frozen.set()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
 class ApiStore:
     """See the module documentation."""
 
     def __init__(self, history: int = 100_000,
                  uncached_resources: tuple[str, ...] = ()) -> None:
-        self._lock = threading.RLock()
+        self._lock = FreezableLock()
         self.history_limit = history
         #: Plurals served as if the real server had no watch cache for them (its
         #: ``--watch-cache-sizes=<resource>#0``): a watch from a compacted revision gets
@@ -115,6 +163,11 @@ class ApiStore:
         self._last_rv: dict[tuple[str, str], int] = {}  # last change per resource
         for rtype in BUILTIN_RESOURCES:
             self.register(rtype)
+
+    def close(self) -> None:
+        """The server is stopping: requests a frozen dump holds end (with
+        :class:`StoreFrozenError`, having touched nothing)."""
+        self._lock.close()
 
     # -- registry ---------------------------------------------------------------------------
     def register(self, rtype: ResourceType) -> None:
@@ -452,11 +505,11 @@ class ApiStore:
 
     def dump(self, path: str, freeze: bool = False) -> int:
         """Write every object of every resource and the current revision to ``path``
-        (JSON) and return the revision. With ``freeze`` the store stays locked afterwards,
-        so no write can follow the dump: for a process about to be killed and restarted
-        from it (:meth:`restore`)."""
-        self._lock.acquire()
-        try:
+        (JSON) and return the revision. With ``freeze`` the store is frozen afterwards
+        (:class:`FreezableLock`): no request of any thread touches it again, so no write
+        can follow the dump, for a process about to be killed and restarted from it
+        (:meth:`restore`)."""
+        with self._lock:
             state = {"resourceVersion": self._rv, "objects": [
                 {"group": group, "plural": plural, "items": list(objs.values())}
                 for (group, plural), objs in self._objects.items() if objs]}
@@ -464,10 +517,9 @@ class ApiStore:
             with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(state, fh)
             os.replace(tmp, path)
+            if freeze:
+                self._lock.freeze()
             return self._rv
-        finally:
-            if not freeze:
-                self._lock.release()
 
     def restore(self, path: str) -> int:
         """Load a :meth:`dump`: the objects and the revision come back, the history does

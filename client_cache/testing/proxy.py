@@ -7,7 +7,9 @@ directions, on open connections and new ones alike, without closing anything: th
 sees no FIN, no RST, no answer, as when a network path silently drops packets.
 :meth:`TcpProxy.blackhole` with ``False`` forwards again (for new bytes). ``latency``
 seconds delay every chunk on its way to the target (a slow server as the client sees it:
-each request arrives that much later). Only loopback addresses are accepted.
+each request arrives that much later). A connection that breaks on one side (the target
+resets it, as a restarting API server does) is shut down on the other, as a real path
+passes a reset on. Only loopback addresses are accepted.
 """
 
 from __future__ import annotations
@@ -78,10 +80,15 @@ class TcpProxy:
                 self._spawn_locked(self._pump, "proxy-down", upstream, client)
 
     def _pump(self, source: socket.socket, sink: socket.socket, latency: float = 0.0) -> None:
+        """Forward ``source`` to ``sink`` until one of them ends: a clean end (FIN) is
+        passed on as a FIN, a reset or any other failure on either side ends both (the
+        other side sees its connection end, as through a real network path), except in
+        a black hole, which closes nothing."""
         while True:
             try:
                 data = source.recv(65536)
             except OSError:
+                self._end_both(source, sink)
                 return
             if not data:
                 if not self._holed.is_set():
@@ -95,7 +102,17 @@ class TcpProxy:
             try:
                 sink.sendall(data)
             except OSError:
+                self._end_both(source, sink)
                 return
+
+    def _end_both(self, source: socket.socket, sink: socket.socket) -> None:
+        """A connection broke: both sides are shut down (a reset seen by neither end
+        would leave the other waiting for bytes that never come)."""
+        if self._holed.is_set():
+            return
+        for sock in (sink, source):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def blackhole(self, on: bool = True) -> None:
         """Swallow all traffic from now on (``on``), or forward again."""

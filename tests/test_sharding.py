@@ -41,6 +41,7 @@ from client_cache.sharding import (
     ShardingError,
     ShardMember,
     WorkerGroup,
+    membership,
     run_workers,
     set_sharding_metrics_provider,
     shard_key,
@@ -254,6 +255,50 @@ def test_a_member_cut_off_from_the_server_stops_before_others_take_over(
         proxy.blackhole(False)
         eventually(lambda: cut.owns(key) and not other.owns(key), 10)
         cut.check(max_tolerable_expired_lease=-1.0)
+    finally:
+        ring.stop()
+        proxy.stop()
+
+
+@pytest.mark.parametrize("rewatch", [True, False], ids=["idle-timeout", "blind"])
+def test_a_member_whose_lease_watch_hangs_never_stalls_the_ring(
+        ring: Ring, server: EmbeddedApiServer, monkeypatch: pytest.MonkeyPatch,
+        rewatch: bool) -> None:
+    """Issue 67: one member's connections go half-dead (nothing closed, nothing
+    forwarded; its new requests get through). Its watch of the Leases delivers nothing,
+    so it soon sees the other expire; it must not then claim every key with a one-member
+    view. It claims nothing once its own renewals stop coming back, the other takes every
+    key, no key has two owners at any moment, and it rejoins when its watch is opened
+    again (after a lease duration of silence; "blind": never, within the test)."""
+    if not rewatch:
+        monkeypatch.setattr(membership, "lease_watch_idle_timeout", lambda config: 600.0)
+    proxy = TcpProxy("127.0.0.1", server.port).start()
+    try:
+        api = server.api_client()
+        api.configuration.host = f"http://{proxy.url_host}"
+        half = ring.add("half", api)
+        other = ring.add("other")
+        ring.wait_settled([half, other], 5)
+        proxy.hang_open()
+        hung = time.monotonic()
+        samples = 0
+
+        def other_owns_all() -> bool:
+            nonlocal samples
+            samples += 1
+            owners = ring.owners([half, other])
+            assert all(len(v) <= 1 for v in owners.values()), "a key owned by two"
+            return all(v == ["other"] for v in owners.values())
+        if not rewatch:
+            # the renew deadline for the own write to be missed, then a lease duration
+            # for the other to see its Lease published empty, and its own write read back
+            eventually(other_owns_all, 8, "the ring stalled behind the blind member")
+            assert time.monotonic() - hung < 8 and samples > 1
+            assert other.members() == ["other"] and not half.ready()
+        else:
+            eventually(lambda: ring.settled([half, other]) and
+                       half.published() == ["half", "other"] and half.ready(), 15,
+                       "the member did not rejoin after its watch was opened again")
     finally:
         ring.stop()
         proxy.stop()

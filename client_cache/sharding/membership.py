@@ -26,6 +26,15 @@ What it does, in order:
   most one of them sees the key clear; and a member resumed from a pause or a partition
   reads the others afresh before it starts anything.
 
+* **A blind member.** When the Lease watch has not delivered this member's own write
+  for ``renew_deadline`` (a half-dead connection: nothing closed, nothing arrives; the
+  watch is opened again after a lease duration of silence), its view of the others is
+  not live: it starts nothing, and once its reconciles in flight end it publishes an
+  empty view. A live Lease with an empty view claims nothing and is left out of the
+  others' rings, so they take its share; when its own writes come through again it
+  publishes its view and rejoins as after a lapse. Without this, a member that had seen
+  the others expire kept renewing a one-member view that claimed every key, and the
+  ring stalled.
 * **Outages.** The Lease informer's reflector waits at most ``retry_period`` between
   failed rounds (client-go's reflector backs off to 30 s): after the API server comes
   back, a member reads the ring again within about a retry period, as the leader elector
@@ -141,9 +150,14 @@ class ShardMember:
         self._epoch = 0  # counts lapses: what was decided before one is to be redone
         self._started = False
         self._metrics = get_sharding_metrics_provider()
+        self._unseen_since: float | None = None  # monotonic: our first write not yet seen
+        self._blind_after = config.renew_deadline
+        self._blind = False  # our own renewals are not coming back through the watch
         lw = new_filtered_list_watch_from_client(
             api_client, LEASES, config.namespace,
-            lambda options: setattr(options, "label_selector", f"{RING_LABEL}={config.ring}"))
+            lambda options: setattr(options, "label_selector", f"{RING_LABEL}={config.ring}"),
+            idle_timeout=lease_watch_idle_timeout(config),
+            request_timeout=lease_watch_idle_timeout(config))
         # after an outage the member starts nothing until this informer has delivered its
         # own write: its reflector retries within a retry period, not client-go's 30 s
         self._informer: SharedIndexInformer[Any] = new_shared_index_informer_with_options(
@@ -185,9 +199,10 @@ class ShardMember:
     def ready(self) -> bool:
         """Whether this member may start anything now: it holds its Lease, has read the
         others since its last view change (or lapse), and is not leaving."""
+        now = time.monotonic()
         with self._lock:
             return (not self._leaving and self._state.caught_up
-                    and time.monotonic() < self._held_until)
+                    and now < self._held_until and not self._blind_locked(now))
 
     def assigned(self, key: str) -> bool:
         """Whether the views give ``key`` to this member: its published and target rings
@@ -211,9 +226,19 @@ class ShardMember:
             if self._state.caught_up and not self._leaving:
                 self._lapsed_locked()
             return False
-        if not self._state.caught_up:
+        if not self._state.caught_up or self._blind_locked(now):
             return False
         return self._assigned_locked(h)
+
+    def _blind_locked(self, now: float) -> bool:
+        """Whether this member's view of the ring is not live: the Lease watch has not
+        delivered its own write for ``renew_deadline`` since it was sent (a half-dead
+        connection, a watch that hangs). Such a member starts nothing and publishes an
+        empty view (it claims nothing, and the others leave it out of their rings) once
+        its reconciles in flight have ended, so it can never stall the ring with claims
+        made from what it no longer sees."""
+        since = self._unseen_since
+        return since is not None and now - since > self._blind_after
 
     def _lapsed_locked(self) -> None:
         """A lapse (a pause, a partition): read the others afresh after the next
@@ -344,8 +369,12 @@ class ShardMember:
                     self._wake.wait(wait)
 
     def _publish_due_locked(self) -> bool:
-        """The target differs from the published view and nothing it takes away runs."""
+        """The target differs from the published view and nothing it takes away runs; for
+        a blind member (:meth:`_blind_locked`), it still claims something and nothing
+        runs (its empty view is then due)."""
         state = self._state
+        if self._blind_locked(time.monotonic()):
+            return bool(state.published.members) and not self._inflight
         if state.target == state.published:
             return False
         me = self.identity
@@ -363,7 +392,10 @@ class ShardMember:
                 elif seen.rv not in self._deleting:
                     expired.append((name, seen.rv))
             state = self._state
-            target = self._ring(frozenset(live) | {self.identity})
+            # a live Lease with an empty view is a member that claims nothing (blind):
+            # it is left out of the target ring, so its share is not left to it
+            target = self._ring(frozenset(n for n, seen in live.items() if seen.view)
+                                | {self.identity})
             claims = tuple((name, self._ring(seen.view)) for name, seen in sorted(live.items())
                            if seen.view)
             if target != state.target or claims != state.claims:
@@ -411,9 +443,24 @@ class ShardMember:
         """Renew our Lease, publishing the target when nothing it takes away runs;
         create it when it is missing. True on success."""
         with self._lock:
-            publishing = self._publish_due_locked()
-            view = self._state.target if publishing else self._state.published
+            blind = self._blind_locked(time.monotonic())
+            if blind:  # claim nothing, as soon as nothing runs
+                publishing = False
+                view = self._state.published if self._inflight else self._ring(frozenset())
+            else:
+                publishing = self._publish_due_locked()
+                view = self._state.target if publishing else self._state.published
             lease = self._lease
+            if blind != self._blind:
+                self._blind = blind
+                if blind:
+                    log_visibly(_log, logging.WARNING, "shard %s: the watch of the ring's "
+                                "Leases has not delivered this member's own renewal for "
+                                "%.1f s; it claims nothing until it does", self.identity,
+                                time.monotonic() - (self._unseen_since or 0.0))
+                else:
+                    _log.info("shard %s: the watch of the ring's Leases delivers again",
+                              self.identity)
         wall = format_micro_time(datetime.now(timezone.utc))
         spec = {"holderIdentity": self.identity,
                 "leaseDurationSeconds": int(self.config.lease_duration),
@@ -451,7 +498,12 @@ class ShardMember:
             lapsed = sent >= self._held_until
             self._lease = answer
             self._held_until = sent + self.config.renew_deadline
+            if self._own_seen != rv and self._unseen_since is None:
+                self._unseen_since = sent
             state = self._state
+            if blind and not view.members:  # acts on nothing: rejoins when it sees again
+                state = self._state = _State(view, state.target, state.claims,
+                                             state.caught_up)
             if publishing or lapsed:  # read the others afresh from this write on
                 if lapsed and state.caught_up:
                     self._epoch += 1
@@ -506,6 +558,10 @@ class ShardMember:
         with self._lock:
             if name == self.identity:
                 self._own_seen = "" if gone else rv
+                if not gone and self._unseen_since is not None:  # the watch delivers
+                    self._unseen_since = None
+                    self._dirty = True
+                    self._wake.notify_all()
                 if gone:
                     self._lease = None  # deleted under us (judged expired): recreate it
                 elif rv in self._awaiting:
@@ -531,6 +587,14 @@ class ShardMember:
                 self._wake.notify_all()
         if changed:
             self._changed()
+
+
+def lease_watch_idle_timeout(config: ShardingConfig) -> float:
+    """How long the watch of a ring's Leases may stay silent before it is taken for dead
+    and opened again, and how long a LIST of them may take: a lease duration (every live
+    member renews within a retry period, and this member's own renewals come through it
+    too; a ring's Leases are a few small objects), and at least two retry periods."""
+    return max(config.lease_duration, 2 * config.retry_period)
 
 
 class _Handler:

@@ -102,10 +102,10 @@ class StoreFrozenError(RuntimeError):
 
 class FreezableLock:
     """The store's re-entrant lock, which :meth:`freeze` closes for good: from then on
-    every ``acquire`` by any other thread than the freezing one blocks until the process ends or :meth:`close` is called, then raises
-    :class:`StoreFrozenError`. A plain ``RLock`` left held by the thread that dumped is
-    not that: a later thread given the ended thread's id re-enters it, and writes were
-    acknowledged after a dump."""
+    every ``acquire`` by any other thread than the freezing one blocks until the process
+    ends or :meth:`close` is called, then raises :class:`StoreFrozenError`. A plain
+    ``RLock`` left held by the thread that dumped is not that: a later thread given the
+    ended thread's id re-enters it, and writes were acknowledged after a dump."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

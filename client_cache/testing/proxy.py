@@ -9,7 +9,8 @@ sees no FIN, no RST, no answer, as when a network path silently drops packets.
 seconds delay every chunk on its way to the target (a slow server as the client sees it:
 each request arrives that much later). A connection that breaks on one side (the target
 resets it, as a restarting API server does) is shut down on the other, as a real path
-passes a reset on. Only loopback addresses are accepted.
+passes a reset on. :meth:`TcpProxy.hang_open` makes the connections open at that moment
+half-dead for good, new ones forwarding. Only loopback addresses are accepted.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class TcpProxy:
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
+        self._hung: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
 
     @property
@@ -91,11 +93,11 @@ class TcpProxy:
                 self._end_both(source, sink)
                 return
             if not data:
-                if not self._holed.is_set():
+                if not self._holed.is_set() and source not in self._hung:
                     with contextlib.suppress(OSError):
                         sink.shutdown(socket.SHUT_WR)
                 return
-            if self._holed.is_set():
+            if self._holed.is_set() or source in self._hung:
                 continue  # swallowed
             if latency > 0 and self._stopped.wait(latency):  # the emulated network delay
                 return
@@ -108,11 +110,18 @@ class TcpProxy:
     def _end_both(self, source: socket.socket, sink: socket.socket) -> None:
         """A connection broke: both sides are shut down (a reset seen by neither end
         would leave the other waiting for bytes that never come)."""
-        if self._holed.is_set():
+        if self._holed.is_set() or source in self._hung:
             return
         for sock in (sink, source):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+    def hang_open(self) -> None:
+        """Make every connection open now half-dead: its bytes are swallowed both ways
+        and nothing is closed, for good; new connections forward as before (a watch
+        stuck on a dead path while the client's new requests get through)."""
+        with self._lock:
+            self._hung.update(self._sockets)
 
     def blackhole(self, on: bool = True) -> None:
         """Swallow all traffic from now on (``on``), or forward again."""

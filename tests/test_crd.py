@@ -199,8 +199,8 @@ def test_several_versions_one_storage_and_the_extras() -> None:
 def test_the_cli_prints_the_crd_as_yaml(capsys: pytest.CaptureFixture[str]) -> None:
     assert crd_main(["print", "tests.test_crd:Foo"]) == 0
     assert yaml.safe_load(capsys.readouterr().out) == crd(Foo)
-    with pytest.raises(SystemExit, match="expected module:Class"):
-        crd_main(["print", "tests.test_crd"])
+    assert crd_main(["print", "tests.test_crd"]) == 2
+    assert "expected module:Class" in capsys.readouterr().err
 
 
 @custom_resource(group="example.com", version="v1", kind="Thing")
@@ -331,3 +331,32 @@ def test_generate_reads_a_crd_from_a_server(tmp_path: Path,
     assert "class Widget(CustomResource):" in out and "plural='widgets'" in out
     with pytest.raises(SystemExit):
         crd_main(["generate"])  # a file or --name
+
+
+@pytest.mark.parametrize(("argv", "content", "message"), [
+    (["print", "no_such_module_x:Foo"], None, "cannot import 'no_such_module_x'"),
+    (["print", "json:Nope"], None, "no class 'Nope' in 'json'"),
+    (["print", "nocolon"], None, "expected module:Class"),
+    (["generate", "{missing}"], None, "No such file or directory"),
+    (["generate", "{file}"], "", "not a CustomResourceDefinition (the document is empty)"),
+    (["generate", "{file}"], "a: [1,\n", "not YAML or JSON (line 2)"),
+    (["generate", "{file}"], "kind: ConfigMap\n", "the document is a ConfigMap"),
+    (["generate", "{file}"], "- 1\n", "the document is a list"),
+    (["generate", "{file}"], "kind: CustomResourceDefinition\nspec: {}\n",
+     "not a CustomResourceDefinition with a group"),
+])
+def test_every_cli_mistake_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+        content: str | None, message: str) -> None:
+    """Issue 67: a wrong module, a missing file, broken YAML, a non-CRD or an empty file
+    is one line on stderr naming the problem, exit status 2, no traceback (``--debug``
+    gives it)."""
+    path = tmp_path / "crd.yaml"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    argv = [a.format(file=path, missing=tmp_path / "missing.yaml") for a in argv]
+    assert crd_main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    with pytest.raises(Exception):  # noqa: B017 - whichever the mistake raises
+        crd_main(["--debug", *argv])

@@ -24,6 +24,7 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache.apis import ListOptions
+from client_cache.errors import ClientCacheError
 from client_cache.health import sharding_check
 from client_cache.informers.factory import (
     SharedInformerFactoryOptions,
@@ -96,11 +97,23 @@ def test_an_empty_ring_owns_nothing_and_bad_rings_are_refused() -> None:
     ({"virtual_nodes": 0}, "virtual_nodes"),
     ({"identity": "Not_A_Label"}, "DNS label"),
     ({"ring": "x" * 64}, "DNS label"),
+    ({"retry_period": float("nan")}, "retry_period must be a finite positive"),
+    ({"lease_duration": float("inf")}, "lease_duration must be a finite positive"),
+    ({"renew_deadline": -1.0}, "renew_deadline must be a finite positive"),
+    ({"lease_duration": "15"}, "lease_duration must be a finite positive"),
+    ({"lease_duration": 10_000.0}, "lease_duration must be from 1 s"),
+    ({"namespace": "NOT OK"}, "namespace 'NOT OK' must be a lowercase DNS label"),
+    ({"namespace": ""}, "namespace '' must be"),
+    ({"virtual_nodes": 10**9}, "virtual_nodes must be an int from 1 to 10000"),
+    ({"virtual_nodes": 2.5}, "virtual_nodes must be an int"),
+    ({"ring": 5}, "ring must be a str, not int"),
+    ({"mode": "ring"}, "mode must be one of"),
 ])
 def test_a_configuration_that_cannot_work_is_refused(fields: dict[str, Any],
                                                       message: str) -> None:
-    with pytest.raises(ShardingConfigError, match=message):
+    with pytest.raises(ShardingConfigError, match=message) as info:
         ShardingConfig(**fields)
+    assert isinstance(info.value, ClientCacheError)
 
 
 def test_ring_and_identity_default_from_the_controller_and_the_host() -> None:

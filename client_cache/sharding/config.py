@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import socket
 from dataclasses import dataclass
 
 from client_cache.sharding.ring import DEFAULT_VIRTUAL_NODES
+from client_cache.util.errors import ClientCacheError
 
-__all__ = ["MODES", "RING_LABEL", "VIEW_ANNOTATION", "ShardingConfig", "ShardingConfigError"]
+__all__ = ["MAX_LEASE_DURATION", "MAX_VIRTUAL_NODES", "MODES", "RING_LABEL", "VIEW_ANNOTATION",
+           "ShardingConfig", "ShardingConfigError"]
 
 MODES = ("hash", "labels")
 """``hash``: every replica caches every object and reconciles the keys the ring gives it;
@@ -25,9 +28,19 @@ holder acts on: the keys that ring gives the holder are the ones it claims."""
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
+MAX_VIRTUAL_NODES = 10_000
+"""The most points a member may have on the ring (each member's ring holds ``members *
+virtual_nodes`` points, rebuilt at every membership change: 10,000 is already far past
+what spreads keys evenly)."""
 
-class ShardingConfigError(ValueError):
-    """A sharding configuration that cannot work (bad durations or names)."""
+MAX_LEASE_DURATION = 3600.0
+"""The longest lease a member may hold: past an hour a dead member's keys would wait
+that long (and a Lease's ``leaseDurationSeconds`` is an int32)."""
+
+
+class ShardingConfigError(ClientCacheError, ValueError):
+    """A sharding configuration that cannot work (bad types, durations, names or
+    bounds); a :class:`~client_cache.errors.ClientCacheError` and a ``ValueError``."""
 
 
 def _dns_label(text: str, limit: int) -> str:
@@ -77,19 +90,40 @@ class ShardingConfig:
     mode: str = "hash"
 
     def __post_init__(self) -> None:
+        """Every field checked; :class:`ShardingConfigError` names the first that cannot
+        work: a type that is not the field's, a duration that is not a finite positive
+        number of seconds, a name that is not a lowercase DNS label (``namespace``
+        included), ``virtual_nodes`` outside 1 to :data:`MAX_VIRTUAL_NODES`."""
+        for what in ("mode", "namespace", "ring", "identity"):
+            if not isinstance(getattr(self, what), str):
+                raise ShardingConfigError(f"{what} must be a str, not "
+                                          f"{type(getattr(self, what)).__name__}")
         if self.mode not in MODES:
             raise ShardingConfigError(f"mode must be one of {', '.join(MODES)}, not "
                                       f"{self.mode!r}")
+        for what in ("lease_duration", "renew_deadline", "retry_period"):
+            value = getattr(self, what)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value) or value <= 0:
+                raise ShardingConfigError(f"{what} must be a finite positive number of "
+                                          f"seconds, not {value!r}")
+        if self.lease_duration < 1 or self.lease_duration > MAX_LEASE_DURATION:
+            raise ShardingConfigError(f"lease_duration must be from 1 s (Leases count whole "
+                                      f"seconds) to {MAX_LEASE_DURATION:.0f} s, not "
+                                      f"{self.lease_duration!r}")
         if int(self.lease_duration) <= self.renew_deadline:
             raise ShardingConfigError("lease_duration (whole seconds, as a Lease holds it) "
                                       "must be greater than renew_deadline")
         if self.renew_deadline <= 1.2 * self.retry_period:
             raise ShardingConfigError("renew_deadline must be greater than 1.2 * retry_period")
-        if self.retry_period <= 0 or self.lease_duration < 1:
-            raise ShardingConfigError("retry_period must be positive and lease_duration at "
-                                      "least 1 s (Leases count whole seconds)")
-        if self.virtual_nodes < 1:
-            raise ShardingConfigError("virtual_nodes must be at least 1")
+        if isinstance(self.virtual_nodes, bool) or not isinstance(self.virtual_nodes, int) \
+                or not 1 <= self.virtual_nodes <= MAX_VIRTUAL_NODES:
+            raise ShardingConfigError(f"virtual_nodes must be an int from 1 to "
+                                      f"{MAX_VIRTUAL_NODES}, not {self.virtual_nodes!r}")
+        if not self.namespace or len(self.namespace) > 63 or not _NAME.match(self.namespace):
+            raise ShardingConfigError(
+                f"namespace {self.namespace!r} must be a lowercase DNS label (a-z, 0-9 and "
+                f"'-', at most 63 characters)")
         for what, value in (("ring", self.ring), ("identity", self.identity)):
             if value and (len(value) > 63 or not _NAME.match(value)):
                 raise ShardingConfigError(

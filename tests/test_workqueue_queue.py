@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import queue
 import sys
@@ -591,5 +592,64 @@ def test_an_item_whose_hash_fails_after_it_was_added_is_never_lost(flaky: None) 
     drainer.start()
     with pytest.raises(TypeError, match="hashable and comparable"):
         q.done(item)
+    assert drained.wait(5), "shut_down_with_drain never returned"
+    drainer.join(1)
+
+
+class FailsOnCall:
+    """An item whose hash fails at its ``fail_at``-th call from when ``armed`` is set."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.fail_at = 0
+
+    def __hash__(self) -> int:
+        if self.fail_at:
+            self.calls += 1
+            if self.calls == self.fail_at:
+                raise RuntimeError("hash failed")
+        return 11
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3, 4])
+@pytest.mark.parametrize("metrics", [False, True], ids=["plain", "with-metrics"])
+def test_an_item_whose_hash_fails_at_any_call_inside_done_stays_consistent(
+        fail_at: int, metrics: bool) -> None:
+    """Issue 67: whichever use of the item's hash fails, inside done() or after it (in
+    the Python core the third escaped as a raw error and the item stayed in processing,
+    blocking a draining shutdown), a failure is a TypeError naming the type, nothing
+    else is lost and the drain returns."""
+    config: workqueue.QueueConfig[Any] = workqueue.QueueConfig(
+        name="hash-fails" if metrics else "")
+    q: workqueue.Typed[Any] = workqueue.new_with_config(config)
+    item = FailsOnCall()
+    q.add(item)
+    q.add("other")
+    assert q.get(timeout=1) == (item, False)
+    q.add(item)  # dirty while processed: done() would put it in line again
+    item.fail_at = fail_at
+    drained = threading.Event()
+    drainer = threading.Thread(target=lambda: (q.shut_down_with_drain(), drained.set()),
+                               name="test-drain")
+    drainer.start()
+    handed: list[Any] = []
+    pending: list[Any] = [item]
+    while pending or not handed or handed[-1] is not None:
+        if pending:
+            with contextlib.suppress(TypeError):
+                q.done(pending.pop())
+            continue
+        try:
+            got, shutdown = q.get(timeout=1)
+        except TypeError as err:  # its hash failed as it was taken: still in line
+            assert "FailsOnCall" in str(err)
+            continue
+        handed.append(None if shutdown else got)
+        if not shutdown:
+            pending.append(got)
+    assert "other" in handed
     assert drained.wait(5), "shut_down_with_drain never returned"
     drainer.join(1)

@@ -32,6 +32,7 @@ from collections.abc import Hashable
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from client_cache.util.parking import Parker
+from client_cache.util.runtime import handle_error
 from client_cache.workqueue.metrics import NoQueueMetrics, QueueMetrics
 
 __all__ = ["DefaultQueue", "PyQueueCore", "Queue", "check_item", "default_queue"]
@@ -170,20 +171,24 @@ class PyQueueCore(Generic[T]):
         getter to wake, or True when a draining shutdown may end. An item not being
         processed is ignored."""
         with self.lock:
-            try:
+            try:  # every use of the item's hash and equality, before anything changes
                 handed_out = item in self._processing
                 again = handed_out and item in self._dirty
+                if not handed_out:
+                    return None  # never handed out (or already done): nothing to do
+                self._processing.discard(item)
             except Exception as err:
-                # its hash or equality fails now: taken out by identity, so that a
-                # draining shutdown still ends; not queued again
+                # its hash or equality fails now (at any call): taken out by identity,
+                # so that a draining shutdown still ends; not queued again
                 self._processing = {x for x in self._processing if x is not item}
                 self._dirty = {x for x in self._dirty if x is not item}
                 raise _unusable(item, err) from err
-            if not handed_out:
-                return None  # never handed out (or already done): nothing to do
             if self._metrics is not None:
-                self._metrics.done(item)
-            self._processing.discard(item)
+                try:
+                    self._metrics.done(item)
+                except Exception as err:  # the queue stays consistent whatever metrics do
+                    handle_error(f"work queue metrics failed on done(): "
+                                 f"{type(err).__name__}: {err}")
             if again:
                 self._queue.push(item)
                 return self._getters.popleft() if self._getters else None

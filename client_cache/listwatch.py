@@ -207,21 +207,39 @@ def request_headers(api_client: Any) -> dict[str, str]:
     return headers
 
 
-def discover(api_client: Any, group: str, version: str) -> list[dict[str, Any]]:
+DISCOVERY_TIMEOUT = 30.0
+"""How long one discovery request may take by default (seconds)."""
+
+
+def discover(api_client: Any, group: str, version: str, *,
+             timeout: float = DISCOVERY_TIMEOUT,
+             stop: threading.Event | None = None) -> list[dict[str, Any]]:
     """The ``resources`` of the server's discovery document for ``group``/``version``
     (``GET /api/v1`` or ``/apis/<group>/<version>``); empty when the server does not
     serve that group version (404). Other failures raise (an
-    :class:`~client_cache.errors.ApiStatusError`, or urllib3's network errors)."""
+    :class:`~client_cache.errors.ApiStatusError`, or urllib3's network errors).
+    ``timeout`` bounds the request; ``stop`` (a runtime's stop) abandons it at once by
+    shutting its connection down (:class:`~client_cache.errors.StopRequestedError`)."""
     host = str(api_client.configuration.host).rstrip("/")
     path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    pool = api_client.rest_client.pool_manager
-    response = measure("GET", host + path, lambda: pool.request(
-        "GET", host + path, headers=request_headers(api_client), timeout=30.0, retries=False))
+    if stop is not None:
+        transport = Transport(api_client)
+        try:
+            response, data = transport.get(host + path, request_headers(api_client),
+                                           timeout, stop, read_body=True)
+        finally:
+            transport.close()
+    else:
+        pool = api_client.rest_client.pool_manager
+        response = measure("GET", host + path, lambda: pool.request(
+            "GET", host + path, headers=request_headers(api_client), timeout=timeout,
+            retries=False))
+        data = response.data
     if response.status == 404:
         return []
     if not 200 <= response.status < 300:
         raise from_status({"code": response.status, "message": f"discovery of {path} failed"})
-    body = wire.loads(response.data)
+    body = wire.loads(data)
     return [r for r in body.get("resources") or [] if isinstance(r, dict)]
 
 

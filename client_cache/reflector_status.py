@@ -33,6 +33,7 @@ from client_cache.errors import (
     describe_error,
     find_api_error,
     is_forbidden,
+    is_not_found,
     is_unauthorized,
 )
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
@@ -218,6 +219,10 @@ class ReflectorStatus:
             hint = "the credentials were refused; check the kubeconfig or token"
         elif not hint and is_forbidden(err):
             hint = f"the identity may not list/watch {self.resource}; check its RBAC"
+        elif not hint and is_not_found(err):
+            hint = (f"the server does not serve {self.resource} (yet): the informer waits "
+                    "for it and is not ready meanwhile; is its CustomResourceDefinition "
+                    "installed?")
         with self._lock:
             if self._first_failure is None:
                 self._first_failure = self.clock.monotonic()
@@ -229,8 +234,11 @@ class ReflectorStatus:
             if hint and not repeat:
                 line += f" - {hint}"
             self._reported = id(err)
-        _log.log(logging.INFO if repeat else logging.WARNING, "%s", line,
-                 extra={"resource": self.resource})
+        if not repeat and is_not_found(err):  # a resource not served: say it visibly
+            log_visibly(_log, logging.WARNING, "%s", line, extra={"resource": self.resource})
+        else:
+            _log.log(logging.INFO if repeat else logging.WARNING, "%s", line,
+                     extra={"resource": self.resource})
         return line
 
     def index_failed(self, index: str, key: str | None, err: BaseException) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 import queue as queue_module
+import socket
 import sys
 import threading
 import time
@@ -473,3 +474,43 @@ def http_get(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+class HungServer:
+    """A loopback server that accepts connections and never answers (nor reads, nor
+    closes): a server hung behind a live TCP stack. :attr:`connected` is set at the first
+    connection; the accept thread ends and every connection closes on exit."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.connected = threading.Event()
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, name="test-hung-server",
+                                        daemon=True)
+
+    def __enter__(self) -> HungServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        self._thread.join(1)
+        for conn in self._held:
+            conn.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self._held.append(conn)
+            self.connected.set()
+
+    def api_client(self) -> Any:
+        """A ``kubernetes`` ApiClient for this server (its caller closes it)."""
+        from kubernetes.client import ApiClient, Configuration  # noqa: PLC0415
+        return ApiClient(Configuration(host=f"http://127.0.0.1:{self.port}"))

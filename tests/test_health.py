@@ -225,6 +225,43 @@ def test_the_runtime_reports_its_informers(server: EmbeddedApiServer) -> None:
     assert not runner.is_alive()
 
 
+def test_readyz_waits_for_every_informer_and_the_controller(server: EmbeddedApiServer) -> None:
+    """Issue 67: /readyz answered 200 before any informer had started. It now fails until
+    every informer requested from the factory has started and synced, and a controller
+    given to serve() is ready only while it runs with its caches synced."""
+    api = server.api_client()
+    factory = new_shared_informer_factory(api, 0)
+    controller: Controller[None] = Controller(
+        factory, GroupVersionResource("", "v1", "configmaps"),
+        config=ControllerConfig(client_qps=0, events=False))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run,
+                              args=(lambda obj, ctx: Action.await_change(),),
+                              kwargs={"stop": stop}, name="test-controller-run", daemon=True)
+    try:
+        with serve(factory=factory, controller=controller) as health:
+            status, body = http_get(health.url + "/readyz?verbose")
+            assert status == 500, body
+            assert "[-]caches failed: not synced: configmaps (not started)" in body
+            assert "[-]controller failed: not running" in body
+            runner.start()
+            eventually(lambda: http_get(health.url + "/readyz") == (200, "ok"), 10,
+                       "never ready")
+            assert controller.ready() is None
+            controller.shutdown()
+            runner.join(10)
+            status, body = http_get(health.url + "/readyz?verbose")
+            assert status == 500 and "[-]controller failed: not running" in body
+    finally:
+        stop.set()
+        controller.shutdown()
+        if runner.ident is not None:
+            runner.join(10)
+        factory.shutdown(5)
+        api.close()
+    assert not runner.is_alive()
+
+
 def test_a_killed_server_turns_health_and_both_probes_red_and_its_return_green() -> None:
     """Issue 59: the embedded server's process SIGKILLed: refused reconnects are failed
     attempts, so the informer turns unhealthy after its threshold and /healthz and

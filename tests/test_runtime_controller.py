@@ -22,6 +22,7 @@ import pytest
 from kubernetes.client import ApiException, AppsV1Api, CoreV1Api
 
 from client_cache.informers import SharedInformerFactory, new_shared_informer_factory
+from client_cache.informers.factory import UnknownResourceError
 from client_cache.labels import everything
 from client_cache.listwatch import ListWatch, new_list_watch_from_client
 from client_cache.runtime import (
@@ -47,7 +48,7 @@ from client_cache.shared_informer import (
     new_shared_index_informer_with_options,
 )
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import eventually
+from tests.fixtures import HungServer, eventually
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
@@ -898,3 +899,43 @@ def test_queued_events_are_written_within_the_shutdown_timeout(
         server.latency = 0.0
     reasons = {e.reason for e in core.list_namespaced_event("default").items}
     assert reasons >= {f"Step{i}" for i in range(12)}, sorted(reasons)
+
+
+def test_a_misspelt_built_in_plural_fails_at_run_naming_what_is_served(
+        factory: SharedInformerFactory) -> None:
+    """Issue 67: GroupVersionResource("", "v1", "configmap") was taken for a CRD not yet
+    installed and waited for forever; a served built-in group version has no room for a
+    CRD, so run() raises at once with the plurals it does serve."""
+    controller: Controller[Any] = Controller(
+        factory, GroupVersionResource("", "v1", "configmap"), config=no_throttle(events=False))
+    started = time.monotonic()
+    with pytest.raises(UnknownResourceError, match=r"configmap.*it serves v1: .*configmaps"):
+        controller.run(lambda obj, ctx: Action.await_change())
+    assert time.monotonic() - started < 10
+
+
+def test_a_controller_builds_and_stops_within_a_second_on_a_hung_server() -> None:
+    """Issue 67: building a Controller of a custom resource asked the server for its kind
+    (30 s against a server that accepts and never answers) before any stop could be
+    asked; building asks nothing now and the discovery in run() is abandoned at once by
+    a shutdown (its connection shut down from outside)."""
+    with HungServer() as hung:
+        api = hung.api_client()
+        factory = new_shared_informer_factory(api, 0)
+        started = time.monotonic()
+        controller: Controller[Any] = Controller(
+            factory, GroupVersionResource("example.com", "v1", "widgets"),
+            config=no_throttle(events=False))
+        assert time.monotonic() - started < 0.5
+        done = threading.Event()
+        runner = threading.Thread(target=lambda: (
+            controller.run(lambda obj, ctx: Action.await_change()), done.set()),
+            name="test-controller-run", daemon=True)
+        runner.start()
+        assert hung.connected.wait(5), "run() asked nothing"
+        stopped = time.monotonic()
+        controller.shutdown()
+        assert done.wait(5)
+        assert time.monotonic() - stopped < 1.0
+        runner.join(1)
+        api.close()

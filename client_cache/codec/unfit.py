@@ -24,7 +24,7 @@ from typing import Any
 
 from client_cache.codec import wire
 
-__all__ = ["UnfitObject", "identity", "unfit_from_bytes", "unfit_from_wire"]
+__all__ = ["UnfitObject"]
 
 
 def identity(obj: Any) -> Any:

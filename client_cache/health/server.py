@@ -25,7 +25,9 @@ while a LIST hangs. :func:`serve` adds ``ping`` to both endpoints, and, given a 
 ``informers`` (liveness and readiness: no informer unhealthy, see
 :meth:`~client_cache.shared_informer.SharedIndexInformer.health`: one whose server has
 been failing for longer than its threshold is) and ``caches`` (readiness: every started
-informer synced); given a leader elector, ``leader-election`` (liveness: the
+informer synced; one requested but not started is not ready); given a controller,
+``controller`` (readiness: running, caches synced, its shard membership ready); given a
+leader elector, ``leader-election`` (liveness: the
 elector's ``check``). The server binds to loopback by default: in a pod, pass
 ``host="0.0.0.0"`` so that the kubelet can probe it. Threads: ``health-server`` (accepts)
 and one ``health-request`` per request; :meth:`HealthServer.stop` ends them within a
@@ -47,6 +49,7 @@ __all__ = [
     "Check",
     "HealthServer",
     "caches_synced_check",
+    "controller_ready_check",
     "informers_check",
     "leader_election_check",
     "serve",
@@ -86,10 +89,26 @@ def informers_check(factory: Any) -> Check:
 
 
 def caches_synced_check(factory: Any) -> Check:
-    """Readiness: every started informer of ``factory`` has synced."""
+    """Readiness: every informer requested from ``factory`` has started and synced (its
+    ``not_ready()``; for anything with only ``health()``, every informer it reports has
+    synced). An informer requested but not started yet is not ready: a probe asked
+    before the factory starts fails."""
     def check() -> str | None:
-        waiting = [h.resource for h in factory.health().values() if not h.synced]
+        not_ready = getattr(factory, "not_ready", None)
+        if callable(not_ready):
+            waiting = list(not_ready())
+        else:
+            waiting = [h.resource for h in factory.health().values() if not h.synced]
         return f"not synced: {', '.join(waiting)}" if waiting else None
+    return check
+
+
+def controller_ready_check(controller: Any) -> Check:
+    """Readiness: a runtime ``Controller`` is running with its caches synced, and, when
+    sharded, its membership ready (its ``ready()``)."""
+    def check() -> str | None:
+        reason: str | None = controller.ready()
+        return reason
     return check
 
 
@@ -263,16 +282,21 @@ class HealthServer:
 
 
 def serve(port: int = 0, host: str = "127.0.0.1", *, factory: Any = None,
-          elector: Any = None, healthz: Mapping[str, Check] | None = None,
+          elector: Any = None, controller: Any = None,
+          healthz: Mapping[str, Check] | None = None,
           readyz: Mapping[str, Check] | None = None, registry: Any = None) -> HealthServer:
     """A started :class:`HealthServer` with the standard checks (see the module
     documentation) plus ``healthz``/``readyz``; use it as a context manager or call
-    ``stop``."""
+    ``stop``. ``controller`` (a runtime ``Controller``) adds ``controller`` to readiness
+    (:func:`controller_ready_check`) and its informers to liveness."""
     live: dict[str, Check] = {"ping": lambda: None}
     ready: dict[str, Check] = {"ping": lambda: None}
     if factory is not None:
         live["informers"] = ready["informers"] = informers_check(factory)
         ready["caches"] = caches_synced_check(factory)
+    if controller is not None:
+        live.setdefault("informers", informers_check(controller))
+        ready["controller"] = controller_ready_check(controller)
     if elector is not None:
         live["leader-election"] = leader_election_check(elector)
     live.update(healthz or {})

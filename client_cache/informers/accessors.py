@@ -21,7 +21,8 @@ from client_cache.schema import GroupResource, GroupVersionResource
 if TYPE_CHECKING:
     from client_cache.informers.factory import SharedInformerFactory
 
-__all__ = ["GroupVersion", "ModelNotInstalledError", "TypedResource"]
+__all__ = ["GroupVersion", "ModelNotInstalledError", "TypedResource", "builtin_group",
+           "builtin_kind"]
 
 # The kind of a kubernetes.client model name: V1Pod -> Pod, CoreV1Event -> Event.
 _KIND_OF_MODEL = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:(?:alpha|beta)\d+)?(?=[A-Z])")
@@ -110,3 +111,27 @@ class GroupVersion:
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.RESOURCES))
+
+
+def _group_versions() -> list[type[GroupVersion]]:
+    """The generated ``<Group><Version>`` classes (:mod:`client_cache.informers.typed`,
+    imported with the factory)."""
+    return GroupVersion.__subclasses__()
+
+
+def builtin_group(group: str) -> bool:
+    """Whether ``group`` is a built-in API group this package has accessors for (``""``,
+    ``apps``, ``coordination.k8s.io``...): one no CustomResourceDefinition can add a
+    resource to."""
+    return any(group == cls.GROUP for cls in _group_versions())
+
+
+def builtin_kind(group: str, version: str, plural: str) -> tuple[str, bool] | None:
+    """``(kind, namespaced)`` of a built-in resource from the generated tables, without
+    asking a server; None for any other (a custom resource: discovery tells)."""
+    for cls in _group_versions():
+        if group == cls.GROUP and version == cls.VERSION:
+            for known in cls.RESOURCES.values():
+                if known.plural == plural:
+                    return _KIND_OF_MODEL.sub("", known.model), known.namespaced
+    return None

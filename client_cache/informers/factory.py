@@ -42,7 +42,7 @@ from client_cache.listwatch import (
     new_filtered_list_watch_from_client,
     served_resources,
 )
-from client_cache.reflector_status import InformerHealth
+from client_cache.reflector_status import InformerHealth, display_resource
 from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformer,
@@ -51,7 +51,6 @@ from client_cache.shared_informer import (
     unsynced_details,
     wait_for_cache_sync,
 )
-from client_cache.util.logs import log_visibly
 from client_cache.util.rest_metrics import instrument_client
 
 __all__ = [
@@ -113,10 +112,14 @@ class UnknownResourceError(ClientCacheError, LookupError):
     """:meth:`SharedInformerFactory.for_resource` was asked for a resource the server does
     not serve (Go: ``no informer found for ...``)."""
 
-    def __init__(self, gvr: GroupVersionResource) -> None:
+    def __init__(self, gvr: GroupVersionResource, served: list[str] | None = None) -> None:
         self.gvr = gvr
-        super().__init__(f"no informer found for {gvr.label()}: the server does not "
-                         "serve it")
+        self.served = served
+        """The resources the server serves in the group version, when it serves it."""
+        text = f"no informer found for {gvr.label()}: the server does not serve it"
+        if served:
+            text += f" (it serves {gvr.group_version()}: {', '.join(sorted(served))})"
+        super().__init__(text)
 
 
 class SharedInformerFactory(TypedGroups):
@@ -264,16 +267,16 @@ class SharedInformerFactory(TypedGroups):
         informer is of that resource, its objects instances of the class decoded straight
         from the server's JSON (struct mode), and typed as such.
 
-        The first request for a resource asks the server (discovery) whether it serves
-        it. When it does not (yet: a CRD installed after the controller started, as kube-rs
-        allows), the informer is returned all the same and one WARNING says so: once
-        started, it waits for the resource with the reflector's backoff (each failed LIST
-        counted in its health, a line per failure episode), is not synced, so not ready,
-        meanwhile, and fills its cache as soon as the resource is served. A misspelt
-        resource therefore shows as that WARNING and a readiness probe naming it; call
-        :meth:`check_served` to fail at once instead (Go's typed factory returns an error
-        for a resource it has no informer for). When the server cannot be asked
-        (unreachable), the informer is returned too and a warning logged."""
+        Nothing is asked of the server here (building never blocks on it, as Go's
+        factory does not). A resource the server does not serve (yet: a CRD installed
+        after the controller started, as kube-rs allows) gets its informer all the same:
+        once started, its LIST answers 404, which is logged at WARNING (visible with no
+        logging configured) naming the resource and asking whether its
+        CustomResourceDefinition is installed; it waits with the reflector's backoff,
+        is not synced, so not ready, meanwhile, and fills its cache as soon as the
+        resource is served. Call :meth:`check_served` to fail at once instead (Go's typed
+        factory returns an error for a resource it has no informer for); a runtime
+        ``Controller`` refuses a misspelt built-in resource when it runs."""
         resource = gvr
         if isinstance(gvr, type):
             declared = getattr(gvr, "__custom_resource__", None)
@@ -282,21 +285,7 @@ class SharedInformerFactory(TypedGroups):
                                 "with client_cache.crd.custom_resource)")
             resource, object_type = declared.gvr, gvr
         assert isinstance(resource, GroupVersionResource)
-        self._note_unserved(resource)
         return GenericInformer(self.informer_for(resource, object_type=object_type), resource)
-
-    def _note_unserved(self, gvr: GroupVersionResource) -> None:
-        """At the first request for ``gvr``: one WARNING when the server does not serve it
-        (see :meth:`for_resource`)."""
-        with self._lock:
-            if gvr in self._informers:
-                return
-        try:
-            self.check_served(gvr)
-        except UnknownResourceError:
-            log_visibly(_log, logging.WARNING, "the server does not serve %s (yet): its "
-                        "informer waits for it, retrying with backoff, and is not ready "
-                        "meanwhile (is its CustomResourceDefinition installed?)", gvr.label())
 
     def check_served(self, gvr: GroupVersionResource) -> None:
         """Raise :class:`UnknownResourceError` when the server does not serve ``gvr`` now
@@ -308,7 +297,7 @@ class SharedInformerFactory(TypedGroups):
                          "informer anyway", gvr.label(), type(err).__name__)
             return
         if gvr.resource not in served:
-            raise UnknownResourceError(gvr)
+            raise UnknownResourceError(gvr, sorted(served))
 
     def start(self, stop: threading.Event | None = None) -> threading.Event:
         """Start every informer requested so far and not started yet (non-blocking);
@@ -408,6 +397,21 @@ class SharedInformerFactory(TypedGroups):
         it is given the factory)."""
         with self._lock:
             return [self._informers[gvr] for gvr in self._started]
+
+    def not_ready(self) -> list[str]:
+        """The resources (as people write them) of every informer requested from this
+        factory that has not started or has not synced yet: a readiness probe passes
+        only when this is empty (a port addition)."""
+        with self._lock:
+            informers = dict(self._informers)
+            started = set(self._started)
+        waiting = []
+        for gvr, informer in informers.items():
+            if gvr not in started:
+                waiting.append(f"{display_resource(gvr.label())} (not started)")
+            elif not informer.has_synced():
+                waiting.append(display_resource(gvr.label()))
+        return waiting
 
     def health(self) -> dict[GroupVersionResource, InformerHealth]:
         """Each started informer's :meth:`~SharedIndexInformer.health` (port addition)."""

@@ -109,7 +109,6 @@ class MetadataSharedInformerFactory(SharedInformerFactory):
         does not serve (yet) is waited for, as in the full factory."""
         if models and object_type is None:
             object_type = PartialObjectMetadata
-        self._note_unserved(gvr)
         informer = self.informer_for(
             gvr, object_type=object_type,
             expected_type=object_type if object_type is not None else PARTIAL_OBJECT_METADATA)

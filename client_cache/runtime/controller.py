@@ -103,10 +103,15 @@ from client_cache import meta
 from client_cache.aio.bridge import LoopCaller, is_async_callable
 from client_cache.codec import WireObject
 from client_cache.controller import ResourceEventHandlerFuncs
-from client_cache.errors import describe_error, find_api_error
+from client_cache.errors import StopRequestedError, describe_error, find_api_error
 from client_cache.index import ReadyIndexer
-from client_cache.informers.factory import GenericInformer, SharedInformerFactory
-from client_cache.listwatch import resource_kind
+from client_cache.informers.accessors import builtin_group, builtin_kind
+from client_cache.informers.factory import (
+    GenericInformer,
+    SharedInformerFactory,
+    UnknownResourceError,
+)
+from client_cache.listwatch import DISCOVERY_TIMEOUT, discover
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventRecorder, EventSource
 from client_cache.reflector_status import InformerHealth
 from client_cache.runtime.config import ControllerConfig
@@ -210,11 +215,14 @@ class Controller(Generic[K]):
         self._given = (kind, namespaced)
         self.kind = kind
         self.namespaced = True if namespaced is None else namespaced
-        # the kind and scope come from discovery; a resource not served yet (its CRD is
-        # installed later) is looked up again when run() starts, waiting for it
+        # the kind and scope of a built-in resource come from the generated tables; any
+        # other's from discovery when run() starts (building never asks the server),
+        # waiting there for a resource not served yet (its CRD installed later)
         self._kind_pending = not kind or namespaced is None
         if self._kind_pending:
-            self._resolve_kind()
+            known = builtin_kind(self._gvr.group, self._gvr.version, self._gvr.resource)
+            if known is not None:
+                self._set_kind(known)
         self._clock = clock
         self._config = config or ControllerConfig()
         self._watched: list[_Watched] = []
@@ -230,6 +238,7 @@ class Controller(Generic[K]):
         self._running: set[ObjectRef] = set()
         self._scheduler: Scheduler | None = None
         self._shard: ShardGate | None = None
+        self._run_active = False  # run() between its setup and its end
         self._prepared = threading.Event()  # run() has chosen its informers
         self._watch(self._informer, ResourceEventHandlerFuncs(
             add_func=self._primary_applied,
@@ -238,15 +247,29 @@ class Controller(Generic[K]):
 
     def _resolve_kind(self) -> bool:
         """Read the primary resource's kind and scope by discovery (those given to the
-        constructor win); False when the server does not serve it (yet)."""
-        found = resource_kind(self._factory.api_client, self._gvr)
-        if found is None:
-            return False
+        constructor win), bounded by
+        :data:`~client_cache.listwatch.DISCOVERY_TIMEOUT` and abandoned at once by a
+        shutdown; False when the server does not serve it (yet). A plural that a served
+        built-in group version does not have (``configmap`` for ``configmaps``) raises
+        :class:`~client_cache.informers.factory.UnknownResourceError` naming the ones it
+        does serve: no CustomResourceDefinition can add it, so waiting would be forever."""
+        gvr = self._gvr
+        resources = discover(self._factory.api_client, gvr.group, gvr.version,
+                             timeout=DISCOVERY_TIMEOUT, stop=self._stopping)
+        for r in resources:
+            if r.get("name") == gvr.resource:
+                self._set_kind((str(r.get("kind", "")), bool(r.get("namespaced", True))))
+                return True
+        if resources and builtin_group(gvr.group):
+            raise UnknownResourceError(gvr, [str(r.get("name")) for r in resources
+                                             if "/" not in str(r.get("name", "/"))])
+        return False
+
+    def _set_kind(self, found: tuple[str, bool]) -> None:
         kind, namespaced = self._given
         self.kind = kind or found[0]
         self.namespaced = found[1] if namespaced is None else namespaced
         self._kind_pending = False
-        return True
 
     def _await_served(self) -> None:
         """Wait, with backoff (0.2 s doubling to 5 s, woken by a shutdown), until the
@@ -263,6 +286,10 @@ class Controller(Generic[K]):
                                   self._gvr.label())
                     return
                 reason = "not served"
+            except UnknownResourceError:
+                raise
+            except StopRequestedError:
+                return
             except Exception as err:  # unreachable: waited for in the same way
                 reason = describe_error(err)
             if not waited:
@@ -408,6 +435,27 @@ class Controller(Generic[K]):
             out.setdefault(health.resource, health)
         return out
 
+    def ready(self) -> str | None:
+        """None when this controller is ready to serve (a readiness probe's check:
+        :func:`client_cache.health.serve` takes ``controller=``), else why not: not
+        running; an informer it reads not started or not synced; a sharded member whose
+        membership is not ready (its Lease not held, the ring not read since its last
+        change, its view of the ring not live). A leader-elected replica that does not
+        lead is ready once its caches are synced, as controller-runtime's standby
+        replicas are (a Deployment's rollout waits on readiness: requiring the lease
+        would leave every standby unready); the leader's own lease is the elector's
+        liveness check."""
+        if not self._run_active or self._stopping.is_set():
+            return "not running"
+        waiting = [h.resource for h in self.health().values() if not h.synced]
+        if waiting:
+            return f"caches not synced: {', '.join(waiting)}"
+        shard = self._shard
+        if shard is not None and not shard.member.ready():
+            return f"shard member {shard.member.identity} not ready (its Lease not held or " \
+                   "the ring not read yet)"
+        return None
+
     @property
     def shard_member(self) -> ShardMember | None:
         """The ring membership of the current (or last) run of a sharded controller
@@ -533,6 +581,7 @@ class Controller(Generic[K]):
         instrument_client(self._factory.api_client)
         identify(self._factory.api_client, self.name)
         self._stopping.clear()
+        self._run_active = True
         self._summary = RunSummary()
         gate = None if config.leader_election is None else LeadershipGate(
             config.leader_election, self.name, self._stopping.set)
@@ -617,6 +666,7 @@ class Controller(Generic[K]):
                       "reconciles", self.name, config.shutdown_timeout, len(self._running))
         finally:
             self._stopping.set()
+            self._run_active = False
             self._scheduler.shut_down()
             deadline = time.monotonic() + config.shutdown_timeout
             for worker in workers:

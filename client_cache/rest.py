@@ -19,13 +19,16 @@ the body, which may quote an object).
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import urllib3
 
 from client_cache.codec import wire
-from client_cache.errors import ClientCacheError
+from client_cache.errors import ClientCacheError, StopRequestedError
 from client_cache.listwatch import request_headers
+from client_cache.transport import Transport
+from client_cache.util.chan import NEVER_STOP
 from client_cache.util.rest_metrics import RateLimiter, client_limiter, measure
 
 __all__ = ["JSON_MERGE_PATCH", "RestError", "request_json"]
@@ -40,25 +43,44 @@ class RestError(ClientCacheError):
 def request_json(api_client: Any, method: str, path: str, body: Any = None,
                  content_type: str = "application/json",
                  timeout: float | None = None,
-                 limiter: RateLimiter | None = None) -> tuple[int, Any]:
+                 limiter: RateLimiter | None = None, *,
+                 transport: Transport | None = None,
+                 stop: threading.Event | None = None) -> tuple[int, Any]:
     """Send ``method`` to ``path`` (``/apis/...``) with a JSON ``body``; returns
     ``(status, decoded body or None)``. ``timeout`` bounds the whole request (seconds).
     ``limiter`` throttles it instead of the client's own limiter (the event sink has a
-    bucket of its own, as controller-runtime's recorder has its own client)."""
+    bucket of its own, as controller-runtime's recorder has its own client).
+
+    With ``transport`` (a :class:`~client_cache.transport.Transport` of the caller's,
+    so its connections can be reached from outside) the request is abandoned at once
+    when ``stop`` is set or the transport is aborted: its connection is shut down and
+    :class:`~client_cache.errors.StopRequestedError` raised (Go cancels the request's
+    context). Without it, the ``kubernetes`` client's pool sends it and only
+    ``timeout`` ends it."""
     url = str(api_client.configuration.host).rstrip("/") + path
     headers = dict(request_headers(api_client))
     data: bytes | None = None
     if body is not None:
         headers["Content-Type"] = content_type
         data = json.dumps(body, separators=(",", ":")).encode()
+    chosen = limiter if limiter is not None else client_limiter(api_client)
+    if transport is not None:
+        try:
+            response, answer = transport.request(
+                method, url, headers, timeout, stop if stop is not None else NEVER_STOP,
+                body=data, limiter=chosen)
+        except StopRequestedError:
+            raise
+        except Exception as err:
+            raise RestError(f"{method} {path} failed: {type(err).__name__}") from err
+        return int(response.status), _decode(answer)
     pool = api_client.rest_client.pool_manager
     try:
         response = measure(
             method, url,
             lambda: pool.request(method, url, body=data, headers=headers, retries=False,
                                  timeout=urllib3.Timeout(total=timeout)),
-            request_bytes=None if data is None else len(data),
-            limiter=limiter if limiter is not None else client_limiter(api_client))
+            request_bytes=None if data is None else len(data), limiter=chosen)
     except Exception as err:
         raise RestError(f"{method} {path} failed: {type(err).__name__}") from err
     return int(response.status), _decode(response.data)

@@ -204,6 +204,8 @@ class Transport:
 
     def __init__(self, api_client: Any) -> None:
         self.api_client = api_client
+        self._lock = threading.Lock()
+        self._scopes: set[_RequestScope] = set()
         rest_client_type = type(api_client.rest_client)
         self.pool_manager: Any = rest_client_type(api_client.configuration).pool_manager
         classes = getattr(self.pool_manager, "pool_classes_by_scheme", None)
@@ -229,44 +231,73 @@ class Transport:
         (it is called with the urllib3 response, and what it returns is ``body``; a LIST
         decodes its items as they arrive), else it is read whole, as bytes. ``stop``
         interrupts the request at any point until then (:class:`StopRequestedError`)."""
+        return self.request("GET", url, headers, read_timeout, stop, read_body=read_body,
+                            reader=reader)
+
+    def request(self, method: str, url: str, headers: dict[str, str],
+                read_timeout: float | None, stop: threading.Event, *,
+                body: bytes | None = None, read_body: bool = True,
+                reader: Callable[[Any], Any] | None = None,
+                limiter: Any = None) -> tuple[Any, Any]:
+        """Send ``method`` to ``url`` with ``body`` (see :meth:`get` for the rest);
+        ``stop`` or :meth:`abort` interrupts it at any point until its body is read
+        (:class:`StopRequestedError`). Only a GET is retried on a dead pooled connection
+        (the others may have been applied). ``limiter`` (a client rate limiter) is waited
+        for first, as the ``kubernetes`` client's requests wait."""
         timeout = urllib3.Timeout(connect=min(CONNECT_TIMEOUT, read_timeout or CONNECT_TIMEOUT),
                                   read=read_timeout)
         for attempt in (1, 2):
             if stop.is_set():
                 raise StopRequestedError()
             answered = False
-            body: Any = None
+            data: Any = None
 
             def send() -> Any:
-                nonlocal answered, body
+                nonlocal answered, data
                 response = self.pool_manager.request(
-                    "GET", url, headers=headers, preload_content=False, timeout=timeout,
-                    retries=False)
+                    method, url, body=body, headers=headers, preload_content=False,
+                    timeout=timeout, retries=False)
                 answered = True
                 keep_alive(response, self.api_client)
                 if read_body:
                     try:
-                        body = response.read() if reader is None else reader(response)
+                        data = response.read() if reader is None else reader(response)
                     finally:
                         response.release_conn()
                 return response
 
             with _RequestScope(stop) as scope:
+                with self._lock:
+                    self._scopes.add(scope)
                 try:
-                    response = measure("GET", url, send, streaming=not read_body)
+                    response = measure(method, url, send, streaming=not read_body,
+                                       request_bytes=None if body is None else len(body),
+                                       limiter=limiter)
                 except Exception as err:
                     if scope.cancelled or stop.is_set():
                         raise StopRequestedError() from err
                     # nothing was received: a dead pooled connection is worth one more try
-                    if (attempt == 1 and not answered and scope.reused
+                    if (method == "GET" and attempt == 1 and not answered and scope.reused
                             and _is_dead_connection(err)):
                         _log.debug("GET %s: the pooled connection was dead (%s), retrying on a "
                                    "new one", _path_of(url), type(err).__name__)
                         retried("GET", url)
                         continue
                     raise
-                return response, body
+                finally:
+                    with self._lock:
+                        self._scopes.discard(scope)
+                return response, data
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def abort(self) -> None:
+        """Interrupt every request in flight on this transport now (their connections are
+        shut down; each raises :class:`StopRequestedError`); later requests go on as
+        usual. What a stop with a budget calls once the budget is spent."""
+        with self._lock:
+            scopes = list(self._scopes)
+        for scope in scopes:
+            scope.cancel()
 
 
 def _is_dead_connection(err: BaseException) -> bool:

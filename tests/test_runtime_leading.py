@@ -17,8 +17,9 @@ from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, Resourc
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, RunSummary
 from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.testing.proxy import TcpProxy
 from client_cache.util.clock import RealClock, Timer
-from tests.fixtures import eventually
+from tests.fixtures import HungServer, eventually
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.1}
@@ -168,3 +169,73 @@ def test_reconcilers_get_a_recorder(server: EmbeddedApiServer) -> None:
     assert (event.reason, event.source.component, event.involved_object.name) == \
         ("Synced", "recording", "a")
     api.close()
+
+
+def _stopped_within_a_second(controller: Controller[Any], runner: threading.Thread,
+                             name: str) -> float:
+    """Shut ``controller`` down; how long run() took to return. Every thread of the
+    controller (its election among them) is gone by then."""
+    stopped = time.monotonic()
+    controller.shutdown()
+    runner.join(5)
+    took = time.monotonic() - stopped
+    assert not runner.is_alive()
+    alive = [t.name for t in threading.enumerate() if t.name.startswith(f"controller-{name}")]
+    assert alive == [], alive
+    return took
+
+
+def test_a_leader_elected_controller_stops_within_a_second_on_a_hung_server() -> None:
+    """Issue 67: no Lease ever held, the server accepts and never answers: run() returned
+    5 s after shutdown() and the election thread lived 9-11 s (the lock's 10 s request
+    timeout). The stop now abandons the request in flight."""
+    with HungServer() as hung:
+        api = hung.api_client()
+        lock = LeaseLock("default", "hung", api, ResourceLockConfig("only"))
+        config = ControllerConfig(client_qps=0, events=False, name="hung-elected",
+                                  leader_election=LeaderElectionConfig(
+                                      lock=lock, release_on_cancel=True, **FAST))
+        controller: Controller[Any] = Controller(
+            new_shared_informer_factory(api, 0), CONFIGMAPS, config=config)
+        runner = threading.Thread(target=controller.run,
+                                  args=(lambda obj, ctx: Action.await_change(),),
+                                  name="test-hung-elected", daemon=True)
+        runner.start()
+        assert hung.connected.wait(5)
+        assert _stopped_within_a_second(controller, runner, "hung-elected") < 1.0
+        lock.close()
+        api.close()
+
+
+def test_a_leader_stops_within_a_second_when_its_server_hangs(
+        server: EmbeddedApiServer) -> None:
+    """Issue 67, the Lease held: the server goes silent (a black hole: nothing answers,
+    nothing closes); the stop abandons the renewal in flight and the release is best
+    effort within the budget."""
+    with TcpProxy("127.0.0.1", server.port) as proxy:
+        api = server.api_client()
+        api.configuration.host = f"http://{proxy.url_host}"
+        lock = LeaseLock("default", "silent", api, ResourceLockConfig("leader"))
+        config = ControllerConfig(client_qps=0, events=False, name="silent-leader",
+                                  leader_election=LeaderElectionConfig(
+                                      lock=lock, release_on_cancel=True,
+                                      lease_duration=15.0, renew_deadline=10.0,
+                                      retry_period=0.2))
+        leading = threading.Event()
+        controller: Controller[Any] = Controller(
+            new_shared_informer_factory(api, 0), CONFIGMAPS, config=config)
+
+        def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+            leading.set()  # only the leader reconciles
+            return Action.await_change()
+        CoreV1Api(server.api_client()).create_namespaced_config_map(
+            "default", {"metadata": {"name": "a"}})
+        controller_run = threading.Thread(target=controller.run, args=(reconcile,),
+                                          name="test-silent-leader", daemon=True)
+        controller_run.start()
+        assert leading.wait(10), "never led"
+        proxy.blackhole()
+        assert proxy.swallowed.wait(5)  # a renewal (every 0.2 s) is in flight, unanswered
+        assert _stopped_within_a_second(controller, controller_run, "silent-leader") < 1.0
+        lock.close()
+        api.close()

@@ -50,7 +50,7 @@ from client_cache.sharding import (
 from client_cache.sharding.metrics import NoopShardingMetricsProvider
 from client_cache.testing import EmbeddedApiServer
 from client_cache.testing.proxy import TcpProxy
-from tests.fixtures import eventually
+from tests.fixtures import HungServer, eventually
 
 FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
 KEYS = [f"ns/obj-{i}" for i in range(300)]
@@ -317,7 +317,83 @@ def test_a_member_whose_lease_watch_hangs_never_stalls_the_ring(
         proxy.stop()
 
 
+def _threads_of(identity: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if identity in t.name and t.is_alive()]
+
+
+def test_a_member_stops_within_a_second_on_a_hung_server() -> None:
+    """Issue 67: its Lease never written, the server accepts and never answers; the stop
+    abandons the write in flight and every thread is gone within a second."""
+    with HungServer() as hung:
+        api = hung.api_client()
+        member = ShardMember(ShardingConfig("default", "r", "hung-member", **FAST), api)
+        member.start()
+        assert hung.connected.wait(5)
+        stopped = time.monotonic()
+        member.stop(1.0)
+        assert time.monotonic() - stopped < 1.0
+        assert _threads_of("hung-member") == []
+        api.close()
+
+
+def test_a_member_holding_its_lease_stops_within_a_second_when_the_server_hangs(
+        server: EmbeddedApiServer) -> None:
+    """Issue 67: a member's stop blocked for renew_deadline (10 s by default) on its Lease
+    DELETE into a silent server; the DELETE is best effort within the budget."""
+    with TcpProxy("127.0.0.1", server.port) as proxy:
+        api = server.api_client()
+        api.configuration.host = f"http://{proxy.url_host}"
+        member = ShardMember(ShardingConfig("default", "r", "silent-member",
+                                            lease_duration=15.0, renew_deadline=10.0,
+                                            retry_period=0.2), api).start()
+        eventually(member.ready, 10, "the member never read its own Lease")
+        proxy.blackhole()
+        assert proxy.swallowed.wait(5)  # a renewal is in flight, unanswered
+        stopped = time.monotonic()
+        member.stop(1.0)
+        assert time.monotonic() - stopped < 1.0
+        assert _threads_of("silent-member") == []
+        api.close()
+
+
 # -- the runtime ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["hash", "labels"])
+def test_a_sharded_controller_stops_within_a_second_when_the_server_hangs(
+        server: EmbeddedApiServer, mode: str) -> None:
+    """Issue 67: a running sharded controller (label mode: its member runs the sharder
+    too) whose server goes silent returns from run() within a second of its shutdown,
+    with every thread gone."""
+    CoreV1Api(server.api_client()).create_namespaced_config_map(
+        "default", {"metadata": {"name": "a"}})
+    with TcpProxy("127.0.0.1", server.port) as proxy:
+        api = server.api_client()
+        api.configuration.host = f"http://{proxy.url_host}"
+        factory = new_shared_informer_factory_with_options(
+            api, 0, SharedInformerFactoryOptions(namespace="default"))
+        controller: Controller[Any] = Controller(
+            factory, GroupVersionResource("", "v1", "configmaps"), config=ControllerConfig(
+                name="hung-cms", events=False, client_qps=0, sharding=ShardingConfig(
+                    "default", "hung-cms", "hung-one", mode=mode, lease_duration=15.0,
+                    renew_deadline=10.0, retry_period=0.2)))
+        reconciled = threading.Event()
+
+        def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+            reconciled.set()
+            return Action.await_change()
+        runner = threading.Thread(target=controller.run, args=(reconcile,),
+                                  name="test-hung-cms", daemon=True)
+        runner.start()
+        assert reconciled.wait(15), "the member never reconciled"
+        proxy.blackhole()
+        assert proxy.swallowed.wait(5)  # a Lease renewal is in flight, unanswered
+        stopped = time.monotonic()
+        controller.shutdown()
+        runner.join(5)
+        assert not runner.is_alive() and time.monotonic() - stopped < 1.0
+        assert _threads_of("hung-cms") == [] and _threads_of("hung-one") == []
+        api.close()
+
+
 def sharded(server: EmbeddedApiServer, identity: str, mode: str = "hash") -> Controller[Any]:
     """A controller of the ConfigMaps of ``default``, member ``identity`` of ring cms."""
     factory = new_shared_informer_factory_with_options(

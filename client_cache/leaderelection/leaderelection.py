@@ -83,6 +83,11 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
+
+RELEASE_TIMEOUT = 0.5
+"""How long the release of a stopping leader may take (seconds): best effort within the
+stop's budget of a second; a release the server does not answer in time leaves the lease
+to expire, as a killed leader's does."""
 """How far a wait of ``retry_period`` is stretched at random, as a multiple of it: a
 candidate waits between 1 and 2.2 ``retry_period`` between tries (Go ``JitterFactor``)."""
 
@@ -150,6 +155,7 @@ class LeaderElector:
         self._clock = config.clock
         self._lock = threading.Lock()
         self._observed = LeaderElectionRecord()
+        self._run_stop = threading.Event()  # the stop of the current run (set: stopping)
         self._observed_raw = b""
         self._observed_at = 0.0  # monotonic reading when the record last changed
         self._reported_leader = ""
@@ -236,6 +242,8 @@ class LeaderElector:
                 self._wrote(renewed, sent)
                 return True
             except LockError as err:
+                if self._run_stop.is_set():  # the stop abandoned it: ask nothing more
+                    return False
                 _log.debug("renewing lease %s optimistically failed (%s); reading it",
                            lock.describe(), type(err).__name__)
         try:
@@ -369,9 +377,12 @@ class LeaderElector:
                 _log.info("failed to renew lease %s: timed out waiting for the condition",
                           desc)
 
-    def release(self) -> bool:
+    def release(self, timeout: float | None = None) -> bool:
         """Give the lock up if held: an empty holder with a one-second lease (Go
-        ``release``). True when released or not held."""
+        ``release``). True when released or not held. ``timeout`` bounds the request
+        (None: the lock's own); the release at the end of :meth:`run` gives it
+        :data:`RELEASE_TIMEOUT`, best effort within a stop's budget (the lease then
+        expires as usual)."""
         if not self.is_leader():
             return True
         wall = datetime.now(timezone.utc)
@@ -379,7 +390,7 @@ class LeaderElector:
             transitions = self._observed.leader_transitions
         record = LeaderElectionRecord("", 1, wall, wall, transitions)
         try:
-            self.config.lock.update(record)
+            self.config.lock.update(record, timeout=timeout)
         except LockError as err:
             _log.error("Failed to release lock: %s", err)
             return False
@@ -391,6 +402,11 @@ class LeaderElector:
         at the end in any case (Go ``Run``)."""
         leading = threading.Event()  # set: stop leading
         worker: threading.Thread | None = None
+        # a stop abandons the lock's request in flight at once (a hung server would hold
+        # it for the lock's request timeout); the release that follows is a new request
+        abort = getattr(self.config.lock, "abort", None)
+        self._run_stop = stop
+        aborting = on_stop(stop, abort) if callable(abort) else None
         try:
             if not self._acquire(stop):
                 return
@@ -410,8 +426,10 @@ class LeaderElector:
                 self._metrics.off(self.config.name)
                 forward.cancel()
                 if self.config.release_on_cancel:
-                    self.release()
+                    self.release(timeout=RELEASE_TIMEOUT)
         finally:
+            if aborting is not None:
+                aborting.cancel()
             _guarded(self.config.callbacks.on_stopped_leading)()
             if worker is not None:
                 worker.join(1.0)

@@ -16,12 +16,14 @@ RFC 3339 with microseconds in UTC (Kubernetes ``MicroTime``).
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from client_cache.errors import ClientCacheError
 from client_cache.rest import request_json
+from client_cache.transport import Transport
 from client_cache.util.timestamps import format_micro_time, parse_micro_time
 
 __all__ = [
@@ -149,6 +151,8 @@ class LeaseLock:
         self.lock_config = lock_config
         self.timeout = timeout
         self._lease: dict[str, Any] | None = None
+        self._transport: Transport | None = None  # made at the first request
+        self._transport_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<LeaseLock {self.describe()} as {self.identity()!r}>"
@@ -162,9 +166,32 @@ class LeaseLock:
         limit = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
         try:
             return request_json(self.api_client, method, self._path(named), body,
-                                timeout=limit)
+                                timeout=limit, transport=self._own_transport())
         except ClientCacheError as err:
             raise LockError(f"{method} lease {self.describe()}: no answer") from err
+
+    def _own_transport(self) -> Transport:
+        with self._transport_lock:
+            if self._transport is None:
+                self._transport = Transport(self.api_client)
+            return self._transport
+
+    def abort(self) -> None:
+        """Abandon the request in flight now, if any (its connection is shut down; it
+        raises :class:`LockError`); later requests go on. The elector calls it when told
+        to stop, so a stop never waits out a hung server's request timeout (a port
+        addition: Go cancels the request's context)."""
+        with self._transport_lock:
+            transport = self._transport
+        if transport is not None:
+            transport.abort()
+
+    def close(self) -> None:
+        """Close the lock's connections."""
+        with self._transport_lock:
+            transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
 
     def _keep(self, status: int, lease: Any, what: str) -> LeaderElectionRecord:
         if status == 409:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from client_cache import meta
-from client_cache.errors import ClientCacheError
+from client_cache.errors import ClientCacheError, StopRequestedError
 from client_cache.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
@@ -51,6 +51,7 @@ from client_cache.schema import GroupVersionResource
 from client_cache.sharding import ShardingConfig, ShardMember, get_sharding_metrics_provider
 from client_cache.sharding.sharder import MERGE_PATCH, Sharder, release_patch
 from client_cache.store import DeletedFinalStateUnknown
+from client_cache.transport import Transport
 from client_cache.util.stop import on_stop
 
 __all__ = ["ShardGate"]
@@ -83,6 +84,7 @@ class ShardGate:
         self._changed = threading.Event()
         self._ready = threading.Event()
         self._stop = threading.Event()
+        self._transport = Transport(api_client)  # label releases a stop can abandon
         self._lock = threading.Lock()
         self._owned: set[ObjectRef] = set()
         self._skipped: set[ObjectRef] = set()  # wanted here, skipped while not yet clear
@@ -243,7 +245,10 @@ class ShardGate:
                              self.config.shard_label(), self.config.drain_label())
         try:
             status, _ = request_json(self._api, "PATCH", path, body, MERGE_PATCH,
-                                     timeout=10.0)
+                                     timeout=10.0, transport=self._transport,
+                                     stop=self._stop)
+        except StopRequestedError:
+            return  # stopping: the label stays, the sharder moves the object on
         except ClientCacheError as err:
             _log.warning("controller %s: letting %s go failed (%s); retried at its next "
                          "event", self._name, key, err)
@@ -277,8 +282,11 @@ class ShardGate:
             retry_period=self.config.retry_period, release_on_cancel=True,
             name=f"{self.config.ring}-sharder"))
         holder.append(elector)
-        while not self._stop.is_set():
-            elector.run(self._stop)
+        try:
+            while not self._stop.is_set():
+                elector.run(self._stop)
+        finally:
+            lock.close()
 
     # -- hash mode: triggering gained keys ---------------------------------------------------
     def _react(self) -> None:
@@ -329,3 +337,4 @@ class ShardGate:
         for thread in self._threads:
             if thread.is_alive() or thread.ident is not None:
                 thread.join(1.0)
+        self._transport.close()

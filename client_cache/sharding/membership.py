@@ -76,6 +76,7 @@ from client_cache.shared_informer import (
     new_shared_index_informer_with_options,
 )
 from client_cache.store import DeletedFinalStateUnknown
+from client_cache.transport import Transport
 from client_cache.util.logs import log_visibly
 from client_cache.util.timestamps import format_micro_time
 from client_cache.util.wait import jitter
@@ -85,6 +86,11 @@ __all__ = ["ShardMember", "ShardingError"]
 _log = logging.getLogger(__name__)
 
 LEASES = GroupVersionResource("coordination.k8s.io", "v1", "leases")
+
+LEAVE_TIMEOUT = 0.5
+"""How long deleting its own Lease may take when a member leaves (seconds): best effort
+within a stop's budget; a Lease the server did not delete in time expires, as a killed
+member's does."""
 
 
 class ShardingError(ClientCacheError):
@@ -165,6 +171,8 @@ class ShardMember:
         self._registration = self._informer.add_event_handler(_Handler(self))
         self._informer_stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # the Lease writes' own connections, so that a stop can abandon one in flight
+        self._transport = Transport(api_client)
 
     def __repr__(self) -> str:
         return (f"<ShardMember {self.identity!r} of ring {self.config.ring!r} in "
@@ -312,16 +320,18 @@ class ShardMember:
         if still:
             _log.warning("shard %s: leaving with %d reconciles still running", self.identity,
                          len(still))
-        self._stop.set()
+        self._stop.set()  # the membership thread's request in flight is abandoned
         with self._lock:
             self._wake.notify_all()
         for thread in self._threads[1:]:
             thread.join(max(0.5, deadline - time.monotonic()))
-        if self._lease is not None and not still:
-            self._delete(self.identity, str(self._lease["metadata"]["resourceVersion"]))
+        if self._lease is not None and not still:  # best effort, within the budget
+            self._delete(self.identity, str(self._lease["metadata"]["resourceVersion"]),
+                         timeout=LEAVE_TIMEOUT)
         self._informer_stop.set()
         for thread in self._threads[:1]:
             thread.join(1.0)
+        self._transport.close()
         self._metrics.set_members(self.config.ring, 0)
 
     # -- the membership thread ---------------------------------------------------------------
@@ -407,7 +417,7 @@ class ShardMember:
         for name, rv in expired:
             _log.info("shard %s: member %s's lease expired; removing it", self.identity, name)
             self._deleting.add(rv)
-            self._delete(name, rv)
+            self._delete(name, rv, stop=self._stop)
         if changed:
             self._metrics.set_members(self.config.ring, len(target.members))
             self._changed()
@@ -481,7 +491,8 @@ class ShardMember:
         timeout = left if left > 0.05 else self.config.renew_deadline
         try:
             status, answer = request_json(self._api, method, path, body,
-                                          timeout=min(timeout, self.config.renew_deadline))
+                                          timeout=min(timeout, self.config.renew_deadline),
+                                          transport=self._transport, stop=self._stop)
         except ClientCacheError as err:
             _log.debug("shard %s: renewing failed: %s", self.identity, err)
             return False
@@ -527,17 +538,23 @@ class ShardMember:
     def _read_own(self) -> dict[str, Any] | None:
         try:
             status, answer = request_json(self._api, "GET", f"{self._path}/{self.identity}",
-                                          timeout=self.config.renew_deadline)
+                                          timeout=self.config.renew_deadline,
+                                          transport=self._transport, stop=self._stop)
         except ClientCacheError:
             return self._lease
         return answer if status == 200 and isinstance(answer, dict) else None
 
-    def _delete(self, name: str, rv: str) -> None:
+    def _delete(self, name: str, rv: str, timeout: float | None = None,
+                stop: threading.Event | None = None) -> None:
+        """Delete Lease ``name`` if still at ``rv``; the membership thread's deletes of
+        expired Leases end with its stop, the member's own at leaving is bounded by
+        ``timeout`` (the stop's budget)."""
         body = {"apiVersion": "v1", "kind": "DeleteOptions",
                 "preconditions": {"resourceVersion": rv}}
         try:
             status, _ = request_json(self._api, "DELETE", f"{self._path}/{name}", body,
-                                     timeout=self.config.renew_deadline)
+                                     timeout=timeout or self.config.renew_deadline,
+                                     transport=self._transport, stop=stop)
         except ClientCacheError as err:
             _log.debug("shard %s: deleting lease %s failed: %s", self.identity, name, err)
             return

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from client_cache.errors import ClientCacheError
+from client_cache.errors import ClientCacheError, StopRequestedError
 from client_cache.listwatch import new_filtered_list_watch_from_client, resource_path
 from client_cache.rest import request_json
 from client_cache.schema import GroupVersionResource
@@ -39,6 +39,7 @@ from client_cache.sharding.membership import ShardMember
 from client_cache.sharding.ring import HashRing
 from client_cache.shared_informer import SharedIndexInformer, new_shared_informer
 from client_cache.store import DeletedFinalStateUnknown, meta_namespace_key_func
+from client_cache.transport import Transport
 from client_cache.workqueue import (
     default_controller_rate_limiter,
     new_typed_rate_limiting_queue,
@@ -84,6 +85,9 @@ class Sharder:
         self._queue = new_typed_rate_limiting_queue(default_controller_rate_limiter(),
                                                     item_type=str)
         self._may_act: Callable[[], bool] = lambda: False
+        # the labels' writes on connections of its own: a stop abandons one in flight
+        self._transport = Transport(api_client)
+        self._stop = threading.Event()
         self._ring = HashRing([])
         self._lock = threading.Lock()
 
@@ -93,6 +97,7 @@ class Sharder:
     def run(self, stop: threading.Event, may_act: Callable[[], bool]) -> None:
         """Assign until ``stop`` is set, writing only while ``may_act()`` is True."""
         self._may_act = may_act
+        self._stop = stop
         self._informer.add_event_handler(_Enqueue(self._queue))
         self._member.add_listener(self._members_changed)
         informer = threading.Thread(target=self._informer.run, args=(stop,), daemon=True,
@@ -105,6 +110,7 @@ class Sharder:
         finally:
             self._member.remove_listener(self._members_changed)
             informer.join(1.0)
+            self._transport.close()
 
     def _members_changed(self) -> None:
         ring = HashRing(self._member.members(), self._virtual_nodes)
@@ -142,7 +148,9 @@ class Sharder:
         body = {"metadata": {"resourceVersion": md.get("resourceVersion"), "labels": labels}}
         try:
             status, _ = request_json(self._api, "PATCH", path, body, MERGE_PATCH,
-                                     timeout=10.0)
+                                     timeout=10.0, transport=self._transport, stop=self._stop)
+        except StopRequestedError:
+            return  # stopping: the next sharder reviews it
         except ClientCacheError as err:
             raise RuntimeError(f"labelling {md.get('namespace')}/{md.get('name')} failed") \
                 from err

@@ -42,6 +42,9 @@ class TcpProxy:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._hung: set[socket.socket] = set()
+        self.swallowed = threading.Event()
+        """Set when bytes were swallowed (a request sent into the black hole or a hung
+        connection); cleared by :meth:`blackhole`."""
         self._threads: list[threading.Thread] = []
 
     @property
@@ -98,6 +101,7 @@ class TcpProxy:
                         sink.shutdown(socket.SHUT_WR)
                 return
             if self._holed.is_set() or source in self._hung:
+                self.swallowed.set()
                 continue  # swallowed
             if latency > 0 and self._stopped.wait(latency):  # the emulated network delay
                 return
@@ -126,6 +130,7 @@ class TcpProxy:
     def blackhole(self, on: bool = True) -> None:
         """Swallow all traffic from now on (``on``), or forward again."""
         if on:
+            self.swallowed.clear()
             self._holed.set()
         else:
             self._holed.clear()

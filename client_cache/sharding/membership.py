@@ -159,6 +159,7 @@ class ShardMember:
         self._unseen_since: float | None = None  # monotonic: our first write not yet seen
         self._blind_after = config.renew_deadline
         self._blind = False  # our own renewals are not coming back through the watch
+        self._claims_folded = False  # _saw changed the claims: a change to announce
         lw = new_filtered_list_watch_from_client(
             api_client, LEASES, config.namespace,
             lambda options: setattr(options, "label_selector", f"{RING_LABEL}={config.ring}"),
@@ -408,10 +409,11 @@ class ShardMember:
                                 | {self.identity})
             claims = tuple((name, self._ring(seen.view)) for name, seen in sorted(live.items())
                            if seen.view)
-            if target != state.target or claims != state.claims:
+            if target != state.target or claims != state.claims or self._claims_folded:
                 if target != state.target:
                     self._target_since = now
                 self._state = _State(state.published, target, claims, state.caught_up)
+                self._claims_folded = False
                 changed = True
             due = self._publish_due_locked()
         for name, rv in expired:
@@ -422,6 +424,23 @@ class ShardMember:
             self._metrics.set_members(self.config.ring, len(target.members))
             self._changed()
         return due
+
+    def _claim_now_locked(self, name: str, view: frozenset[str]) -> None:
+        """Fold the claims of ``name``'s newly read view into the state at once, before
+        anything else is read: the write of this member's that the informer delivers
+        next may mark it caught up, and a worker must not pass :meth:`begin` in between
+        on a state without these claims (two members started together ran one key at
+        once, a few milliseconds apart). Claims only ever added here (safe); the
+        membership thread recomputes the whole state, dropping what expired."""
+        state = self._state
+        claims = dict(state.claims)
+        ring = self._ring(view)
+        if claims.get(name) == ring:
+            return
+        claims[name] = ring
+        self._state = _State(state.published, state.target, tuple(sorted(claims.items())),
+                             state.caught_up)
+        self._claims_folded = True  # the thread's recompute still announces the change
 
     def _ring(self, members: frozenset[str]) -> HashRing:
         ring = self._rings.get(members)
@@ -595,9 +614,11 @@ class ShardMember:
                 if gone or not spec.get("holderIdentity") or md.get("deletionTimestamp"):
                     self._seen.pop(name, None)
                 elif old is None or old.rv != rv:
-                    self._seen[name] = _Seen(rv, time.monotonic(), str(spec["holderIdentity"]),
-                                             float(spec.get("leaseDurationSeconds") or 0),
-                                             _view_of(lease))
+                    seen = self._seen[name] = _Seen(
+                        rv, time.monotonic(), str(spec["holderIdentity"]),
+                        float(spec.get("leaseDurationSeconds") or 0), _view_of(lease))
+                    if seen.view:
+                        self._claim_now_locked(name, seen.view)
                 else:
                     return
                 self._dirty = True

@@ -84,6 +84,7 @@ from client_cache.status_errors import (
     new_too_large_resource_version,
     new_too_many_requests,
     reason_for_error,
+    server_unreachable,
     suggests_client_delay,
 )
 
@@ -118,6 +119,7 @@ __all__ = [
     "is_gone",
     "is_internal_error",
     "is_not_found",
+    "server_unreachable",
     "is_resource_expired",
     "is_timeout",
     "is_too_large_resource_version",

@@ -43,7 +43,7 @@ from client_cache.transport import (
     socket_of,
 )
 from client_cache.util.chan import NEVER_STOP
-from client_cache.util.rest_metrics import measure
+from client_cache.util.rest_metrics import host_of, measure
 from client_cache.watch import Event, Watch
 
 __all__ = [
@@ -471,6 +471,12 @@ class ClientListerWatcher:
         if self.options_modifier is not None:
             self.options_modifier(options)
         return options
+
+    @property
+    def server_host(self) -> str:
+        """The server's ``host:port`` (the label its requests are measured under; a
+        reflector waits on it answering again: :mod:`client_cache.util.server_answers`)."""
+        return host_of(str(self.api_client.configuration.host))
 
     # -- ListerWatcher --------------------------------------------------------------------------
     def list(self, options: ListOptions) -> Any:

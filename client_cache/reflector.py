@@ -44,8 +44,10 @@ round is :mod:`client_cache.reflector_watch_list`, the loop over one watch's eve
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +71,7 @@ from client_cache.errors import (
     is_internal_error,
     is_too_large_resource_version,
     is_too_many_requests,
+    server_unreachable,
 )
 from client_cache.expected_type import (
     DEFAULT_EXPECTED_TYPE_NAME,
@@ -103,15 +106,16 @@ from client_cache.store import (
     new_indexer,
 )
 from client_cache.util.chan import (
+    STOPPED,
     Chan,
     DoneChan,
     select_or_stop,
 )
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.env import env_true
-from client_cache.util.runtime import handle_error
+from client_cache.util.runtime import handle_crash, handle_error
+from client_cache.util.server_answers import on_answer
 from client_cache.util.wait import (
-    backoff_until,
     new_exponential_backoff_manager,
     wait_for_backoff,
 )
@@ -142,6 +146,10 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_MIN_WATCH_TIMEOUT = 300.0
 DEFAULT_MAX_BACKOFF = 30.0
+
+ANSWER_JITTER = 0.25
+"""The most a reflector waits, after its server answered again, before it retries
+(seconds, uniformly spread: the informers of a process do not all reconnect at once)."""
 """The longest unjittered wait between a reflector's failed rounds unless an option lowers
 it (client-go's fixed 30 s)."""
 
@@ -308,25 +316,67 @@ class Reflector:
         self.log.debug("Starting reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
 
+        unreachable = [False]  # the last round failed for want of a serving server
+
         def round_() -> None:
+            unreachable[0] = False
             try:
                 self.list_and_watch(stop)
             except DataInconsistencyError:
                 raise  # Go panics
             except Exception as err:
+                unreachable[0] = server_unreachable(err)
                 if not (is_expired(err) or is_gone(err)):
                     self.status.failed(err)
                 self.watch_error_handler(self, err)
 
         try:
             with gc_policy.spaced_full_collections():  # see client_cache.codec.gc_policy
-                backoff_until(round_, self.backoff_manager, True, stop)
+                self._rounds(round_, stop, unreachable)
         finally:
             # the connections of a stopped reflector end with it (a list-watch that pools
             # them dials again if it is run again)
             self._reset_connections()
         self.log.debug("Stopping reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
+
+    def _rounds(self, round_: Callable[[], None], stop: threading.Event,
+                unreachable: list[bool]) -> None:
+        """Go's ``BackoffUntil(round, backoff, sliding)``, except that a wait after a
+        round that found the server unreachable (no answer, 429, 5xx) also ends as soon
+        as the server answers anyone in this process (:mod:`client_cache.util.server_answers`:
+        a Lease renewal, another informer, a write), a moment of jitter later, and the
+        backoff starts over: after an API server restart the cache is re-established
+        within about a retry period of whatever talks to the server, not after up to 30 s
+        (jittered to 60 s, reset only after 120 s without a failure) as client-go's is.
+        Nothing is sent to find out: it only stops sleeping once the server has
+        answered someone."""
+        host = getattr(self.lister_watcher, "server_host", None)
+        while not stop.is_set():
+            with handle_crash():
+                round_()
+            timer = self.backoff_manager.backoff()
+            woken: Chan[None] = Chan(1)
+            registration = on_answer(host, functools.partial(woken.try_send, None)) \
+                if unreachable[0] and isinstance(host, str) else None
+            try:
+                index, _ = select_or_stop(stop, [timer.c(), woken])
+            finally:
+                if registration is not None:
+                    registration.cancel()
+            if index == STOPPED:
+                if not timer.stop():
+                    timer.c().try_recv()
+                return
+            if index == 1:  # the server answered again
+                timer.stop()
+                reset = getattr(self.backoff_manager, "reset", None)
+                if callable(reset):
+                    reset()
+                self.log.info("%s: the server answers again; retrying now",
+                              self.status.resource)
+                if stop.wait(random.uniform(0.0, ANSWER_JITTER)):
+                    return
 
     def _reset_connections(self) -> None:
         """Close the list-watch's idle pooled connections, if it pools any."""

@@ -30,6 +30,7 @@ __all__ = [
     "is_gone",
     "is_internal_error",
     "is_not_found",
+    "server_unreachable",
     "is_resource_expired",
     "is_timeout",
     "is_too_large_resource_version",
@@ -488,3 +489,23 @@ def new_not_found(group: str, resource: str, name: str) -> ApiStatusError:
 def is_not_found(err: BaseException | None) -> bool:
     """Reason ``NotFound``, or an unknown reason with code 404."""
     return _reason_or_code(err, REASON_NOT_FOUND, 404)
+
+
+def server_unreachable(err: BaseException | None) -> bool:
+    """Whether ``err`` says the server is not serving: an API error of 429 or 5xx along
+    its chain, or, with none, a network failure (refused, reset, timed out: an
+    ``OSError`` or one of urllib3's errors) along it. A 4xx answer, a decode error or a
+    stop is not: the server answered, or nothing was wrong with it."""
+    api = find_api_error(err)
+    if api is not None:
+        code = getattr(api, "code", None)
+        if code is None:
+            code = getattr(api, "status", None)
+        return isinstance(code, int) and (code == 429 or code >= 500)
+    for _ in range(20):
+        if err is None:
+            return False
+        if isinstance(err, OSError) or type(err).__module__.startswith("urllib3"):
+            return True
+        err = err.__cause__ or err.__context__
+    return False

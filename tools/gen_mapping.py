@@ -27,6 +27,8 @@ PACKAGES = {
     "client_cache.codec.gc_policy": "(port only: the collector's full passes while caches run)",
     "client_cache.util.native": "(port only: loading the native parts built from the sources "
                                 "beside them)",
+    "client_cache.util.server_answers": "(port only: a reflector's backoff ends when its "
+                                        "server answers anyone again)",
     "client_cache.codec.sharing": "(port only: one copy of each repeated string in cached objects; "
                             "decoded objects out of the cyclic collector's sight)",
     "client_cache.apis": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
@@ -301,6 +303,12 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "MAX_LEASE_DURATION": ("—", "the longest member lease"),
     "MAX_VIRTUAL_NODES": ("—", "the most ring points a member may have"),
     "builtin_group": ("—", "whether a group is built in (no CRD can add to it)"),
+    "server_unreachable": ("—", "an error saying the server is not serving (no answer, "
+                                "429, 5xx)"),
+    "answered": ("—", "a server answered: wake who waits for it"),
+    "on_answer": ("—", "call back when a server answers again"),
+    "client_cache.util.server_answers.Registration": ("—", "an on_answer callback, to "
+                                                           "cancel"),
     "builtin_kind": ("—", "a built-in resource's kind and scope, without a server"),
     "leader_election_check": ("leaderelection.HealthzAdaptor.Check", ""),
     "ProviderSlot": ("—", "a process-wide replaceable provider"),

@@ -37,6 +37,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from client_cache.util.provider import ProviderSlot
+from client_cache.util.server_answers import answered
 
 __all__ = [
     "ERROR_CODE",
@@ -189,11 +190,15 @@ def measure(verb: str, url: str, send: Callable[[], T], *, request_bytes: int | 
     except BaseException as err:
         status = _status_of(err)
         metrics.request_result(ERROR_CODE if status is None else str(status), verb, host)
+        if status is not None:
+            answered(host, status)
         if not streaming:
             metrics.request_latency(verb, host, time.monotonic() - started)
         raise
     status = getattr(response, "status", None)
     metrics.request_result(str(status) if isinstance(status, int) else ERROR_CODE, verb, host)
+    if isinstance(status, int):
+        answered(host, status)
     if not streaming:
         metrics.request_latency(verb, host, time.monotonic() - started)
         size = _response_size(response)

@@ -173,6 +173,13 @@ class ExponentialBackoffManager:
         self._last_backoff_start = self._clock.monotonic()
         return self._backoff.step()
 
+    def reset(self) -> None:
+        """Start over from the initial backoff (a port addition: the reflector calls it
+        when its server answers again)."""
+        with self._lock:
+            self._backoff.steps = MAX_INT32
+            self._backoff.duration = self._initial
+
     def backoff(self) -> Timer:
         """A timer for the next wait, doubled since the last (reset after a quiet period)
         (Go ``Backoff``)."""

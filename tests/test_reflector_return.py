@@ -1,0 +1,77 @@
+"""Issue 67: after an API server outage the reflector retries as soon as the server
+answers anyone in the process (a Lease renewal, a write), not after client-go's backoff
+of up to 30 s (jittered to 60 s): its cache is fresh again within about a second of the
+server's return."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+
+from kubernetes.client import CoreV1Api
+
+from client_cache.errors import server_unreachable
+from client_cache.informers import new_shared_informer_factory
+from client_cache.rest import RestError, request_json
+from client_cache.testing.apiserver import EmbeddedApiServerProcess
+from client_cache.util import server_answers
+from tests.fixtures import eventually
+
+
+def test_an_outage_long_enough_for_a_long_backoff_ends_at_the_server_s_return(
+        tmp_path: Path) -> None:
+    server = EmbeddedApiServerProcess(bookmark_interval=0.5).start()
+    api = server.api_client()
+    stop = threading.Event()
+    factory = new_shared_informer_factory(api, 0)
+    informer = factory.core().v1().config_maps().informer()
+    pinging = threading.Event()
+
+    def ping() -> None:  # what a Lease renewal every retry period does
+        while not pinging.wait(0.3):
+            with contextlib.suppress(RestError):
+                request_json(api, "GET", "/api/v1/namespaces/default/configmaps?limit=1",
+                             timeout=1.0)
+    pinger = threading.Thread(target=ping, name="test-pinger", daemon=True)
+    try:
+        factory.start(stop)
+        assert factory.wait_for_cache_sync(stop, timeout=20)
+        pinger.start()
+        server.kill(str(tmp_path / "state.json"))
+        # failures back off 0.8, 1.6, 3.2, 6.4 s (each up to twice that, jittered)
+        eventually(lambda: informer.health().consecutive_failures >= 4, 40,
+                   "the informer did not fail four times")
+        server.restart(str(tmp_path / "state.json"))
+        back = time.monotonic()
+        CoreV1Api(server.api_client()).create_namespaced_config_map(
+            "default", {"metadata": {"name": "after"}})
+        eventually(lambda: informer.get_indexer().get_by_key("default/after")[1], 10,
+                   "the cache did not come back")
+        assert time.monotonic() - back < 3.0  # the backoff due was 6.4-12.8 s or more
+    finally:
+        pinging.set()
+        if pinger.ident is not None:
+            pinger.join(5)
+        stop.set()
+        factory.shutdown(5)
+        api.close()
+        server.stop()
+
+
+def test_only_a_serving_answer_wakes_and_what_counts_as_unreachable() -> None:
+    woken: list[str] = []
+    registration = server_answers.on_answer("h:1", lambda: woken.append("h"))
+    server_answers.answered("h:1", 503)
+    server_answers.answered("other:1", 200)
+    assert woken == []
+    server_answers.answered("h:1", 403)  # answered: the server serves
+    server_answers.answered("h:1", 200)  # once only
+    assert woken == ["h"]
+    registration.cancel()
+    assert server_unreachable(ConnectionRefusedError())
+    assert not server_unreachable(ValueError("bad json"))
+    err = RestError("GET failed")
+    err.__cause__ = TimeoutError()
+    assert server_unreachable(err)

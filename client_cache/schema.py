@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GroupResource", "GroupVersionKind", "GroupVersionResource"]
+__all__ = ["APPROVAL_ANNOTATION", "GroupResource", "GroupVersionKind", "GroupVersionResource",
+           "protected_group"]
+
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+"""What a CustomResourceDefinition in a protected group must carry (any value) for the
+API server to accept it (KEP 1111, apiextensions' ``KubeAPIApprovedAnnotation``)."""
+
+
+def protected_group(group: str) -> bool:
+    """Whether ``group`` is reserved to the Kubernetes project: ``k8s.io``,
+    ``kubernetes.io`` and their subgroups (a CRD there needs :data:`APPROVAL_ANNOTATION`)."""
+    return any(group == root or group.endswith("." + root)
+               for root in ("k8s.io", "kubernetes.io"))
 
 
 @dataclass(frozen=True, slots=True)

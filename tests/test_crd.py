@@ -360,3 +360,46 @@ def test_every_cli_mistake_is_one_line_and_exit_2(
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     with pytest.raises(Exception):  # noqa: B017 - whichever the mistake raises
         crd_main(["--debug", *argv])
+
+
+class Bounded(msgspec.Struct):
+    count: Annotated[int, msgspec.Meta(ge=5)] = 1
+
+
+class Patterned(msgspec.Struct):
+    name: Annotated[str, msgspec.Meta(pattern="^[a-z]+$")] = "UPPER"
+
+
+class Contradicted(msgspec.Struct):
+    label: Annotated[str, msgspec.Meta(ge=1)]
+
+
+class HoldsContradicted(msgspec.Struct):
+    inner: Contradicted
+
+
+def test_declaration_errors_name_the_field_and_protected_groups_need_approval() -> None:
+    """Issue 67: a default outside its own bounds was accepted and written as
+    ``minimum: 5, default: 1`` (then every object omitting it was refused); a constraint
+    msgspec refuses for its type did not name the field; a *.k8s.io group without the
+    approval annotation was refused only by a real server."""
+    with pytest.raises(UnsupportedSchemaError, match=r"spec\.count: the default 1 is below"):
+        @custom_resource(group="example.com", version="v1", kind="Low")
+        class Low(CustomResource):
+            spec: Bounded
+
+    with pytest.raises(UnsupportedSchemaError, match=r"spec\.name: the default 'UPPER' does"):
+        @custom_resource(group="example.com", version="v1", kind="Pat")
+        class Pat(CustomResource):
+            spec: Patterned
+
+    with pytest.raises(UnsupportedSchemaError, match=r"^spec\.inner\.label: Can only set `ge`"):
+        @custom_resource(group="example.com", version="v1", kind="Nested")
+        class Nested(CustomResource):
+            spec: HoldsContradicted
+
+    for group in ("things.k8s.io", "k8s.io", "x.kubernetes.io"):
+        with pytest.raises(ValueError, match="is protected"):
+            custom_resource(group=group, version="v1", kind="Thing")
+    custom_resource(group="things.k8s.io", version="v1", kind="Thing",
+                    annotations={"api-approved.kubernetes.io": "unapproved, testing"})

@@ -303,6 +303,10 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "MAX_LEASE_DURATION": ("—", "the longest member lease"),
     "MAX_VIRTUAL_NODES": ("—", "the most ring points a member may have"),
     "builtin_group": ("—", "whether a group is built in (no CRD can add to it)"),
+    "checked_type_info": ("—", "msgspec's type info, a refused type naming its field"),
+    "protected_group": ("—", "a group reserved to Kubernetes (its CRDs need approval)"),
+    "APPROVAL_ANNOTATION": ("KubeAPIApprovedAnnotation", "the approval a protected group's "
+                                                         "CRD carries"),
     "server_unreachable": ("—", "an error saying the server is not serving (no answer, "
                                 "429, 5xx)"),
     "answered": ("—", "a server answered: wake who waits for it"),

@@ -11,7 +11,7 @@ scale, printcolumn, shortname)]``; kubebuilder's markers read by controller-gen)
     class FooStatus(msgspec.Struct, rename="camel"):
         available_replicas: int = 0
 
-    @custom_resource(group="samplecontroller.k8s.io", version="v1alpha1", kind="Foo")
+    @custom_resource(group="samplecontroller.example.com", version="v1alpha1", kind="Foo")
     class Foo(msgspec.Struct, rename="camel"):
         spec: FooSpec
         status: FooStatus | None = None
@@ -37,8 +37,8 @@ from kubernetes.client import V1ObjectMeta
 from msgspec import inspect as mi
 
 from client_cache.codec import struct_type
-from client_cache.crd.schema import UnsupportedSchemaError, structural_schema
-from client_cache.schema import GroupVersionResource
+from client_cache.crd.schema import UnsupportedSchemaError, checked_type_info, structural_schema
+from client_cache.schema import APPROVAL_ANNOTATION, GroupVersionResource, protected_group
 
 __all__ = ["CustomResource", "ObjectMeta", "PrinterColumn", "ResourceInfo", "ScaleSubresource",
            "UnsupportedSchemaError", "crd", "custom_resource", "resource_info",
@@ -147,9 +147,16 @@ def custom_resource(*, group: str, version: str, kind: str, plural: str = "",
     the CRD (a ``*.k8s.io`` group needs ``api-approved.kubernetes.io``). Raises
     ``TypeError`` for a class that is not a struct or has no ``spec`` field and
     :class:`~client_cache.crd.schema.UnsupportedSchemaError` for a field type without a
-    structural schema (at declaration, not at install)."""
+    structural schema (at declaration, not at install); a protected group (``k8s.io``,
+    ``kubernetes.io`` and their subgroups) without that annotation raises ``ValueError``,
+    as the real server refuses its CRD."""
     _check_names(group, version, kind, plural or kind.lower() + "s",
                  singular or kind.lower())
+    if protected_group(group) and not (annotations or {}).get(APPROVAL_ANNOTATION):
+        raise ValueError(f"group {group!r} is protected: the server refuses its CRD without "
+                         f"annotations={{{APPROVAL_ANNOTATION!r}: ...}} (KEP 1111: "
+                         "'unapproved, experimental-only' will do for a test); or use a "
+                         "group of your own domain")
 
     def declare(cls: C) -> C:
         if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
@@ -202,7 +209,7 @@ def resource_info(cls: type) -> ResourceInfo:
 
 
 def _fields(cls: type) -> tuple[mi.Field, ...]:
-    info = mi.type_info(cls)
+    info = checked_type_info(cls)
     assert isinstance(info, mi.StructType)
     return info.fields
 

@@ -41,6 +41,7 @@ field's path, never silently dropped.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 import msgspec
@@ -48,7 +49,7 @@ from msgspec import inspect as mi
 
 from client_cache.errors import ClientCacheError
 
-__all__ = ["UnsupportedSchemaError", "structural_schema"]
+__all__ = ["UnsupportedSchemaError", "checked_type_info", "structural_schema"]
 
 
 class UnsupportedSchemaError(ClientCacheError, TypeError):
@@ -57,8 +58,36 @@ class UnsupportedSchemaError(ClientCacheError, TypeError):
 
 def structural_schema(tp: Any, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """The structural schema of type ``tp`` (see the module documentation); for a struct,
-    the members whose wire names are in ``exclude`` are left out (not even walked)."""
-    return _Walker(frozenset(exclude)).node(mi.type_info(tp), "")
+    the members whose wire names are in ``exclude`` are left out (not even walked). A
+    constraint msgspec refuses for its type (``Annotated[str, Meta(ge=1)]``) raises
+    :class:`UnsupportedSchemaError` naming the field's path, as a declared default
+    outside its own bounds does (the server would refuse every object that omits it)."""
+    return _Walker(frozenset(exclude)).node(checked_type_info(tp), "")
+
+
+def checked_type_info(tp: Any) -> mi.Type:
+    """``msgspec.inspect.type_info(tp)``; a type msgspec refuses raises
+    :class:`UnsupportedSchemaError` naming the path of the field at fault."""
+    try:
+        return mi.type_info(tp)
+    except TypeError as err:
+        raise UnsupportedSchemaError(f"{_bad_field(tp, '') or 'the type'}: {err}") from err
+
+
+def _bad_field(tp: Any, path: str) -> str:
+    """The path of the first field of struct ``tp`` (or of a struct inside it) whose type
+    msgspec refuses; "" when none is found."""
+    try:
+        fields = msgspec.structs.fields(tp)
+    except TypeError:
+        return ""
+    for field in fields:
+        where = f"{path}.{field.encode_name}" if path else field.encode_name
+        try:
+            mi.type_info(field.type)
+        except TypeError:
+            return _bad_field(field.type, where) or where
+    return ""
 
 
 class _Walker:
@@ -129,6 +158,11 @@ class _Walker:
                 required.append(field.encode_name)
             elif _plain_default(field.default):
                 schema["default"] = _wire(field.default)
+                broken = _default_breaks(schema, schema["default"])
+                if broken:
+                    raise UnsupportedSchemaError(
+                        f"{where}: the default {schema['default']!r} {broken}: the server "
+                        "would refuse every object that leaves the field out")
             properties[field.encode_name] = schema
         out: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
@@ -190,3 +224,28 @@ def _plain_default(value: Any) -> bool:
 
 def _wire(value: Any) -> Any:
     return msgspec.to_builtins(value)
+
+
+def _default_breaks(schema: dict[str, Any], value: Any) -> str:
+    """How ``value`` breaks the bounds ``schema`` writes for it ("" when it does not)."""
+    if "enum" in schema and value not in schema["enum"]:
+        return f"is not one of {schema['enum']}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and (value <= low if schema.get("exclusiveMinimum")
+                                else value < low):
+            return f"is below the minimum {low}"
+        if high is not None and (value >= high if schema.get("exclusiveMaximum")
+                                 else value > high):
+            return f"is above the maximum {high}"
+        step = schema.get("multipleOf")
+        if step and value % step:
+            return f"is not a multiple of {step}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return f"is shorter than {schema['minLength']}"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"is longer than {schema['maxLength']}"
+        if "pattern" in schema and re.search(schema["pattern"], value) is None:
+            return f"does not match {schema['pattern']!r}"
+    return ""

@@ -44,6 +44,7 @@ from client_cache.testing.resources import (
     ResourceType,
     apply_defaults,
     crd_resource_type,
+    prune,
 )
 from client_cache.testing.schema_validation import invalid_error, validate
 from client_cache.testing.validation import validate_write
@@ -293,8 +294,8 @@ class ApiStore:
             md.pop("namespace", None)
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
+        prune(rtype.schema, obj)  # the real server's order: prune, default, validate
         apply_defaults(rtype.schema, obj)
-        _check_schema(rtype, obj)
         _check_schema(rtype, obj)
         validate_write(rtype.group, rtype.plural, obj)
         defined = crd_resource_type(obj) if rtype.key == CRD_KEY else None
@@ -405,8 +406,14 @@ class ApiStore:
             md["namespace"] = cur_md.get("namespace", "")
         obj["apiVersion"] = rtype.api_version
         obj["kind"] = rtype.kind
+        prune(rtype.schema, obj)
         apply_defaults(rtype.schema, obj)
         _check_schema(rtype, obj)
+        # an updated CRD serves its new schema from the next request on (validation,
+        # defaults, pruning), as the real server's does
+        defined = crd_resource_type(obj) if rtype.key == CRD_KEY else None
+        if defined is not None and self._types.get(defined.key) is not None:
+            self._types[defined.key] = defined
         if {k: v for k, v in obj.items() if k not in ("metadata", "status")} != {
             k: v for k, v in current.items() if k not in ("metadata", "status")
         }:

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client_cache.errors import ApiStatusError
+from client_cache.schema import APPROVAL_ANNOTATION, protected_group
 
-__all__ = ["BUILTIN_RESOURCES", "CRD_KEY", "ResourceType", "apply_defaults", "crd_resource_type"]
+__all__ = ["BUILTIN_RESOURCES", "CRD_KEY", "ResourceType",
+           "apply_defaults", "crd_resource_type", "prune"]
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,55 @@ def crd_resource_type(crd: dict[str, Any]) -> ResourceType:
         raise ApiStatusError(422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io "
                              f"\"{name}\" is invalid: metadata.name: Invalid value: "
                              f"\"{name}\": must be spec.names.plural+\".\"+spec.group")
+    annotations = (crd.get("metadata") or {}).get("annotations") or {}
+    if protected_group(group) and not annotations.get(APPROVAL_ANNOTATION):
+        message = (f"Required value: protected groups must have approval annotation "
+                   f"\"{APPROVAL_ANNOTATION}\", see "
+                   "https://github.com/kubernetes/enhancements/pull/1111")
+        field = f"metadata.annotations[{APPROVAL_ANNOTATION}]"
+        raise ApiStatusError(
+            422, "Invalid", f"CustomResourceDefinition.apiextensions.k8s.io \"{name}\" is "
+            f"invalid: {field}: {message}",
+            {"name": name, "group": "apiextensions.k8s.io",
+             "kind": "CustomResourceDefinition",
+             "causes": [{"reason": "FieldValueRequired", "message": message,
+                         "field": field}]})
     stored = next(v for v in versions if v.get("name") == storage[0])
     return ResourceType(group, storage[0], plural, kind, spec.get("scope") != "Cluster",
                         tuple(names.get("shortNames") or ()),
                         (stored.get("schema") or {}).get("openAPIV3Schema"))
+
+
+_ROOT_KEPT = ("apiVersion", "kind", "metadata")
+
+
+def prune(schema: Any, value: Any, root: bool = True) -> None:
+    """Drop, in place, every member ``value`` holds that its structural ``schema`` does
+    not declare, as the real server prunes a custom resource before defaulting and
+    validating it: an object node keeps its ``properties`` (all of them under
+    ``x-kubernetes-preserve-unknown-fields``, every key under ``additionalProperties``);
+    an embedded resource and the root keep ``apiVersion``, ``kind`` and ``metadata``;
+    arrays are pruned item by item."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        keep_all = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or \
+            extra is True or isinstance(extra, dict)
+        embedded = root or bool(schema.get("x-kubernetes-embedded-resource"))
+        for key in list(value):
+            if embedded and key in _ROOT_KEPT:
+                continue  # the server's own members: kept whole, never pruned into
+            if key in properties:
+                prune(properties[key], value[key], False)
+            elif isinstance(extra, dict):
+                prune(extra, value[key], False)
+            elif not keep_all:
+                del value[key]
+    elif isinstance(value, list):
+        for item in value:
+            prune(schema.get("items"), item, False)
 
 
 def apply_defaults(schema: Any, value: Any) -> None:

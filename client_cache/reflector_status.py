@@ -102,6 +102,8 @@ class InformerHealth:
     relists: int = 0
     watch_restarts: int = 0
     watch_events: int = 0
+    bookmarks: int = 0
+    """The BOOKMARK events among ``watch_events``."""
     queue_depth: int = 0
     handler_buffers: dict[str, int] = field(default_factory=dict)
     """Notifications waiting in each event handler's buffer, by handler name."""
@@ -146,6 +148,7 @@ class ReflectorStatus:
         self._after_list = False
         self._reported = 0
         self.watch_events = 0
+        self.bookmarks = 0
         self._index_errors: dict[str, int] = {}
         self._index_reasons: set[tuple[str, str]] = set()
         self._decode_errors = 0
@@ -206,6 +209,10 @@ class ReflectorStatus:
         reflector's thread calls it)."""
         self.watch_events += count
         self._last_activity = when
+
+    def bookmark(self) -> None:
+        """A BOOKMARK arrived (only the reflector's thread calls it)."""
+        self.bookmarks += 1
 
     def failed(self, err: BaseException) -> str:
         """An attempt (LIST or watch) failed with ``err``: counted, and reported in one
@@ -329,7 +336,8 @@ class ReflectorStatus:
                 consecutive_failures=self._failures, failing_for=failing_for,
                 last_error=self._last_error, lists=self._lists, relists=self._relists,
                 watch_restarts=self._restarts,
-                watch_events=self.watch_events, queue_depth=queue_depth,
+                watch_events=self.watch_events, bookmarks=self.bookmarks,
+                queue_depth=queue_depth,
                 handler_buffers=dict(handler_buffers or {}), handled=handled,
                 handler_errors=handler_errors, index_errors=dict(self._index_errors),
                 decode_errors=self._decode_errors, unfit=dict(self._unfit))

@@ -265,6 +265,7 @@ class _EventSink:
             op, verb, prep = self.delete, "delete", "from"
         else:  # BOOKMARK (ERROR was handled above)
             op = None
+            self.status.bookmark()
             annotations = meta.accessor(obj).annotations
             bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
         if op is not None:

@@ -818,11 +818,12 @@ def test_loop_lag_during_a_10000_object_sync() -> None:
 
 
 def test_loop_lag_stays_under_10_ms_with_a_low_latency_sync() -> None:
-    """Synced from a watch-list stream inside ``low_latency_sync()``: no probe is more than
-    10 ms late beyond the worst the control probe saw on the machine, during the sync and
-    after it (measured on this project's machine, quiet, 2026-11-24: p99 about 2 ms, max
-    4-10 ms over 8 runs; before the events() iterator stopped taking a lock the handler's
-    thread holds and started giving the loop turns while draining, max 12-27 ms). On a
+    """Synced from a watch-list stream inside ``low_latency_sync()``: 999 probes in 1,000
+    are less than 10 ms late beyond the control probe's 99.9th percentile, during the sync
+    and after it (the bound was on the single worst probe until issue 67). Measured on
+    this project's machine, quiet, 2026-11-24: p99 about 2 ms, max 4-10 ms over 8 runs
+    (before the events() iterator stopped taking a lock the handler's thread holds and
+    started giving the loop turns while draining, max 12-27 ms). On a
     slower machine later that day it failed about one run in five at 13-25 ms: the loop
     took the queue's lock in has_synced while the controller thread held it, and waited a
     1 ms switch interval behind each of 3-4 busy informer threads. With has_synced
@@ -843,7 +844,11 @@ def test_loop_lag_stays_under_10_ms_with_a_low_latency_sync() -> None:
     lags, base = measure_loop_lag(low_latency=True)
     assert lags[len(lags) // 2] < median_allowance() + base["median"]
     if quiet:
-        assert lags[-1] < 0.010 + base["max"]
+        # the bound is on the 99.9th percentile, the control's beside it: a single
+        # sample's maximum (what the test held before, issue 67) is one preemption of one
+        # thread by the operating system, and failed 1 run in 6 at a load of about 2
+        p999 = lags[min(len(lags) - 1, int(len(lags) * 0.999))]
+        assert p999 < 0.010 + base["p999"], (p999, base)
     else:
         print("loaded machine: the 10 ms bound is not applied")
 
@@ -903,9 +908,11 @@ class ControlProbe:
         "        began = time.monotonic()\n"
         "        await asyncio.sleep(0.001)\n"
         "        lags.append(time.monotonic() - began - 0.001)\n"
+        "    lags.sort()\n"
+        "    at = lambda q: lags[min(len(lags) - 1, int(len(lags) * q))] if lags else 0.0\n"
         "    print(json.dumps({'probes': len(lags), 'late': sum(x > 0.010 for x in lags),\n"
         "                      'median': statistics.median(lags) if lags else 0.0,\n"
-        "                      'max': max(lags, default=0.0)}))\n"
+        "                      'p999': at(0.999), 'max': max(lags, default=0.0)}))\n"
         "print('started', flush=True)\n"
         "asyncio.run(main())\n")
 

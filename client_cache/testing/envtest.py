@@ -441,6 +441,10 @@ class ControlPlane:
         config.api_key_prefix = {"authorization": "Bearer"}
         return config
 
+    def pids(self) -> list[int]:
+        """The process ids of the API server and etcd (for CPU accounting)."""
+        return [p.pid for p in (self._apiserver, self._etcd) if p is not None]
+
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` for the admin user."""
         return ApiClient(self.configuration())

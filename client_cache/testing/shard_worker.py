@@ -6,9 +6,11 @@ with ``ControllerConfig(sharding=...)`` and prints one JSON line per thing that 
 stamped with ``time.monotonic()`` (one clock for every process on the machine, so the
 lines of several members compare): ``s`` when a reconcile of key ``k`` starts and ``f``
 when it finishes; ``members`` (``n``), ``owned`` (``n``), ``handover`` (``n``) and
-``drain`` (``sec``) as the member reports its metrics; ``exit``. ``--cpu-ms`` makes
-each reconcile spend that long in pure Python (a fixed amount of work, calibrated once at
-start), ``--sleep-ms`` makes it wait that long (a reconcile waiting on the network: long
+``drain`` (``sec``) as the member reports its metrics; ``exit`` (with ``cpu``, the
+process's CPU seconds). ``--work N`` makes each reconcile run ``N`` iterations of a pure
+Python loop (a fixed amount of work, counted, never calibrated by a clock: a member
+started while the machine is busy does the same work per reconcile as one started on a
+quiet machine), ``--sleep-ms`` makes it wait that long (a reconcile waiting on the network: long
 enough to be in flight when a key moves), ``--concurrency`` sets the workers. SIGTERM or
 SIGINT stops it gracefully (its keys handed over), and so does the end of its standard
 input, so a member never outlives the process that started it. With ``--label-selector``
@@ -77,20 +79,6 @@ def _busy(iterations: int) -> int:
     return total
 
 
-def calibrate(cpu_ms: float) -> int:
-    """How many iterations of the busy loop take ``cpu_ms`` on this machine, now."""
-    if cpu_ms <= 0:
-        return 0
-    n = 10_000
-    while True:
-        started = time.perf_counter()
-        _busy(n)
-        took = time.perf_counter() - started
-        if took > 0.05:
-            return max(1, int(n * cpu_ms / 1000 / took))
-        n *= 2
-
-
 class _Reporter:
     """The sharding metrics provider of the worker: each report becomes a line."""
 
@@ -125,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_lease_arguments(parser, retry_period=0.5)
     parser.add_argument("--ring", default="shards")
-    parser.add_argument("--cpu-ms", type=float, default=0.0)
+    parser.add_argument("--work", type=int, default=0,
+                        help="iterations of the busy loop per reconcile (a fixed amount)")
     parser.add_argument("--sleep-ms", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--label-selector", default="")
@@ -133,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait-go", action="store_true")
     args = parser.parse_args(argv)
 
-    iterations = calibrate(args.cpu_ms)
+    if args.work < 0:
+        parser.error("--work must not be negative")
+    iterations = args.work
     set_sharding_metrics_provider(_Reporter())
     api = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=args.kubeconfig)
@@ -179,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: controller.shutdown())
     signal.signal(signal.SIGINT, lambda *_: controller.shutdown())
     summary = controller.run(reconcile)
-    _emit("exit", lost=summary.lost_shard)
+    _emit("exit", lost=summary.lost_shard, cpu=time.process_time())
     sys.stdout.flush()
     os._exit(0)
 

@@ -159,6 +159,12 @@ class Ring:
         self.members.append(member)
         return member
 
+    def add_behind(self, proxy: TcpProxy, identity: str) -> ShardMember:
+        """A member whose requests all go through ``proxy``."""
+        api = self.server.api_client()
+        api.configuration.host = f"http://{proxy.url_host}"
+        return self.add(identity, api)
+
     def owners(self, members: list[ShardMember] | None = None) -> dict[str, list[str]]:
         return {k: [m.identity for m in members or self.members if m.owns(k)] for k in KEYS}
 
@@ -248,9 +254,7 @@ def test_a_member_cut_off_from_the_server_stops_before_others_take_over(
         ring: Ring, server: EmbeddedApiServer) -> None:
     proxy = TcpProxy("127.0.0.1", server.port).start()
     try:
-        api = server.api_client()
-        api.configuration.host = f"http://{proxy.url_host}"
-        cut = ring.add("cut", api)
+        cut = ring.add_behind(proxy, "cut")
         other = ring.add("other")
         ring.wait_settled([cut, other], 5)
         key = next(k for k in KEYS if cut.owns(k))
@@ -288,9 +292,7 @@ def test_a_member_whose_lease_watch_hangs_never_stalls_the_ring(
         monkeypatch.setattr(membership, "lease_watch_idle_timeout", lambda config: 600.0)
     proxy = TcpProxy("127.0.0.1", server.port).start()
     try:
-        api = server.api_client()
-        api.configuration.host = f"http://{proxy.url_host}"
-        half = ring.add("half", api)
+        half = ring.add_behind(proxy, "half")
         other = ring.add("other")
         ring.wait_settled([half, other], 5)
         proxy.hang_open()

@@ -117,7 +117,6 @@ from client_cache.util.runtime import handle_crash, handle_error
 from client_cache.util.server_answers import on_answer
 from client_cache.util.wait import (
     new_exponential_backoff_manager,
-    wait_for_backoff,
 )
 from client_cache.watch import Watch
 
@@ -351,32 +350,40 @@ class Reflector:
         (jittered to 60 s, reset only after 120 s without a failure) as client-go's is.
         Nothing is sent to find out: it only stops sleeping once the server has
         answered someone."""
-        host = getattr(self.lister_watcher, "server_host", None)
         while not stop.is_set():
             with handle_crash():
                 round_()
-            timer = self.backoff_manager.backoff()
-            woken: Chan[None] = Chan(1)
-            registration = on_answer(host, functools.partial(woken.try_send, None)) \
-                if unreachable[0] and isinstance(host, str) else None
-            try:
-                index, _ = select_or_stop(stop, [timer.c(), woken])
-            finally:
-                if registration is not None:
-                    registration.cancel()
-            if index == STOPPED:
-                if not timer.stop():
-                    timer.c().try_recv()
+            if not self._wait_backoff(stop, unreachable[0]):
                 return
-            if index == 1:  # the server answered again
-                timer.stop()
-                reset = getattr(self.backoff_manager, "reset", None)
-                if callable(reset):
-                    reset()
-                self.log.info("%s: the server answers again; retrying now",
-                              self.status.resource)
-                if stop.wait(random.uniform(0.0, ANSWER_JITTER)):
-                    return
+
+    def _wait_backoff(self, stop: threading.Event, unreachable: bool) -> bool:
+        """Wait the backoff manager's next backoff (False when ``stop`` was set). When
+        the failure before it found the server ``unreachable``, the wait also ends as
+        soon as the server answers anyone in this process, a moment of jitter later,
+        with the backoff reset (see :meth:`_rounds`): every wait of the reflector after
+        a failure comes here, a round's and a watch's restart's alike."""
+        host = getattr(self.lister_watcher, "server_host", None)
+        timer = self.backoff_manager.backoff()
+        woken: Chan[None] = Chan(1)
+        registration = on_answer(host, functools.partial(woken.try_send, None)) \
+            if unreachable and isinstance(host, str) else None
+        try:
+            index, _ = select_or_stop(stop, [timer.c(), woken])
+        finally:
+            if registration is not None:
+                registration.cancel()
+        if index == STOPPED:
+            if not timer.stop():
+                timer.c().try_recv()
+            return False
+        if index == 1:  # the server answered again
+            timer.stop()
+            reset = getattr(self.backoff_manager, "reset", None)
+            if callable(reset):
+                reset()
+            self.log.info("%s: the server answers again; retrying now", self.status.resource)
+            return not stop.wait(random.uniform(0.0, ANSWER_JITTER))
+        return True
 
     def _reset_connections(self) -> None:
         """Close the list-watch's idle pooled connections, if it pools any."""
@@ -553,7 +560,7 @@ class Reflector:
                 # a failed attempt like any other: counted (health turns unhealthy when
                 # they go on) and reported, once an episode at WARNING
                 self.status.failed(err)
-                wait_for_backoff(self.backoff_manager, stop)
+                self._wait_backoff(stop, True)
                 return None
             raise
 
@@ -578,7 +585,7 @@ class Reflector:
         # a watch that failed is a failed attempt: counted and reported (status.failed)
         if is_too_many_requests(error):
             self.status.failed(error)
-            return wait_for_backoff(self.backoff_manager, stop)
+            return self._wait_backoff(stop, True)
         if is_internal_error(error) and retry.should_retry():
             self.status.failed(error)
             return True

@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from urllib3.exceptions import HTTPError
+
 from client_cache.util.errors import ClientCacheError
 
 __all__ = [
@@ -505,7 +507,7 @@ def server_unreachable(err: BaseException | None) -> bool:
     for _ in range(20):
         if err is None:
             return False
-        if isinstance(err, OSError) or type(err).__module__.startswith("urllib3"):
+        if isinstance(err, (OSError, HTTPError)):
             return True
         err = err.__cause__ or err.__context__
     return False

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 import pytest
 from hypothesis import strategies as st
+from kubernetes.client import ApiClient, Configuration
 
 from bench import go_programs
 from client_cache import FIFOClosedError
@@ -512,5 +513,4 @@ class HungServer:
 
     def api_client(self) -> Any:
         """A ``kubernetes`` ApiClient for this server (its caller closes it)."""
-        from kubernetes.client import ApiClient, Configuration  # noqa: PLC0415
         return ApiClient(Configuration(host=f"http://127.0.0.1:{self.port}"))

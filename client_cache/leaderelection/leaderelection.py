@@ -430,6 +430,9 @@ class LeaderElector:
         finally:
             if aborting is not None:
                 aborting.cancel()
+            close = getattr(self.config.lock, "close", None)
+            if callable(close):  # the lock's connections end with the run (made anew
+                close()          # at its next request, if it runs again)
             _guarded(self.config.callbacks.on_stopped_leading)()
             if worker is not None:
                 worker.join(1.0)

@@ -92,6 +92,7 @@ from client_cache.testing.envtest_build import (
     find_binaries,
     find_go,
 )
+from client_cache.util.signals import SignalWaker
 
 __all__ = [
     "ETCD_VERSION",
@@ -494,10 +495,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.kubeconfig:
                 plane.write_kubeconfig(args.kubeconfig)
             print(plane.url, flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-                while True:
-                    time.sleep(3600)
+            stop = threading.Event()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: stop.set())
+            with SignalWaker() as waker:  # a signal any thread takes wakes this wait
+                waker.wait(stop)
         return 0
     except EnvtestError as err:
         print(f"envtest: {err}", file=sys.stderr)

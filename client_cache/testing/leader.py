@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         ResourceLockConfig,
         new_leader_elector,
     )
+    from client_cache.util.signals import SignalWaker  # noqa: PLC0415
     from client_cache.util.stop import on_stop  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__)
@@ -155,10 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     threading.Thread(target=orphaned, name="candidate-parent-watch", daemon=True).start()
+    finished = threading.Event()
+
     def elect() -> None:
-        elector.run(stop)
-        while args.rejoin and not stop.is_set():
+        try:
             elector.run(stop)
+            while args.rejoin and not stop.is_set():
+                elector.run(stop)
+        finally:
+            finished.set()
 
     def sample() -> None:
         believed, last = False, 0.0
@@ -174,9 +180,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.sample:
         threading.Thread(target=sample, name="candidate-sampler", daemon=True).start()
-    runner = threading.Thread(target=elect, daemon=True, name="candidate-elector")
-    runner.start()
-    runner.join()  # a signal interrupts the wait, runs its handler, and the wait goes on
+    # the main thread waits on the signal wakeup descriptor, not in a join: a SIGTERM the
+    # OS hands to another thread would not wake a join, and its handler (which runs on
+    # the main thread only) would wait with it while the lease is renewed on
+    with SignalWaker() as waker:
+        runner = threading.Thread(target=elect, daemon=True, name="candidate-elector")
+        runner.start()
+        waker.wait(finished)
+    runner.join()
     _emit("exit")
     sys.stdout.flush()
     os._exit(0)

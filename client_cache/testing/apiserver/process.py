@@ -21,6 +21,7 @@ from kubernetes.client import ApiClient
 
 from client_cache.errors import ClientCacheError
 from client_cache.testing.apiserver.server import LOOPBACK, EmbeddedApiServer, client_configuration
+from client_cache.util.signals import SignalWaker
 
 __all__ = ["EmbeddedApiServerProcess", "main"]
 
@@ -210,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kubeconfig:
             server.write_kubeconfig(args.kubeconfig)
         print(server.url, flush=True)
-        stop.wait()
+        with SignalWaker() as waker:  # a signal any thread takes wakes this wait
+            waker.wait(stop)
     return 0
 

@@ -30,7 +30,9 @@ port's ``ReflectorOptions.max_backoff`` lowers the 30 s):
 Port additions, each documented where it acts: a watch that receives nothing (not even a
 bookmark) for ``idle_timeout`` seconds (default: the watch's server timeout plus one
 minute) is abandoned and re-established from the last version, so a silently dead
-connection never freezes the cache; metrics are recorded through
+connection never freezes the cache; :meth:`Reflector.reconnect` re-establishes the watch
+now, from the last version, and ends a backoff wait (a sharded controller asks it after
+its member lapsed, before it reconciles every key again); metrics are recorded through
 :mod:`client_cache.reflector_metrics`; an exception from the user's store is logged and
 never kills the reflector thread; ``run`` returns within a second of ``stop`` in every state
 (a LIST in progress finishes its current page first).
@@ -93,6 +95,7 @@ from client_cache.reflector_watch import (
     InitialEventsEndBookmarkTicker,
     ResourceVersionUpdater,
     VeryShortWatchError,
+    WatchReconnectRequested,
     WatchStalledError,
     WatchTarget,
     handle_watch,
@@ -132,6 +135,7 @@ __all__ = [
     "ResourceVersionUpdater",
     "VeryShortWatchError",
     "WatchErrorHandler",
+    "WatchReconnectRequested",
     "WatchStalledError",
     "default_watch_error_handler",
     "describe_expected_type",
@@ -255,6 +259,10 @@ class Reflector:
         for formatters that filter or structure by it."""
         self.status.idle_timeout = self.idle_timeout or 2 * self.min_watch_timeout + 60.0
         self._lock = threading.Lock()
+        # what reconnect() wakes: the errors channel of the watch being handled, the
+        # backoff wait in progress
+        self._watch_errors: Chan[BaseException] | None = None
+        self._backoff_poke: Chan[None] | None = None
         self._last_sync_resource_version = ""
         self._last_sync_resource_version_unavailable = False
         self._paginated_result = False
@@ -310,6 +318,26 @@ class Reflector:
             return self._last_sync_resource_version
 
     # -- run -------------------------------------------------------------------------------------
+    def reconnect(self, reason: str) -> None:
+        """Re-establish the watch now (a port addition): the watch being handled ends
+        and a new one starts from the last synced resourceVersion (no relist; a 410 then
+        relists as usual), on a new connection; a backoff wait in progress ends at once
+        with the backoff reset; a LIST in progress goes on (what it returns is fresh).
+        ``reason`` is logged. :meth:`ReflectorStatus.wait_connected` tells when the new
+        watch (or LIST) is there. For a caller that has reason to distrust the watch's
+        connection, such as a sharded member whose Lease watch went half-dead or that
+        lapsed during an outage, before it reconciles every key again; client-go has no
+        equivalent (its reflector trusts an open watch until it ends)."""
+        with self._lock:
+            errors, poke = self._watch_errors, self._backoff_poke
+        if errors is None and poke is None:
+            return
+        self.log.info("%s: re-establishing the watch: %s", self.status.resource, reason)
+        if errors is not None:
+            errors.try_send(WatchReconnectRequested(reason))
+        if poke is not None:
+            poke.try_send(None)
+
     def run(self, stop: threading.Event) -> None:
         """List and watch until ``stop`` is set, backing off between rounds."""
         self.log.debug("Starting reflector %s (%s) from %s", self.type_description,
@@ -365,22 +393,29 @@ class Reflector:
         host = getattr(self.lister_watcher, "server_host", None)
         timer = self.backoff_manager.backoff()
         woken: Chan[None] = Chan(1)
+        poked: Chan[None] = Chan(1)
         registration = on_answer(host, functools.partial(woken.try_send, None)) \
             if unreachable and isinstance(host, str) else None
+        with self._lock:
+            self._backoff_poke = poked
         try:
-            index, _ = select_or_stop(stop, [timer.c(), woken])
+            index, _ = select_or_stop(stop, [timer.c(), woken, poked])
         finally:
+            with self._lock:
+                self._backoff_poke = None
             if registration is not None:
                 registration.cancel()
         if index == STOPPED:
             if not timer.stop():
                 timer.c().try_recv()
             return False
-        if index == 1:  # the server answered again
+        if index in (1, 2):  # the server answered again, or reconnect() asked
             timer.stop()
             reset = getattr(self.backoff_manager, "reset", None)
             if callable(reset):
                 reset()
+            if index == 2:
+                return True
             self.log.info("%s: the server answers again; retrying now", self.status.resource)
             return not stop.wait(random.uniform(0.0, ANSWER_JITTER))
         return True
@@ -487,9 +522,13 @@ class Reflector:
                 target=self._start_resync, args=(stop, cancel, resync_errors),
                 name=f"reflector-resync-{self.type_description}", daemon=True)
             resyncer.start()
+        with self._lock:
+            self._watch_errors = resync_errors
         try:
             self._watch(watch, stop, resync_errors)
         finally:
+            with self._lock:
+                self._watch_errors = None
             cancel.close()
             if resyncer is not None:
                 resyncer.join(1.0)
@@ -570,6 +609,9 @@ class Reflector:
         True to watch again from the last resourceVersion, False to return to
         ``list_and_watch`` (stop, or an error that needs a relist)."""
         if error is None:
+            return True
+        if isinstance(error, WatchReconnectRequested):  # logged by reconnect()
+            self._reset_connections()
             return True
         if isinstance(error, WatchStalledError):
             self.log.info("%s: watch of %s stalled, re-establishing it", self.name,

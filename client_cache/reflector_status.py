@@ -38,6 +38,7 @@ from client_cache.errors import (
 )
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
 from client_cache.util.logs import log_visibly
+from client_cache.util.stop import on_stop
 
 __all__ = [
     "DEFAULT_FAILING_AFTER",
@@ -136,6 +137,8 @@ class ReflectorStatus:
         self.idle_timeout: float | None = None
         """Set by the reflector: its watch's idle timeout."""
         self._lock = threading.Lock()
+        self._connected = threading.Condition(self._lock)
+        self._connected_at: float | None = None  # monotonic: the last LIST or watch start
         self._list_started: float | None = None
         self._last_list: float | None = None  # monotonic
         self._last_activity: float | None = None  # monotonic
@@ -176,10 +179,11 @@ class ReflectorStatus:
             self._lists += 1
             if self._lists > 1:
                 self._relists += 1
-            self._last_list = self._last_activity = now
+            self._last_list = self._last_activity = self._connected_at = now
             self._first_failure = None
             self._failures = 0
             self._after_list = True
+            self._connected.notify_all()
         level = logging.WARNING if seconds > SLOW_LIST_SECONDS else logging.INFO
         _log.log(level, "%s: cache filled with %d items at resourceVersion %s in %.2f s%s",
                  self.resource, items, resource_version, seconds,
@@ -199,9 +203,30 @@ class ReflectorStatus:
             if not self._after_list:
                 self._restarts += 1
             self._after_list = False
-            self._last_activity = self.clock.monotonic()
+            self._last_activity = self._connected_at = self.clock.monotonic()
             self._first_failure = None
             self._failures = 0
+            self._connected.notify_all()
+
+    def wait_connected(self, since: float, stop: threading.Event,
+                       timeout: float | None = None) -> bool:
+        """Block until a LIST succeeded or a watch was opened at or after ``since``
+        (monotonic, on this status's clock), as after
+        :meth:`~client_cache.reflector.Reflector.reconnect`; True then, False when
+        ``stop`` is set or ``timeout`` passes first (a port addition)."""
+        def notify() -> None:
+            with self._connected:
+                self._connected.notify_all()
+
+        registration = on_stop(stop, notify)
+        try:
+            with self._connected:
+                return self._connected.wait_for(
+                    lambda: stop.is_set() or (self._connected_at is not None
+                                              and self._connected_at >= since),
+                    timeout) and not stop.is_set()
+        finally:
+            registration.cancel()
 
     def watch_event(self, when: float, count: int = 1) -> None:
         """``count`` watch events or bookmarks arrived at monotonic time ``when`` (the hot

@@ -37,6 +37,7 @@ __all__ = [
     "InitialEventsEndBookmarkTicker",
     "ResourceVersionUpdater",
     "VeryShortWatchError",
+    "WatchReconnectRequested",
     "WatchStalledError",
     "WatchTarget",
     "handle_watch",
@@ -74,6 +75,11 @@ class VeryShortWatchError(ClientCacheError):
 
 class WatchStalledError(ClientCacheError):
     """Nothing arrived on a watch for the idle timeout (a port addition)."""
+
+
+class WatchReconnectRequested(ClientCacheError):
+    """What ends a watch that :meth:`~client_cache.reflector.Reflector.reconnect` asked
+    to re-establish (a port addition); the reflector watches again at once."""
 
 
 @runtime_checkable

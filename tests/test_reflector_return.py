@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes.client import CoreV1Api
@@ -84,3 +85,63 @@ def test_only_a_serving_answer_wakes_and_what_counts_as_unreachable() -> None:
     err = RestError("GET failed")
     err.__cause__ = TimeoutError()
     assert server_unreachable(err)
+
+
+def test_reconnect_ends_a_backoff_wait_at_once(tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """Reflector.reconnect (what a shard member asks after a lapse): a reflector waiting
+    out its backoff after an outage retries at once, nobody else having talked to the
+    server (no "answers again" line), and wait_connected tells when it is back."""
+    caplog.set_level(logging.INFO, "client_cache.reflector")
+    server = EmbeddedApiServerProcess(bookmark_interval=0.5).start()
+    stop = threading.Event()
+    factory = new_shared_informer_factory(server.api_client(), 0)
+    informer = factory.core().v1().config_maps().informer()
+    try:
+        factory.start(stop)
+        assert factory.wait_for_cache_sync(stop, timeout=20)
+        server.kill(str(tmp_path / "state.json"))
+        # failures back off 0.8, 1.6, 3.2 s (each up to twice that, jittered)
+        eventually(lambda: informer.health().consecutive_failures >= 3, 40,
+                   "the informer did not fail three times")
+        server.restart(str(tmp_path / "state.json"))
+        CoreV1Api(server.api_client()).create_namespaced_config_map(
+            "default", {"metadata": {"name": "after"}})
+        back = time.monotonic()
+        asked = informer.reconnect("a test asks")
+        assert informer.status.wait_connected(asked, stop, 10)
+        eventually(lambda: informer.get_indexer().get_by_key("default/after")[1], 5,
+                   "the cache did not come back")
+        assert time.monotonic() - back < 3.2  # the backoff due was 3.2-6.4 s or more
+        messages = [r.getMessage() for r in caplog.records]
+        assert "configmaps: re-establishing the watch: a test asks" in messages
+        assert not any("answers again" in m for m in messages)
+    finally:
+        stop.set()
+        factory.shutdown()
+        server.stop()
+
+
+def test_reconnect_of_a_live_watch_watches_again_without_a_relist(
+        embedded_server: Any) -> None:
+    stop = threading.Event()
+    factory = new_shared_informer_factory(embedded_server.api_client(), 0)
+    informer = factory.core().v1().config_maps().informer()
+    try:
+        factory.start(stop)
+        assert factory.wait_for_cache_sync(stop, timeout=20)
+        core = CoreV1Api(embedded_server.api_client())
+        core.create_namespaced_config_map("default", {"metadata": {"name": "before"}})
+        eventually(lambda: informer.get_indexer().get_by_key("default/before")[1], 5,
+                   "the watch did not deliver")
+        restarts = informer.health().watch_restarts
+        asked = informer.reconnect("a test asks")
+        assert informer.status.wait_connected(asked, stop, 10)
+        health = informer.health()
+        assert (health.lists, health.relists, health.watch_restarts) == (1, 0, restarts + 1)
+        core.create_namespaced_config_map("default", {"metadata": {"name": "after"}})
+        eventually(lambda: informer.get_indexer().get_by_key("default/after")[1], 5,
+                   "the new watch did not deliver")
+    finally:
+        stop.set()
+        factory.shutdown()

@@ -485,6 +485,76 @@ def test_sharded_controllers_reconcile_each_object_once_and_take_over_on_leave(
     assert max(recorded.owned) == 60
 
 
+def test_a_member_back_from_a_half_dead_connection_reconciles_from_a_fresh_cache(
+        server: EmbeddedApiServer) -> None:
+    """Issue 67: every connection of one member goes half-dead (nothing closed, nothing
+    forwarded; new connections get through). Its Lease watch and its ConfigMap watch
+    both hang. It goes blind and the other member takes its keys; when its Lease watch
+    is opened again it rejoins, and before it reconciles its keys again it has its
+    ConfigMap watch re-established (from its resourceVersion: the events it missed
+    follow within milliseconds, each triggering its key), so every key of its own is
+    reconciled at the update made while it was blind (its old watch would have
+    delivered nothing for the reflector's idle timeout, minutes), and a later update
+    reaches it."""
+    core = CoreV1Api(server.api_client())
+    for i in range(20):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"},
+                                                      "data": {"v": "0"}})
+    seen: list[tuple[str, str, str, float]] = []  # member, key, data v, when started
+    lock = threading.Condition()
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        with lock:
+            seen.append((ctx.shard, ctx.obj_ref.key(), (obj.get("data") or {}).get("v", ""),
+                         time.monotonic()))
+            lock.notify_all()
+        return Action.await_change()
+
+    proxy = TcpProxy("127.0.0.1", server.port).start()
+    behind = server.api_client()
+    behind.configuration.host = f"http://{proxy.url_host}"
+    factory = new_shared_informer_factory_with_options(
+        behind, 0, SharedInformerFactoryOptions(namespace="default"))
+    half = Controller(factory, GroupVersionResource("", "v1", "configmaps"),
+                      kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                          name="cms", events=False, sharding=ShardingConfig(
+                              "default", "cms", "half", **FAST)))
+    other = sharded(server, "other")
+    ring = HashRing(["half", "other"])
+    mine = sorted(f"default/cm-{i}" for i in range(20)
+                  if ring.owner(f"default/cm-{i}") == "half")
+    assert mine
+    try:
+        with half.running(reconcile), other.running(reconcile):
+            member = half.shard_member
+            eventually(lambda: member is not None and member.published()
+                       == ["half", "other"] and member.ready(), 10)
+            with lock:
+                assert lock.wait_for(lambda: {k for m, k, _, _ in seen if m == "half"}
+                                     >= set(mine), 10)
+            assert member is not None
+            epoch = member.epoch()
+            proxy.hang_open()
+            eventually(lambda: not member.ready(), 5, "the member did not go blind")
+            for key in mine:  # while it is blind: the other reconciles these
+                core.patch_namespaced_config_map(key.split("/")[1], "default",
+                                                 {"data": {"v": "1"}})
+            eventually(lambda: member.epoch() > epoch and member.ready(), 15,
+                       "the member did not rejoin after its Lease watch was opened again")
+            rejoined = time.monotonic()
+            with lock:  # every key of its own reconciled again, at the update's version
+                assert lock.wait_for(lambda: {k for m, k, v, t in seen if m == "half"
+                                              and t >= rejoined and v == "1"} >= set(mine),
+                                     10), [e for e in seen if e[0] == "half"][-5:]
+            core.patch_namespaced_config_map(mine[0].split("/")[1], "default",
+                                             {"data": {"v": "2"}})
+            with lock:
+                assert lock.wait_for(lambda: any(m == "half" and k == mine[0] and v == "2"
+                                                 for m, k, v, _ in seen), 10)
+    finally:
+        proxy.stop()
+
+
 # -- the worker supervisor -----------------------------------------------------------------------
 def _worker(index: int, directory: str) -> None:
     """A worker that handles SIGTERM, then says it started and waits for the signal (said

@@ -131,6 +131,8 @@ GO_KEYWORDS = {"select"}
 # Python name -> Go name ("—" when there is none) and an optional remark.
 OVERRIDES: dict[str, tuple[str, str]] = {
     "BACKEND": ("—", "which JSON decoder is in use (orjson or the standard library)"),
+    "WatchReconnectRequested": ("—", "port addition: what ends a watch Reflector.reconnect "
+                                "re-establishes"),
     "DEFAULT_MAX_BACKOFF": ("—", "client-go's reflector backoff cap, a literal 30 s there; "
                             "lowered by the port's max_backoff option"),
     "loads": ("—", "decodes JSON with orjson when installed"),

@@ -148,6 +148,10 @@ __all__ = ["Controller", "ControllerConfig", "ErrorPolicy", "Mapper", "Reconcile
 
 _log = logging.getLogger(__name__)
 
+REFRESH_WARNING = 10.0
+"""Seconds after which a cache whose watch a shard member's rejoin re-establishes and
+that is not back yet is named at WARNING (see ``Controller._refresh_caches``)."""
+
 K = TypeVar("K")
 """The type of the reconciled objects: ``WireObject`` for a ``GroupVersionResource``, the
 accessor's type for a typed accessor (``V1Pod`` models, a struct class)."""
@@ -588,7 +592,8 @@ class Controller(Generic[K]):
         shard = None if config.sharding is None else ShardGate(
             config.sharding, self.name, self._factory.api_client, self._primary_refs,
             lambda ref: self._trigger(ref, ReconcileReason.custom("shard handed over")),
-            gvr=self._gvr, namespace=self._factory.namespace, on_lost=self._stopping.set)
+            gvr=self._gvr, namespace=self._factory.namespace, on_lost=self._stopping.set,
+            refresh=self._refresh_caches)
         self._shard = shard
         own_factory = None
         if shard is not None and shard.by_labels:
@@ -712,6 +717,31 @@ class Controller(Generic[K]):
                                   name=f"controller-{self.name}-{role}")
         thread.start()
         return thread
+
+    def _refresh_caches(self, stop: threading.Event) -> bool:
+        """Have every informer this controller reads re-establish its watch and wait
+        until each has a new watch or LIST (True), or ``stop`` (False): what a shard gate
+        asks after a lapse, before every key is reconciled again. One not back after
+        :data:`REFRESH_WARNING` seconds is named at WARNING; the wait goes on (a key
+        reconciled from a cache that missed the outage's changes is what it prevents)."""
+        informers: list[Any] = []
+        for informer in [self._informer] + [w.informer for w in self._watched]:
+            if all(informer is not other for other in informers):
+                informers.append(informer)
+        asked = [(informer, informer.reconnect("the shard member lapsed or was blind"))
+                 for informer in informers if callable(getattr(informer, "reconnect", None))]
+        for informer, since in asked:
+            status = informer.status
+            if status.wait_connected(since, stop, REFRESH_WARNING):
+                continue
+            if stop.is_set():
+                return False
+            log_visibly(_log, logging.WARNING, "controller %s: the %s watch is not back "
+                        "%.0f s after the shard member rejoined; its keys wait for it",
+                        self.name, status.resource, REFRESH_WARNING)
+            if not status.wait_connected(since, stop):
+                return False
+        return True
 
     def _wait_ready(self) -> bool:
         """The readiness gate: every involved cache holds its first complete list."""

@@ -9,8 +9,14 @@ request when the key is not this replica's to start now. The key is the primary 
   every object. When what the member allows changes (a member joined or left, a
   handover finished), a thread of the gate's own (``controller-<name>-shard``) triggers
   the cached keys that became startable, and those whose requests were skipped while the
-  key was on its way here; after a lapse of the member's Lease (a pause, a partition)
-  every key it holds is reconciled again, since others may have held it meanwhile.
+  key was on its way here; after a lapse of the member's Lease (a pause, a partition, an
+  API server restart; or a Lease watch that went blind) every key it holds is reconciled
+  again, since others may have held it meanwhile, but only once the controller's caches
+  are fresh: the gate first has every informer of the controller re-establish its watch
+  (``refresh``, :meth:`client_cache.reflector.Reflector.reconnect`) and waits until each
+  has a new watch or LIST, so no key is reconciled again from a cache whose watch did not
+  come back after an outage or sits on a half-dead connection. (controller-runtime has
+  no sharding; its manager exits when it loses its lease and starts with new caches.)
 * **Label mode** (``mode="labels"``). The controller's primary informer lists only the
   objects labelled for this member (:meth:`ShardGate.tweak`); the member elected among
   the ring (Lease ``<ring>-sharder``) runs the
@@ -63,13 +69,16 @@ class ShardGate:
     """See the module documentation. ``refs`` lists the cached primary objects' refs;
     ``trigger`` requests a reconcile of one; ``gvr`` and ``namespace`` are the primary
     resource's (the sharder's, in label mode); ``on_lost`` runs once when a label-mode
-    member lapsed."""
+    member lapsed; ``refresh(stop)`` re-establishes the caches' watches and returns True
+    once they are back (False: stopped first), called after a lapse before every key is
+    reconciled again."""
 
     def __init__(self, config: ShardingConfig, name: str, api_client: Any,
                  refs: Callable[[], Iterable[ObjectRef]],
                  trigger: Callable[[ObjectRef], None], *,
                  gvr: GroupVersionResource | None = None, namespace: str = "",
-                 on_lost: Callable[[], None] = lambda: None) -> None:
+                 on_lost: Callable[[], None] = lambda: None,
+                 refresh: Callable[[threading.Event], bool] | None = None) -> None:
         self.config = config.resolved(name)
         self.by_labels = self.config.by_labels
         if self.by_labels and gvr is None:
@@ -81,6 +90,7 @@ class ShardGate:
         self._gvr = gvr
         self._namespace = namespace
         self._on_lost = on_lost
+        self._refresh = refresh
         self._changed = threading.Event()
         self._ready = threading.Event()
         self._stop = threading.Event()
@@ -307,9 +317,13 @@ class ShardGate:
         member = self.member
         if not member.ready():  # it will be, and tell: the keys are counted then
             return
+        epoch = member.epoch()
+        with self._lock:
+            lapsed = epoch != self._epoch
+        if lapsed and self._refresh is not None and not self._refresh(self._stop):
+            return  # stopped
         assigned = member.assigned
         owned = {ref for ref in self._refs() if assigned(ref.key())}
-        epoch = member.epoch()
         with self._lock:
             if epoch != self._epoch:  # after a lapse every key is reconciled again
                 self._epoch, self._owned = epoch, set()

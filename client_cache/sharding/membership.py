@@ -258,9 +258,10 @@ class ShardMember:
         self._epoch += 1
 
     def epoch(self) -> int:
-        """How many times this member lapsed (its Lease not renewed in time, so its keys
-        may have been reconciled elsewhere meanwhile): a caller that keeps what the
-        member allowed redoes it when this changes."""
+        """How many times this member lapsed (its Lease not renewed in time, or its
+        Lease watch blind past ``renew_deadline``, so its keys may have been reconciled
+        elsewhere meanwhile): a caller that keeps what the member allowed redoes it when
+        this changes."""
         with self._lock:
             return self._epoch
 
@@ -595,6 +596,11 @@ class ShardMember:
             if name == self.identity:
                 self._own_seen = "" if gone else rv
                 if not gone and self._unseen_since is not None:  # the watch delivers
+                    if self._blind_locked(time.monotonic()):
+                        # it sees again after claiming nothing: others may have held its
+                        # keys meanwhile, and its other watches may have been half-dead
+                        # too; a rejoin as after a lapse
+                        self._epoch += 1
                     self._unseen_since = None
                     self._dirty = True
                     self._wake.notify_all()

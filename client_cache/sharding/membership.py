@@ -599,8 +599,10 @@ class ShardMember:
                     if self._blind_locked(time.monotonic()):
                         # it sees again after claiming nothing: others may have held its
                         # keys meanwhile, and its other watches may have been half-dead
-                        # too; a rejoin as after a lapse
+                        # too; a rejoin as after a lapse, which the controller hears of
+                        # (what it skipped while blind is triggered again)
                         self._epoch += 1
+                        changed = True
                     self._unseen_since = None
                     self._dirty = True
                     self._wake.notify_all()
@@ -613,7 +615,7 @@ class ShardMember:
                     self._dirty = True
                     self._wake.notify_all()
                     changed = True
-                else:
+                elif not changed:
                     return
             else:
                 old = self._seen.get(name)

@@ -4,9 +4,10 @@
 runs a runtime :class:`~client_cache.runtime.Controller` over the ConfigMaps of ``NS``
 with ``ControllerConfig(sharding=...)`` and prints one JSON line per thing that happens,
 stamped with ``time.monotonic()`` (one clock for every process on the machine, so the
-lines of several members compare): ``s`` when a reconcile of key ``k`` starts and ``f``
-when it finishes; ``members`` (``n``), ``owned`` (``n``), ``handover`` (``n``) and
-``drain`` (``sec``) as the member reports its metrics; ``exit`` (with ``cpu``, the
+lines of several members compare): ``s`` when a reconcile of key ``k`` starts (``v``: the
+object's ``data.value`` as the cache gave it) and ``f`` when it finishes; ``members``
+(``n``), ``owned`` (``n``), ``handover`` (``n``) and ``drain`` (``sec``) as the member
+reports its metrics; ``exit`` (with ``cpu``, the
 process's CPU seconds). ``--work N`` makes each reconcile run ``N`` iterations of a pure
 Python loop (a fixed amount of work, counted, never calibrated by a clock: a member
 started while the machine is busy does the same work per reconcile as one started on a
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def reconcile(obj: Any, ctx: Context[None]) -> Action:
         key = ctx.obj_ref.key()
-        _emit("s", k=key)
+        data = obj.get("data") if isinstance(obj, dict) else None
+        _emit("s", k=key, v=(data or {}).get("value", ""))
         _busy(iterations)
         if args.sleep_ms:
             time.sleep(args.sleep_ms / 1000)

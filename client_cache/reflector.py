@@ -116,11 +116,9 @@ from client_cache.util.chan import (
 )
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.env import env_true
-from client_cache.util.runtime import handle_crash, handle_error
+from client_cache.util.runtime import handle_error
 from client_cache.util.server_answers import on_answer
-from client_cache.util.wait import (
-    new_exponential_backoff_manager,
-)
+from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
 from client_cache.watch import Watch
 
 __all__ = [
@@ -149,12 +147,12 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_MIN_WATCH_TIMEOUT = 300.0
 DEFAULT_MAX_BACKOFF = 30.0
+"""The longest unjittered wait between a reflector's failed rounds unless an option lowers
+it (client-go's fixed 30 s)."""
 
 ANSWER_JITTER = 0.25
 """The most a reflector waits, after its server answered again, before it retries
 (seconds, uniformly spread: the informers of a process do not all reconnect at once)."""
-"""The longest unjittered wait between a reflector's failed rounds unless an option lowers
-it (client-go's fixed 30 s)."""
 
 
 def check_max_backoff(value: float) -> float:
@@ -359,7 +357,8 @@ class Reflector:
 
         try:
             with gc_policy.spaced_full_collections():  # see client_cache.codec.gc_policy
-                self._rounds(round_, stop, unreachable)
+                backoff_until(round_, self.backoff_manager, True, stop,
+                              wait=lambda: self.wait_backoff(stop, unreachable[0]))
         finally:
             # the connections of a stopped reflector end with it (a list-watch that pools
             # them dials again if it is run again)
@@ -367,29 +366,19 @@ class Reflector:
         self.log.debug("Stopping reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
 
-    def _rounds(self, round_: Callable[[], None], stop: threading.Event,
-                unreachable: list[bool]) -> None:
-        """Go's ``BackoffUntil(round, backoff, sliding)``, except that a wait after a
-        round that found the server unreachable (no answer, 429, 5xx) also ends as soon
-        as the server answers anyone in this process (:mod:`client_cache.util.server_answers`:
-        a Lease renewal, another informer, a write), a moment of jitter later, and the
-        backoff starts over: after an API server restart the cache is re-established
-        within about a retry period of whatever talks to the server, not after up to 30 s
-        (jittered to 60 s, reset only after 120 s without a failure) as client-go's is.
-        Nothing is sent to find out: it only stops sleeping once the server has
-        answered someone."""
-        while not stop.is_set():
-            with handle_crash():
-                round_()
-            if not self._wait_backoff(stop, unreachable[0]):
-                return
-
-    def _wait_backoff(self, stop: threading.Event, unreachable: bool) -> bool:
-        """Wait the backoff manager's next backoff (False when ``stop`` was set). When
-        the failure before it found the server ``unreachable``, the wait also ends as
-        soon as the server answers anyone in this process, a moment of jitter later,
-        with the backoff reset (see :meth:`_rounds`): every wait of the reflector after
-        a failure comes here, a round's and a watch's restart's alike."""
+    def wait_backoff(self, stop: threading.Event, unreachable: bool) -> bool:
+        """Wait the backoff manager's next backoff (False when ``stop`` was set): Go's
+        ``BackoffUntil(round, backoff, sliding)`` between rounds, and the wait before a
+        watch or watch-list is asked again after a refused connection or a 429; every
+        wait of the reflector after a failure comes here. When the failure before it
+        found the server ``unreachable`` (no answer, 429, 5xx), the wait also ends as
+        soon as the server answers anyone in this process
+        (:mod:`client_cache.util.server_answers`: a Lease renewal, another informer, a
+        write), a moment of jitter later, with the backoff reset: after an API server
+        restart the cache is re-established within about a retry period of whatever
+        talks to the server, not after up to 30 s (jittered to 60 s, reset only after
+        120 s without a failure) as client-go's is. Nothing is sent to find out. A
+        :meth:`reconnect` ends it at once too."""
         host = getattr(self.lister_watcher, "server_host", None)
         timer = self.backoff_manager.backoff()
         woken: Chan[None] = Chan(1)
@@ -599,7 +588,7 @@ class Reflector:
                 # a failed attempt like any other: counted (health turns unhealthy when
                 # they go on) and reported, once an episode at WARNING
                 self.status.failed(err)
-                self._wait_backoff(stop, True)
+                self.wait_backoff(stop, True)
                 return None
             raise
 
@@ -627,7 +616,7 @@ class Reflector:
         # a watch that failed is a failed attempt: counted and reported (status.failed)
         if is_too_many_requests(error):
             self.status.failed(error)
-            return self._wait_backoff(stop, True)
+            return self.wait_backoff(stop, True)
         if is_internal_error(error) and retry.should_retry():
             self.status.failed(error)
             return True

@@ -33,7 +33,6 @@ from client_cache.reflector_consistency import check_watch_list_consistency_if_r
 from client_cache.reflector_watch import handle_watch, random_watch_timeout
 from client_cache.store import deletion_handling_meta_namespace_key_func, new_store
 from client_cache.util.chan import Chan
-from client_cache.util.wait import wait_for_backoff
 from client_cache.watch import Watch
 
 if TYPE_CHECKING:
@@ -125,7 +124,7 @@ def _retry(r: Reflector, err: BaseException, stop: threading.Event) -> bool:
     """Whether to ask again after ``err`` (having backed off where it calls for that)."""
     if is_connection_refused(err) or is_too_many_requests(err):
         r.status.failed(err)  # counted and reported, as every failed attempt
-        return wait_for_backoff(r.backoff_manager, stop)
+        return r.wait_backoff(stop, True)
     if is_expired(err) or is_gone(err) or is_too_large_resource_version(err):
         r.set_is_last_sync_resource_version_unavailable(True)
         return True

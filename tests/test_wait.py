@@ -127,6 +127,19 @@ def test_backoff_until_never_runs_when_already_stopped() -> None:
     assert calls == []
 
 
+def test_backoff_until_waits_with_its_own_wait_until_it_says_stop() -> None:
+    """The port's ``wait`` hook (a reflector's wait, cut short by a server's answer):
+    it replaces the manager's timer after each call; False ends the loop."""
+    calls: list[int] = []
+    waits = iter([True, True, False])
+    backoff_until(lambda: calls.append(1), StepBackoff(FakeClock(T0), 1), True,
+                  threading.Event(), wait=lambda: next(waits))
+    assert calls == [1, 1, 1]
+    with pytest.raises(ValueError, match="sliding"):
+        backoff_until(lambda: None, StepBackoff(FakeClock(T0), 1), False, threading.Event(),
+                      wait=lambda: True)
+
+
 def test_until_on_real_clock_stops_promptly() -> None:
     stop = threading.Event()
     ran = threading.Semaphore(0)

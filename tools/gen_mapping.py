@@ -467,7 +467,6 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "handle_watch": ("handleAnyWatch", ""),
     "random_watch_timeout": ("—", "the timeoutSeconds Go's ListAndWatch draws inline"),
     "watch_list": ("Reflector.watchList", ""),
-    "wait_for_backoff": ("—", "Go selects on BackoffManager.Backoff().C() inline"),
     "TypeCheck": ("—", "the expectedType/expectedGVK checks of Go's reflector, as one object"),
     "check_watch_list_consistency_if_requested": (
         "checkWatchListDataConsistencyIfRequested", ""),

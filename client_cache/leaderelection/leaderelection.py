@@ -83,13 +83,13 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
+"""How far a wait of ``retry_period`` is stretched at random, as a multiple of it: a
+candidate waits between 1 and 2.2 ``retry_period`` between tries (Go ``JitterFactor``)."""
 
 RELEASE_TIMEOUT = 0.5
 """How long the release of a stopping leader may take (seconds): best effort within the
 stop's budget of a second; a release the server does not answer in time leaves the lease
 to expire, as a killed leader's does."""
-"""How far a wait of ``retry_period`` is stretched at random, as a multiple of it: a
-candidate waits between 1 and 2.2 ``retry_period`` between tries (Go ``JitterFactor``)."""
 
 
 class LeaderElectionError(ClientCacheError):

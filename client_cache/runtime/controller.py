@@ -432,12 +432,17 @@ class Controller(Generic[K]):
         then those of ``owns``/``watches``), by resource as people write it (see
         :meth:`~client_cache.shared_informer.SharedIndexInformer.health`); for a probe,
         :func:`client_cache.health.informers_check` takes anything with ``health()``."""
-        informers = [self._informer] + [w.informer for w in self._watched]
         out: dict[str, InformerHealth] = {}
-        for informer in informers:
+        for informer in self._informers():
             health = informer.health()
             out.setdefault(health.resource, health)
         return out
+
+    def _informers(self) -> list[Any]:
+        """Every informer this controller reads, the primary one first, each once (a
+        watched resource may share the primary's informer)."""
+        return list({id(i): i for i in
+                     [self._informer, *(w.informer for w in self._watched)]}.values())
 
     def ready(self) -> str | None:
         """None when this controller is ready to serve (a readiness probe's check:
@@ -560,8 +565,7 @@ class Controller(Generic[K]):
                 self._prepared.wait()
             finally:
                 wake.cancel()
-            informers = [self._informer] + [w.informer for w in self._watched]
-            wait_for_cache_sync(self._stopping, *(i.has_synced for i in informers),
+            wait_for_cache_sync(self._stopping, *(i.has_synced for i in self._informers()),
                                 timeout=timeout)
             yield self
         finally:
@@ -724,12 +728,9 @@ class Controller(Generic[K]):
         asks after a lapse, before every key is reconciled again. One not back after
         :data:`REFRESH_WARNING` seconds is named at WARNING; the wait goes on (a key
         reconciled from a cache that missed the outage's changes is what it prevents)."""
-        informers: list[Any] = []
-        for informer in [self._informer] + [w.informer for w in self._watched]:
-            if all(informer is not other for other in informers):
-                informers.append(informer)
         asked = [(informer, informer.reconnect("the shard member lapsed or was blind"))
-                 for informer in informers if callable(getattr(informer, "reconnect", None))]
+                 for informer in self._informers()
+                 if callable(getattr(informer, "reconnect", None))]
         for informer, since in asked:
             status = informer.status
             if status.wait_connected(since, stop, REFRESH_WARNING):

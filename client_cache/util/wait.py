@@ -59,7 +59,6 @@ __all__ = [
     "poll_infinite",
     "poll_until",
     "until",
-    "wait_for_backoff",
 ]
 
 FOREVER_TEST_TIMEOUT = 30.0
@@ -204,16 +203,6 @@ class JitteredBackoffManager:
         return self._timer
 
 
-def wait_for_backoff(manager: BackoffManager, stop: threading.Event) -> bool:
-    """Wait for ``manager``'s next backoff; False when ``stop`` was set meanwhile."""
-    timer = manager.backoff()
-    index, _ = select_or_stop(stop, [timer.c()])
-    if index == STOPPED:
-        timer.stop()
-        return False
-    return True
-
-
 def new_exponential_backoff_manager(
     init_backoff: float,
     max_backoff: float,
@@ -236,17 +225,26 @@ def new_jittered_backoff_manager(
 
 
 def backoff_until(
-    f: Callable[[], None], manager: BackoffManager, sliding: bool, stop: threading.Event
+    f: Callable[[], None], manager: BackoffManager, sliding: bool, stop: threading.Event,
+    wait: Callable[[], bool] | None = None,
 ) -> None:
     """Run ``f`` until ``stop`` is set, waiting on ``manager``'s timer between calls
     (Go ``BackoffUntil``). With ``sliding`` the wait starts after ``f`` returns; without,
-    it starts before ``f`` runs (so ``f``'s run time is part of the period)."""
+    it starts before ``f`` runs (so ``f``'s run time is part of the period). ``wait`` (a
+    port addition, with ``sliding`` only) replaces the wait after each call: it returns
+    False to end the loop (a reflector's, which a server's answer can cut short)."""
+    if wait is not None and not sliding:
+        raise ValueError("backoff_until: a wait of its own needs sliding=True")
     while True:
         if stop.is_set():
             return
         timer = None if sliding else manager.backoff()
         with handle_crash():
             f()
+        if wait is not None:
+            if not wait():
+                return
+            continue
         if timer is None:
             timer = manager.backoff()
         index, _ = select_or_stop(stop, [timer.c()])

@@ -114,6 +114,22 @@ def test_binds_only_to_loopback(server: EmbeddedApiServer) -> None:
             pass
 
 
+def test_a_body_cut_short_by_the_client_is_not_applied(server: EmbeddedApiServer) -> None:
+    """A PUT whose client went away after the headers (an abandoned request) changes
+    nothing: it is not read as an empty object replacing the stored one."""
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cut"},
+                                                  "data": {"a": "1"}})
+    with socket.create_connection((server.host, server.port), 5) as conn:
+        conn.sendall(b"PUT /api/v1/namespaces/default/configmaps/cut HTTP/1.1\r\n"
+                     b"Host: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 200\r\n\r\n")
+        conn.shutdown(socket.SHUT_WR)
+        assert conn.recv(1) == b""  # closed without an answer
+    assert server.truncated_bodies == 1
+    assert core.read_namespaced_config_map("cut", "default").data == {"a": "1"}
+
+
 def test_typed_client_crud_and_errors(server: EmbeddedApiServer) -> None:
     core = CoreV1Api(server.api_client())
     created = core.create_namespaced_config_map(

@@ -262,7 +262,9 @@ def test_a_candidate_stops_when_another_thread_takes_its_sigterm(
         finally:
             api.close()
         assert status == 200
-        assert lease["spec"]["holderIdentity"] == ""  # it released the lease on its way
+        # it released the lease on its way
+        assert lease.get("spec", {}).get("holderIdentity") == "", (lease,
+                                                                   candidate.events[-8:])
     finally:
         candidate.close()
 
@@ -430,6 +432,32 @@ def test_a_leader_that_reads_another_holder_stops_at_once() -> None:
         assert not elector.holds_lease() and elector.get_leader() == "other"
         thread.join(5)
         assert not thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("holder", ["me", "other"])
+def test_a_release_that_conflicts_reads_the_lock_again(holder: str) -> None:
+    """A release refused as a conflict (the stop abandoned a renewal the server had
+    applied: the version read last is stale) reads the lock again and releases that
+    version while this candidate still holds it; held by another, it leaves it alone."""
+    clock = FakeClock(1000.0)
+    lock = ScriptedLock()
+    written: list[str] = []
+
+    def conflict_once(record: LeaderElectionRecord) -> None:
+        written.append(record.holder_identity)
+        if len(written) == 1:
+            lock.held_by = holder
+            raise LockConflictError("renewed under us")
+
+    elector, _, stop, thread = leading_elector(lock, clock)
+    try:
+        lock.update = lambda record, timeout=None: conflict_once(record)  # type: ignore[method-assign]
+        assert elector.release(timeout=1.0)
+        assert written == (["", ""] if holder == "me" else [""])
+        assert not elector.is_leader()
     finally:
         stop.set()
         thread.join(5)

@@ -379,18 +379,35 @@ class LeaderElector:
 
     def release(self, timeout: float | None = None) -> bool:
         """Give the lock up if held: an empty holder with a one-second lease (Go
-        ``release``). True when released or not held. ``timeout`` bounds the request
-        (None: the lock's own); the release at the end of :meth:`run` gives it
-        :data:`RELEASE_TIMEOUT`, best effort within a stop's budget (the lease then
-        expires as usual)."""
+        ``release``). True when released or not held. ``timeout`` bounds the release
+        (None: the lock's own per request); the release at the end of :meth:`run` gives
+        it :data:`RELEASE_TIMEOUT`, best effort within a stop's budget (the lease then
+        expires as usual). A conflict (a renewal the stop abandoned had reached the
+        server) reads the lock again and, if this candidate still holds it, releases
+        that version, within the same ``timeout``; Go gives up there."""
         if not self.is_leader():
             return True
         wall = datetime.now(timezone.utc)
         with self._lock:
             transitions = self._observed.leader_transitions
         record = LeaderElectionRecord("", 1, wall, wall, transitions)
+        lock, clock = self.config.lock, self._clock
+        deadline = None if timeout is None else clock.monotonic() + timeout
+
+        def left() -> float | None:  # the lock bounds a request to at least 50 ms
+            return None if deadline is None else max(0.0, deadline - clock.monotonic())
         try:
-            self.config.lock.update(record, timeout=timeout)
+            try:
+                lock.update(record, timeout=timeout)
+            except LockConflictError:
+                # the stop abandoned a renewal the server had already applied, so the
+                # version last read is stale: read again and release if still ours
+                # (Go fails here and leaves the lease to expire)
+                current, _ = lock.get(timeout=left())
+                if current.holder_identity != self.identity():
+                    self._set_observed(current)
+                    return True
+                lock.update(record, timeout=left())
         except LockError as err:
             _log.error("Failed to release lock: %s", err)
             return False

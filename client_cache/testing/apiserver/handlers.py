@@ -195,6 +195,13 @@ class Handler(BaseHTTPRequestHandler):
         # connection would be taken for the next request (a 400 for the client's next call).
         length = int(self.headers.get("Content-Length") or 0)
         self._raw_body = self.rfile.read(length) if length else b""
+        if len(self._raw_body) < length:
+            # the client went away mid-body (an abandoned request): nothing is applied,
+            # as the real server fails such a request on the unexpected EOF (a short
+            # body read as empty would have been a PUT of ``{}``)
+            owner.count_request("truncated_bodies")
+            self.close_connection = True
+            return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]

@@ -478,6 +478,18 @@ class ClientListerWatcher:
         reflector waits on it answering again: :mod:`client_cache.util.server_answers`)."""
         return host_of(str(self.api_client.configuration.host))
 
+    def probe(self, stop: threading.Event, timeout: float) -> None:
+        """Ask the server for ``/version``, for its answer's sake only: any HTTP answer
+        wakes the reflectors waiting for this server (the request is measured like any
+        other: :mod:`client_cache.util.server_answers`); failures are ignored. Bounded
+        by ``timeout`` and ended at once by ``stop``."""
+        host = str(self.api_client.configuration.host).rstrip("/")
+        try:
+            self.transport.get(f"{host}/version", request_headers(self.api_client), timeout,
+                               stop, read_body=True)
+        except Exception as err:  # a probe only looks for an answer
+            _log.debug("probe of %s: %s", self.server_host, type(err).__name__)
+
     # -- ListerWatcher --------------------------------------------------------------------------
     def list(self, options: ListOptions) -> Any:
         """LIST the collection; returns the list as a wire dict (items converted to

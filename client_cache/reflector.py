@@ -67,6 +67,7 @@ from client_cache.codec.unfit import UnfitObject
 from client_cache.errors import (
     ClientCacheError,
     StopRequestedError,
+    find_api_error,
     is_connection_refused,
     is_expired,
     is_gone,
@@ -117,7 +118,7 @@ from client_cache.util.chan import (
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.env import env_true
 from client_cache.util.runtime import handle_error
-from client_cache.util.server_answers import on_answer
+from client_cache.util.server_answers import claim_probe, on_answer
 from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
 from client_cache.watch import Watch
 
@@ -153,6 +154,14 @@ it (client-go's fixed 30 s)."""
 ANSWER_JITTER = 0.25
 """The most a reflector waits, after its server answered again, before it retries
 (seconds, uniformly spread: the informers of a process do not all reconnect at once)."""
+
+PROBE_PERIOD = 1.0
+"""How often a process asks an unreachable server whether it answers again (seconds):
+one ``GET /version`` per server and period, however many reflectors wait on it
+(:func:`~client_cache.util.server_answers.claim_probe`)."""
+
+PROBE_TIMEOUT = 0.5
+"""How long one probe of an unreachable server may take (seconds)."""
 
 
 def check_max_backoff(value: float) -> float:
@@ -341,16 +350,16 @@ class Reflector:
         self.log.debug("Starting reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
 
-        unreachable = [False]  # the last round failed for want of a serving server
+        failure: list[BaseException | None] = [None]  # what ended the last round
 
         def round_() -> None:
-            unreachable[0] = False
+            failure[0] = None
             try:
                 self.list_and_watch(stop)
             except DataInconsistencyError:
                 raise  # Go panics
             except Exception as err:
-                unreachable[0] = server_unreachable(err)
+                failure[0] = err
                 if not (is_expired(err) or is_gone(err)):
                     self.status.failed(err)
                 self.watch_error_handler(self, err)
@@ -358,7 +367,7 @@ class Reflector:
         try:
             with gc_policy.spaced_full_collections():  # see client_cache.codec.gc_policy
                 backoff_until(round_, self.backoff_manager, True, stop,
-                              wait=lambda: self.wait_backoff(stop, unreachable[0]))
+                              wait=lambda: self.wait_backoff(stop, failure[0]))
         finally:
             # the connections of a stopped reflector end with it (a list-watch that pools
             # them dials again if it is run again)
@@ -366,29 +375,51 @@ class Reflector:
         self.log.debug("Stopping reflector %s (%s) from %s", self.type_description,
                    self.resync_period, self.name)
 
-    def wait_backoff(self, stop: threading.Event, unreachable: bool) -> bool:
-        """Wait the backoff manager's next backoff (False when ``stop`` was set): Go's
-        ``BackoffUntil(round, backoff, sliding)`` between rounds, and the wait before a
-        watch or watch-list is asked again after a refused connection or a 429; every
-        wait of the reflector after a failure comes here. When the failure before it
-        found the server ``unreachable`` (no answer, 429, 5xx), the wait also ends as
+    def wait_backoff(self, stop: threading.Event, cause: BaseException | None) -> bool:
+        """Wait the backoff manager's next backoff after the failure ``cause`` (False
+        when ``stop`` was set): Go's ``BackoffUntil(round, backoff, sliding)`` between
+        rounds, and the wait before a watch or watch-list is asked again after a refused
+        connection or a 429; every wait of the reflector after a failure comes here.
+
+        When ``cause`` says the server is not serving (no answer, 429, 5xx:
+        :func:`~client_cache.status_errors.server_unreachable`), the wait also ends as
         soon as the server answers anyone in this process
         (:mod:`client_cache.util.server_answers`: a Lease renewal, another informer, a
         write), a moment of jitter later, with the backoff reset: after an API server
-        restart the cache is re-established within about a retry period of whatever
-        talks to the server, not after up to 30 s (jittered to 60 s, reset only after
-        120 s without a failure) as client-go's is. Nothing is sent to find out. A
-        :meth:`reconnect` ends it at once too."""
+        restart the cache is re-established within about a second, not after up to 30 s
+        (jittered to 60 s, reset only after 120 s without a failure) as client-go's is.
+        When the server did not answer at all (refused, reset, timed out), the
+        list-watch's ``probe`` finds out even if nothing else in the process talks to
+        it (a plain controller): every :data:`PROBE_PERIOD` one waiting reflector per
+        server sends a ``GET /version`` bounded by :data:`PROBE_TIMEOUT`. A port
+        addition: client-go's informers each retry on their own backoff; here a
+        process's informers cost a down server one small request a second between
+        them. A server that answers 429 or 5xx is not probed: it asked for the backoff.
+        A :meth:`reconnect` ends the wait at once too."""
         host = getattr(self.lister_watcher, "server_host", None)
         timer = self.backoff_manager.backoff()
         woken: Chan[None] = Chan(1)
         poked: Chan[None] = Chan(1)
         registration = on_answer(host, functools.partial(woken.try_send, None)) \
-            if unreachable and isinstance(host, str) else None
+            if server_unreachable(cause) and isinstance(host, str) else None
+        probe = getattr(self.lister_watcher, "probe", None) \
+            if registration is not None and find_api_error(cause) is None else None
         with self._lock:
             self._backoff_poke = poked
         try:
-            index, _ = select_or_stop(stop, [timer.c(), woken, poked])
+            while True:
+                tick = self.clock.new_timer(PROBE_PERIOD) if callable(probe) else None
+                chans: list[Chan[Any]] = [timer.c(), woken, poked]
+                if tick is not None:
+                    chans.append(tick.c())
+                index, _ = select_or_stop(stop, chans)
+                if index != 3:
+                    if tick is not None:
+                        tick.stop()
+                    break
+                assert isinstance(host, str) and callable(probe)
+                if claim_probe(host, PROBE_PERIOD, self.clock.monotonic()):
+                    probe(stop, PROBE_TIMEOUT)  # an answer wakes every waiter, this one too
         finally:
             with self._lock:
                 self._backoff_poke = None
@@ -588,7 +619,7 @@ class Reflector:
                 # a failed attempt like any other: counted (health turns unhealthy when
                 # they go on) and reported, once an episode at WARNING
                 self.status.failed(err)
-                self.wait_backoff(stop, True)
+                self.wait_backoff(stop, err)
                 return None
             raise
 
@@ -616,7 +647,7 @@ class Reflector:
         # a watch that failed is a failed attempt: counted and reported (status.failed)
         if is_too_many_requests(error):
             self.status.failed(error)
-            return self.wait_backoff(stop, True)
+            return self.wait_backoff(stop, error)
         if is_internal_error(error) and retry.should_retry():
             self.status.failed(error)
             return True

@@ -124,7 +124,7 @@ def _retry(r: Reflector, err: BaseException, stop: threading.Event) -> bool:
     """Whether to ask again after ``err`` (having backed off where it calls for that)."""
     if is_connection_refused(err) or is_too_many_requests(err):
         r.status.failed(err)  # counted and reported, as every failed attempt
-        return r.wait_backoff(stop, True)
+        return r.wait_backoff(stop, err)
     if is_expired(err) or is_gone(err) or is_too_large_resource_version(err):
         r.set_is_last_sync_resource_version_unavailable(True)
         return True

@@ -7,32 +7,42 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.errors import server_unreachable
+from client_cache import ReflectorOptions, meta_namespace_key_func, new_store
+from client_cache.errors import ApiStatusError, server_unreachable
 from client_cache.informers import new_shared_informer_factory
+from client_cache.listwatch import ListWatch
+from client_cache.reflector import PROBE_PERIOD, new_reflector_with_options
 from client_cache.rest import RestError, request_json
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 from client_cache.util import server_answers
+from client_cache.util.clock import FakeClock
 from tests.fixtures import eventually
 
 
+@pytest.mark.parametrize("pinged", [True, False], ids=["renewals", "alone"])
 @pytest.mark.parametrize("watch_list", [False, True], ids=["list", "watch-list"])
 def test_an_outage_long_enough_for_a_long_backoff_ends_at_the_server_s_return(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
-        watch_list: bool) -> None:
+        watch_list: bool, pinged: bool) -> None:
     """The wait that ended is the backoff's, cut short by the server's answer (its INFO
     line says so: what a timer that fired would not print), and the cache holds an
     object created after the return well before the backoff due (6.4 s or more; 1-2 s
     quiet, the bound leaves room for a loaded machine). With watch-list the refused
-    watch-list requests wait in the same place."""
+    watch-list requests wait in the same place. The answer comes from another request
+    of the process (``renewals``: what a Lease renewal does) or, with nothing else
+    talking to the server (``alone``: a plain controller), from the reflectors' own
+    probe."""
     if watch_list:
         monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "true")
     caplog.set_level(logging.INFO, "client_cache.reflector")
@@ -52,7 +62,8 @@ def test_an_outage_long_enough_for_a_long_backoff_ends_at_the_server_s_return(
     try:
         factory.start(stop)
         assert factory.wait_for_cache_sync(stop, timeout=20)
-        pinger.start()
+        if pinged:
+            pinger.start()
         server.kill(str(tmp_path / "state.json"))
         # failures back off 0.8, 1.6, 3.2, 6.4 s (each up to twice that, jittered)
         eventually(lambda: informer.health().consecutive_failures >= 4, 40,
@@ -91,6 +102,64 @@ def test_only_a_serving_answer_wakes_and_what_counts_as_unreachable() -> None:
     err = RestError("GET failed")
     err.__cause__ = TimeoutError()
     assert server_unreachable(err)
+
+
+def test_one_probe_per_server_and_period() -> None:
+    """The reflectors waiting on one server take turns: one claim per period."""
+    assert server_answers.claim_probe("p:1", 1.0, 100.0)
+    assert not server_answers.claim_probe("p:1", 1.0, 100.5)  # another waiter: not now
+    assert server_answers.claim_probe("q:1", 1.0, 100.5)  # another server
+    assert server_answers.claim_probe("p:1", 1.0, 101.0)
+
+
+class ProbedListWatch(ListWatch):
+    """A list-watch on server ``probed:1`` whose probes are counted."""
+
+    server_host = "probed:1"
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(list_func=self._never, watch_func=self._never)
+        self.clock = clock
+        self.probes: queue.Queue[float] = queue.Queue()
+
+    @staticmethod
+    def _never(options: Any) -> Any:
+        raise AssertionError("not called")
+
+    def probe(self, stop: threading.Event, timeout: float) -> None:
+        self.probes.put(self.clock.monotonic())
+
+
+@pytest.mark.parametrize(("cause", "probed"), [
+    (ConnectionRefusedError(), True),
+    (ApiStatusError(429, "TooManyRequests", "slow down"), False),
+    (ApiStatusError(503, "ServiceUnavailable", "starting"), False),
+], ids=["refused", "429", "503"])
+def test_only_a_server_that_did_not_answer_is_probed(cause: BaseException,
+                                                     probed: bool) -> None:
+    """A backoff after no answer at all probes the server every PROBE_PERIOD (on the
+    reflector's clock); one that answered 429 or 5xx asked for the backoff: no probe."""
+    clock = FakeClock(100.0)
+    lw = ProbedListWatch(clock)
+    r = new_reflector_with_options(lw, None, new_store(meta_namespace_key_func),
+                                   ReflectorOptions(name="probed", clock=clock))
+    r.backoff_manager = SimpleNamespace(backoff=lambda: clock.new_timer(1000.0))
+    stop = threading.Event()
+    waiting = threading.Thread(target=r.wait_backoff, args=(stop, cause),
+                               name="test-wait-backoff", daemon=True)
+    waiting.start()
+    try:
+        eventually(lambda: clock.waiter_count() == (2 if probed else 1), 5)
+        for i in range(3):
+            clock.step(PROBE_PERIOD)
+            if probed:
+                assert lw.probes.get(timeout=5) == 100.0 + (i + 1) * PROBE_PERIOD
+                eventually(lambda: clock.waiter_count() == 2, 5)
+        assert lw.probes.empty()
+    finally:
+        stop.set()
+        waiting.join(5)
+    assert not waiting.is_alive()
 
 
 @contextlib.contextmanager

@@ -313,6 +313,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
                                 "429, 5xx)"),
     "answered": ("—", "a server answered: wake who waits for it"),
     "on_answer": ("—", "call back when a server answers again"),
+    "claim_probe": ("—", "take this period's turn to probe a silent server"),
     "client_cache.util.server_answers.Registration": ("—", "an on_answer callback, to "
                                                            "cancel"),
     "builtin_kind": ("—", "a built-in resource's kind and scope, without a server"),

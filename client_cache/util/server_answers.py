@@ -8,8 +8,9 @@ anything on the same process reaches that server again (a leader election or sha
 Lease renewal every retry period, another informer's retry, a reconcile's write),
 instead of sleeping out client-go's backoff of up to 30 s (jittered to 60 s). A port
 addition: client-go waits its backoff. What client-go's backoff is for, not hammering a
-server that is down, still holds: nothing here sends a request; it only ends a wait
-once the server has answered someone.
+server that is down, still holds: when nothing else talks to the server, the waiting
+reflectors take turns through :func:`claim_probe`, so a process sends a down server one
+small request per period between them, not one per informer.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-__all__ = ["Registration", "answered", "on_answer"]
+__all__ = ["Registration", "answered", "claim_probe", "on_answer"]
 
 _lock = threading.Lock()
 _waiting: dict[str, list[Callable[[], object]]] = {}
+_probed: dict[str, float] = {}  # host -> when its last probe was claimed (monotonic)
 
 
 class Registration:
@@ -58,3 +60,15 @@ def answered(host: str, status: int) -> None:
         callbacks = _waiting.pop(host, None)
     for callback in callbacks or ():
         callback()
+
+
+def claim_probe(host: str, period: float, now: float) -> bool:
+    """True when the caller should probe ``host`` now: no probe of it was claimed in the
+    ``period`` seconds before ``now`` (a monotonic reading); the claim is recorded.
+    Callers that get False wait for the answer the claimer's probe brings."""
+    with _lock:
+        last = _probed.get(host)
+        if last is not None and 0.0 <= now - last < period:
+            return False
+        _probed[host] = now
+        return True

@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import os
 import pickle
+import queue
 import select
 import signal
 import subprocess
@@ -732,6 +733,48 @@ def test_claims_read_before_the_own_write_are_in_force_when_it_is_caught_up(
                  "spec": {"holderIdentity": "m0"}}, False)
     assert member.ready()  # caught up by its own write...
     assert not any(member.owns(k) for k in mine)  # ...and m1 still claims all of them
+
+
+def test_a_member_whose_server_is_away_counts_its_lapse_at_the_renew_deadline(
+        ring: Ring, server: EmbeddedApiServer) -> None:
+    """Issue 67: with every request failing (an outage), a member's listeners hear of its
+    lapse (its epoch moves) once the renew deadline passes, while the server is still
+    away: nothing else would tell it then (no worker asks, no write succeeds), and a
+    label-mode member must end its run during the outage so it can be started again."""
+    member = ring.add("away")
+    ring.wait_settled([member], 5)
+    lapses: queue.Queue[float] = queue.Queue()
+    member.add_listener(lambda: lapses.put(time.monotonic()) if member.epoch() else None)
+    server.fail_next(100_000, 503)
+    failing = time.monotonic()
+    try:
+        told = lapses.get(timeout=FAST["renew_deadline"] + FAST["retry_period"] + 5)
+        # the deadline runs from the last renewal sent, a retry period at most before
+        assert told - failing <= FAST["renew_deadline"] + FAST["retry_period"] + 1.0
+        assert member.epoch() == 1 and not member.ready()
+    finally:
+        server.clear_faults()
+
+
+def test_a_member_that_sees_its_own_write_again_after_blindness_rejoins_as_after_a_lapse(
+        server: EmbeddedApiServer) -> None:
+    """Issue 67: a blind member (its own renewal unseen past the renew deadline) that
+    sees its own Lease again counts a lapse (its epoch moves: others may have held its
+    keys meanwhile) and tells its listeners, so the controller refreshes its caches and
+    triggers what it skipped; a member that was never blind does neither."""
+    member = ShardMember(ShardingConfig("default", "r", "m0", **FAST), server.api_client())
+    told: list[int] = []
+    member.add_listener(lambda: told.append(member.epoch()))
+    member._held_until = time.monotonic() + 60
+    member._unseen_since = time.monotonic() - 0.1  # sent, not yet back: not blind
+    member._saw({"metadata": {"name": "m0", "resourceVersion": "6"},
+                 "spec": {"holderIdentity": "m0"}}, False)
+    assert member.epoch() == 0 and told == []
+    member._unseen_since = time.monotonic() - 10 * FAST["renew_deadline"]  # blind
+    member._saw({"metadata": {"name": "m0", "resourceVersion": "7"},
+                 "spec": {"holderIdentity": "m0"}}, False)
+    assert member.epoch() == 1 and told == [1]
+    assert member._unseen_since is None
 
 
 class _Round:

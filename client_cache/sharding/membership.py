@@ -368,6 +368,7 @@ class ShardMember:
                     next_renewal = time.monotonic() + jitter(self.config.retry_period, 0.1)
                 else:  # retry sooner than a renewal, within the deadline
                     next_renewal = time.monotonic() + self.config.retry_period / 2
+                    self._note_lapse(time.monotonic())
                 self._recompute(time.monotonic())
             with self._lock:
                 if self._stop.is_set():
@@ -379,6 +380,19 @@ class ShardMember:
                         wait = min(wait, expiry + 0.001)
                 if wait > 0 and not self._dirty and not self._publish_due_locked():
                     self._wake.wait(wait)
+
+    def _note_lapse(self, now: float) -> None:
+        """After a failed write: once the renew deadline has passed, count the lapse now
+        and tell the listeners, rather than when a worker next asks or the server next
+        answers (an outage delivers neither): a label-mode member ends its run while
+        the server is still away, so its supervisor can start it again at once."""
+        with self._lock:
+            if self._leaving or now < self._held_until or not self._state.caught_up:
+                return
+            self._lapsed_locked()
+        _log.info("shard %s: lease %s/%s not renewed within the renew deadline: lapsed",
+                  self.identity, self.config.namespace, self.identity)
+        self._changed()
 
     def _publish_due_locked(self) -> bool:
         """The target differs from the published view and nothing it takes away runs; for

@@ -2,9 +2,10 @@
 reconcile, and the memory of a member in hash mode against label mode.
 
 Method. 2,000 ConfigMaps (2 KiB of data each) in a fresh namespace. ``N`` member
-processes of ``client_cache.testing.shard_worker`` start, list, join the ring and wait;
-then all are told to go at once. Each reconcile runs ``--work`` (80,000) iterations of a
-pure-Python loop: a fixed amount of work, counted, never calibrated by a clock (about
+processes of ``client_cache.testing.shard_worker`` start, list and sync their cache and
+wait; then all are told to go at once and join the ring. Each reconcile runs ``--work``
+(80,000) iterations of a pure-Python loop: a fixed amount of work, counted, never
+calibrated by a clock (about
 5 ms here on a quiet machine; a member calibrating "5 ms" at start did less work when
 started on a busy machine, and a two-member run once reported 10 s of reconcile CPU in
 4.17 s on 2 cores). The figure is the reconciles per second from the first reconcile's
@@ -18,6 +19,12 @@ than the machine has in that window (cores x seconds, 5 % for the sampling) fail
 figure would not be a measurement. The table gives each part's share of the machine, so
 what two members cannot gain is seen to go to the server and the harness.
 
+Where the rest goes. Each two-member run reports how far apart the members began, and
+for how much of the window the member with the larger share worked alone after the
+other finished (the ring's imbalance). A control alternated with the runs runs the busy
+loop alone, the work of a pass split over one process and then two at once: what two
+processes can gain on this machine at all.
+
 Memory: 2,000 ConfigMaps of ``--memory-kib`` (16 KiB) in another namespace, so the cache
 outweighs the interpreter; the resident set of each of two members once every object was
 reconciled, in hash mode (every member caches all 2,000 objects) and in label mode (each
@@ -26,7 +33,7 @@ The server runs beside the members on the same two cores.
 
 Writes ``bench/results/sharding.json`` and ``.md``.
 
-    python -m bench.bench_sharding [--rounds 3] [--objects 2000] [--work 80000] [--real]
+    python -m bench.bench_sharding [--rounds 5] [--objects 2000] [--work 80000] [--real]
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import multiprocessing
 import os
 import platform
 import statistics
@@ -49,7 +57,7 @@ from kubernetes.client import CoreV1Api
 
 from bench.contenders import save_results
 from client_cache.testing.leader import Timing
-from client_cache.testing.shard_worker import ShardWorkerProcess
+from client_cache.testing.shard_worker import ShardWorkerProcess, busy
 
 TIMING = Timing(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
 _namespaces = itertools.count(1)
@@ -97,6 +105,16 @@ def servers(real: bool) -> Iterator[list[tuple[str, Callable[[], Any], dict[str,
         yield found
 
 
+def busy_loops(processes: int, iterations: int) -> float:
+    """Wall seconds for ``processes`` processes each running ``iterations`` of the
+    reconcile's busy loop at once (nothing else: the machine's own ceiling)."""
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        pool.map(busy, [1] * processes)  # started and imported before the clock runs
+        started = time.monotonic()
+        pool.map(busy, [iterations] * processes)
+        return time.monotonic() - started
+
+
 def describe_machine() -> str:
     """Cores and Python, for the report."""
     return f"{os.cpu_count()} cores, Python {platform.python_version()}"
@@ -119,7 +137,7 @@ def one_run(kubeconfig: str, ns: str, members: int, mode: str, objects: int,
     procs = [ShardWorkerProcess(kubeconfig, f"b{run}-{i}", ns, TIMING, ring=f"bench{run}",
                                 flags=flags) for i in range(members)]
     try:
-        for proc in procs:
+        for proc in procs:  # each with its cache synced (hash mode), before its ring
             assert proc.wait_for(lambda ev: any(e["e"] == "waiting" for e in ev), 60), proc
         before = ([cpu_seconds(p.proc.pid) for p in procs],
                   [cpu_seconds(pid) for pid in server_pids], own_cpu_seconds())
@@ -153,9 +171,15 @@ def one_run(kubeconfig: str, ns: str, members: int, mode: str, objects: int,
                 seen.add(event["k"])
                 last = event["t"]
         done = sum(1 for e in events if e["e"] == "f" and e["t"] <= last)
+        # each member's own window: its first start and its last finish of the pass
+        spans = [(min(e["t"] for e in p.snapshot() if e["e"] == "s"),
+                  max(e["t"] for e in p.snapshot() if e["e"] == "f" and e["t"] <= last))
+                 for p in procs]
         return {"members": members, "mode": mode, "seconds": last - first,
                 "reconciles": done, "per_second": done / (last - first),
                 "wall": wall, "split": split,
+                "start_spread": max(a for a, _ in spans) - min(a for a, _ in spans),
+                "alone": max(b for _, b in spans) - min(b for _, b in spans),
                 "cpu": {"members": member_cpu, "server": server_cpu,
                         "harness": harness_cpu},
                 "rss_mb": [round(p.rss() / 2**20, 1) for p in procs]}
@@ -171,7 +195,7 @@ def share(run: dict[str, Any], part: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--objects", type=int, default=2000)
     parser.add_argument("--work", type=int, default=80_000,
                         help="busy-loop iterations per reconcile (about 5 ms here)")
@@ -194,16 +218,20 @@ def main(argv: list[str] | None = None) -> int:
             Path(kubeconfig).write_text(json.dumps(config), encoding="utf-8")
             ns = populate(api_client(), args.objects, 2)
             runs: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+            loops: dict[str, list[float]] = {"1": [], "2": []}
             for _ in range(args.rounds):
                 for members in (1, 2):
                     runs[str(members)].append(one_run(kubeconfig, ns, members, "hash",
                                                       args.objects, args.work, next(run),
                                                       pids()))
+                for processes in (1, 2):  # the control: the busy loop alone, as much
+                    loops[str(processes)].append(  # work as a member's pass
+                        busy_loops(processes, args.work * args.objects // 2))
             big = populate(api_client(), args.objects, args.memory_kib)
             memory = {mode: one_run(kubeconfig, big, 2, mode, args.objects, 0, next(run),
                                     pids())
                       for mode in ("hash", "labels")}
-            report["servers"][name] = {"runs": runs, "memory": memory}
+            report["servers"][name] = {"runs": runs, "memory": memory, "loops": loops}
             rate = {k: statistics.median(r["per_second"] for r in v) for k, v in runs.items()}
             lines += [f"## {name}", "",
                       "| members | reconciles/s (median) | runs | CPU of the machine: "
@@ -220,13 +248,30 @@ def main(argv: list[str] | None = None) -> int:
             larger = statistics.median(max(r["split"]) / sum(r["split"]) for r in runs["2"])
             idle = statistics.median(1 - share(r, "members") - share(r, "server")
                                      - share(r, "harness") for r in runs["2"])
-            lines += ["", f"Two members against one: **{rate['2'] / rate['1']:.2f}x**. "
+            two = runs["2"]
+            # paired: each round's runs and control were alternated, so a round's ratios
+            # share the machine's state (its speed drifts by 15 % between minutes)
+            paired = statistics.median(b["per_second"] / a["per_second"]
+                                       for a, b in zip(runs["1"], two, strict=True))
+            ceiling = statistics.median(2 * a / b for a, b in zip(loops["1"], loops["2"],
+                                                                  strict=True))
+            spread = statistics.median(r["start_spread"] for r in two)
+            alone = statistics.median(r["alone"] / r["seconds"] for r in two)
+            lines += ["", f"Two members against one: **{rate['2'] / rate['1']:.2f}x** "
+                      f"(paired by round: {paired:.2f}x). "
                       f"One member spends {per_reconcile:.1f} ms of CPU a reconcile (its "
-                      "work, the informer and the runtime). With two, the server and the "
-                      f"harness take little; {idle:.0%} of the machine stays idle: the ring "
-                      f"gives the larger member {larger:.0%} of the keys (at most "
-                      f"{1 / larger:.2f}x while it finishes its share alone); the rest of "
-                      "the gap is not explained by these figures.", "",
+                      "work, the informer and the runtime). With two: "
+                      f"{statistics.median(share(r, 'server') for r in two):.0%} of the "
+                      "machine goes to the server and "
+                      f"{statistics.median(share(r, 'harness') for r in two):.0%} to the "
+                      f"harness, {idle:.0%} stays idle. The ring gives the larger member "
+                      f"{larger:.0%} of the keys (at most {1 / larger:.2f}x); the members "
+                      f"begin {spread * 1000:.0f} ms apart, and the larger one works "
+                      f"alone for the last {alone:.0%} of the window. The control, the "
+                      "busy loop alone in two processes against one (the same work, "
+                      f"paired by round): **{ceiling:.2f}x**, what this machine gives two "
+                      "processes at all. The machine and the ring together allow "
+                      f"{ceiling / (2 * larger):.2f}x.", "",
                       f"Memory, {args.objects} ConfigMaps of {args.memory_kib} KiB:", "",
                       "| mode, 2 members | resident memory per member (MiB) |", "|---|---|"]
             for mode, result in memory.items():

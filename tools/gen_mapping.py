@@ -314,6 +314,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "answered": ("—", "a server answered: wake who waits for it"),
     "on_answer": ("—", "call back when a server answers again"),
     "claim_probe": ("—", "take this period's turn to probe a silent server"),
+    "busy": ("—", "a fixed amount of pure-Python work (a benchmark reconcile's)"),
     "client_cache.util.server_answers.Registration": ("—", "an on_answer callback, to "
                                                            "cancel"),
     "builtin_kind": ("—", "a built-in resource's kind and scope, without a server"),

@@ -18,7 +18,10 @@ input, so a member never outlives the process that started it. With ``--label-se
 the informer lists only the matching ConfigMaps; ``--mode labels`` runs the label-assigned
 mode (a lost Lease then ends the process: ``exit`` carries ``lost``). With ``--wait-go``
 it prints ``waiting`` and starts its controller when a line arrives on its standard
-input (:meth:`ShardWorkerProcess.go`), so the members of a benchmark start together.
+input (:meth:`ShardWorkerProcess.go`), so the members of a benchmark start together; in
+hash mode its ConfigMap cache is listed and synced before ``waiting`` (the controller
+then reads that cache), so what follows the go is the ring's start and the reconciles,
+not a LIST of every object.
 
 :class:`ShardWorkerProcess` starts one and collects its lines.
 """
@@ -37,7 +40,7 @@ from client_cache.testing.child import LineProcess, add_lease_arguments
 from client_cache.testing.child import emit as _emit
 from client_cache.testing.leader import Timing
 
-__all__ = ["ShardWorkerProcess", "main"]
+__all__ = ["ShardWorkerProcess", "busy", "main"]
 
 
 class ShardWorkerProcess(LineProcess):
@@ -72,8 +75,8 @@ class ShardWorkerProcess(LineProcess):
         return 0
 
 
-def _busy(iterations: int) -> int:
-    """Pure-Python work: a loop of integer arithmetic."""
+def busy(iterations: int) -> int:
+    """Pure-Python work: a loop of integer arithmetic (a reconcile's ``--work``)."""
     total = 0
     for i in range(iterations):
         total = (total * 31 + i) % 1_000_003
@@ -149,13 +152,14 @@ def main(argv: list[str] | None = None) -> int:
         key = ctx.obj_ref.key()
         data = obj.get("data") if isinstance(obj, dict) else None
         _emit("s", k=key, v=(data or {}).get("value", ""))
-        _busy(iterations)
+        busy(iterations)
         if args.sleep_ms:
             time.sleep(args.sleep_ms / 1000)
         _emit("f", k=key)
         return Action.await_change()
 
     go = threading.Event()
+    warm = threading.Event()  # set: the informers started before the go end
 
     def orphaned() -> None:  # our stdin's only writer is the parent: EOF means it is gone
         if args.wait_go:
@@ -164,14 +168,20 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdin.read()
         go.set()
         controller.shutdown()
+        warm.set()
 
     threading.Thread(target=orphaned, name="shard-worker-parent-watch", daemon=True).start()
     if args.wait_go:  # a start line for benchmarks: every member begins at once
+        if args.mode == "hash":  # the cache the controller reads, listed and synced now
+            factory.for_resource(GroupVersionResource("", "v1", "configmaps")).informer()
+            factory.start(warm)
+            factory.wait_for_cache_sync(warm)
         _emit("waiting")
         go.wait()
     signal.signal(signal.SIGTERM, lambda *_: controller.shutdown())
     signal.signal(signal.SIGINT, lambda *_: controller.shutdown())
     summary = controller.run(reconcile)
+    warm.set()
     _emit("exit", lost=summary.lost_shard, cpu=time.process_time())
     sys.stdout.flush()
     os._exit(0)

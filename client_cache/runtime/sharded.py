@@ -26,7 +26,9 @@ request when the key is not this replica's to start now. The key is the primary 
   new member. A member whose Lease lapsed ends its run (``RunSummary.lost_shard``), as a
   controller-runtime manager exits when it loses its lease: its cache may still hold
   objects the sharder gave away meanwhile, and a new process lists afresh
-  (:class:`~client_cache.sharding.WorkerGroup` starts it again).
+  (:class:`~client_cache.sharding.WorkerGroup` starts it again). The lapse is counted
+  at the renew deadline even while the server is away (an outage), so the run ends
+  then, and the new process is already waiting when the server returns.
 
 The gate reports ``shard_keys_owned`` and ``shard_handovers_total``; ``ctx.shard`` is
 :attr:`ShardGate.identity`.

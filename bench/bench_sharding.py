@@ -108,10 +108,12 @@ def servers(real: bool) -> Iterator[list[tuple[str, Callable[[], Any], dict[str,
 def busy_loops(processes: int, iterations: int) -> float:
     """Wall seconds for ``processes`` processes each running ``iterations`` of the
     reconcile's busy loop at once (nothing else: the machine's own ceiling)."""
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        pool.map(busy, [1] * processes)  # started and imported before the clock runs
+    context = multiprocessing.get_context("spawn")
+    ready = context.Barrier(processes + 1)  # every worker started and imported
+    with context.Pool(processes, initializer=ready.wait) as pool:
+        ready.wait()
         started = time.monotonic()
-        pool.map(busy, [iterations] * processes)
+        pool.map(busy, [iterations] * processes, chunksize=1)
         return time.monotonic() - started
 
 

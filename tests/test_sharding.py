@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import pickle
 import queue
@@ -736,7 +737,7 @@ def test_claims_read_before_the_own_write_are_in_force_when_it_is_caught_up(
 
 
 def test_a_member_whose_server_is_away_counts_its_lapse_at_the_renew_deadline(
-        ring: Ring, server: EmbeddedApiServer) -> None:
+        ring: Ring, server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture) -> None:
     """Issue 67: with every request failing (an outage), a member's listeners hear of its
     lapse (its epoch moves) once the renew deadline passes, while the server is still
     away: nothing else would tell it then (no worker asks, no write succeeds), and a
@@ -752,6 +753,8 @@ def test_a_member_whose_server_is_away_counts_its_lapse_at_the_renew_deadline(
         # the deadline runs from the last renewal sent, a retry period at most before
         assert told - failing <= FAST["renew_deadline"] + FAST["retry_period"] + 1.0
         assert member.epoch() == 1 and not member.ready()
+        assert any(r.levelno == logging.WARNING and "lapsed" in r.getMessage()
+                   for r in caplog.records)  # said where no logging is configured
     finally:
         server.clear_faults()
 

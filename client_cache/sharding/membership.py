@@ -390,8 +390,10 @@ class ShardMember:
             if self._leaving or now < self._held_until or not self._state.caught_up:
                 return
             self._lapsed_locked()
-        _log.info("shard %s: lease %s/%s not renewed within the renew deadline: lapsed",
-                  self.identity, self.config.namespace, self.identity)
+        # visible by default: this replica starts nothing until it has written again
+        log_visibly(_log, logging.WARNING, "shard %s: lease %s/%s not renewed within the "
+                    "renew deadline: lapsed, starting nothing until renewed", self.identity,
+                    self.config.namespace, self.identity)
         self._changed()
 
     def _publish_due_locked(self) -> bool:

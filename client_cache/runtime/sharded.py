@@ -338,7 +338,9 @@ class ShardGate:
             self._trigger(ref)
         ring = self.config.ring
         self._metrics.set_keys_owned(ring, len(owned))
-        if gained and not first:
+        # a member's first keys are handed over too when it joined a ring with others in
+        # it (they held them); only the first keys of a ring of one came from no one
+        if gained and (not first or len(member.members()) > 1):
             self._metrics.add_handovers(ring, len(gained))
         if gained:
             _log.info("controller %s: shard %s reconciles %d keys (%d new)", self._name,

@@ -21,7 +21,8 @@ what two members cannot gain is seen to go to the server and the harness.
 
 Where the rest goes. Each two-member run reports how far apart the members began, and
 for how much of the window the member with the larger share worked alone after the
-other finished (the ring's imbalance). A control alternated with the runs runs the busy
+other finished (the ring's imbalance), and for what share of its own window (its first
+reconcile to its last) each member was on a CPU. A control alternated with the runs runs the busy
 loop alone, the work of a pass split over one process and then two at once: what two
 processes can gain on this machine at all.
 
@@ -182,6 +183,7 @@ def one_run(kubeconfig: str, ns: str, members: int, mode: str, objects: int,
                 "wall": wall, "split": split,
                 "start_spread": max(a for a, _ in spans) - min(a for a, _ in spans),
                 "alone": max(b for _, b in spans) - min(b for _, b in spans),
+                "active": sum(b - a for a, b in spans),  # member-seconds with work to do
                 "cpu": {"members": member_cpu, "server": server_cpu,
                         "harness": harness_cpu},
                 "rss_mb": [round(p.rss() / 2**20, 1) for p in procs]}
@@ -259,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                   strict=True))
             spread = statistics.median(r["start_spread"] for r in two)
             alone = statistics.median(r["alone"] / r["seconds"] for r in two)
+            busy = statistics.median(float(r["cpu"]["members"]) / r["active"] for r in two)
+            costs = sorted(float(r["cpu"]["members"]) / r["reconciles"] * 1000
+                           for r in runs["1"])
             lines += ["", f"Two members against one: **{rate['2'] / rate['1']:.2f}x** "
                       f"(paired by round: {paired:.2f}x). "
                       f"One member spends {per_reconcile:.1f} ms of CPU a reconcile (its "
@@ -273,7 +278,12 @@ def main(argv: list[str] | None = None) -> int:
                       "busy loop alone in two processes against one (the same work, "
                       f"paired by round): **{ceiling:.2f}x**, what this machine gives two "
                       "processes at all. The machine and the ring together allow "
-                      f"{ceiling / (2 * larger):.2f}x.", "",
+                      f"{ceiling / (2 * larger):.2f}x. Each of two members is on a CPU "
+                      f"for {busy:.0%} of its own window (from its first reconcile to its "
+                      "last); one member's CPU a reconcile, the same work in every run, "
+                      f"ranges from {costs[0]:.1f} to {costs[-1]:.1f} ms over the runs: "
+                      "the machine's speed, which moves a median of a few runs by as "
+                      "much.", "",
                       f"Memory, {args.objects} ConfigMaps of {args.memory_kib} KiB:", "",
                       "| mode, 2 members | resident memory per member (MiB) |", "|---|---|"]
             for mode, result in memory.items():

@@ -58,7 +58,8 @@ class ShardingConfig:
     :data:`RING_LABEL` = ``ring`` and renewed every ``retry_period`` seconds; a replica
     whose Lease this replica has not seen change for ``lease_duration`` is gone. The
     members' identities make a :class:`~client_cache.sharding.ring.HashRing` of
-    ``virtual_nodes`` points each; a replica reconciles the keys the ring gives it.
+    ``virtual_nodes`` points each (the same number in every replica of a ring); a replica
+    reconciles the keys the ring gives it.
 
     ``mode`` (:data:`MODES`) says how a replica learns its keys. ``"hash"`` (the default):
     every replica caches every object and computes the ring itself; handovers go through

@@ -152,9 +152,10 @@ package-check: $(STAMP)
 dist: $(STAMP)
 	$(PY) tools/build_dist.py --out dist
 
-# ruff, mypy --strict, the import contract of the layers (design §9: util <- codec <-
-# cache <- runtime, leaderelection, record, events, health, metrics, aio <- testing), and
-# the native modules' stubs against the built modules (mypy's stubtest).
+# ruff, mypy --strict, the import contract of the layers (docs/concepts/layout.md: util <-
+# codec, api <- client <- cache <- runtime, leaderelection, record, events, health,
+# metrics, aio, crd, sharding <- testing), and the native modules' stubs against the
+# built modules (mypy's stubtest).
 lint: $(STAMP)
 	$(PY) -m ruff check client_cache tests examples bench tools
 	$(PY) -m mypy --strict client_cache

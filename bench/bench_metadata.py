@@ -33,11 +33,11 @@ PODS_GVR = ("", "v1", "pods")
 def child(url: str, mode: str, pods: int) -> None:
     from kubernetes.client import ApiClient, Configuration
 
+    from client_cache.api.schema import GroupVersionResource
     from client_cache.informers import (
         new_metadata_shared_informer_factory,
         new_shared_informer_factory,
     )
-    from client_cache.schema import GroupVersionResource
 
     config = Configuration()
     config.host = url

@@ -15,9 +15,9 @@ import threading
 import time
 
 from client_cache import meta_namespace_key_func, new_store
+from client_cache.api.schema import GroupVersionResource
 from client_cache.listwatch import new_list_watch_from_client
 from client_cache.reflector import Reflector, ReflectorOptions
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 
 

@@ -87,7 +87,7 @@ def paced(names: list[str], rate: float, send: Callable[[str], None], probe: Pro
 
 def cached_names(factory: Any, count: int) -> list[str]:
     """``count`` distinct names of cached ConfigMaps (the load generator names them)."""
-    from client_cache.schema import GroupVersionResource
+    from client_cache.api.schema import GroupVersionResource
 
     informer = factory.for_resource(GroupVersionResource("", "v1", "configmaps")).informer()
     keys = sorted(informer.get_indexer().list_keys())[:count]
@@ -100,10 +100,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_runtime(api: Any, objects: int, rate: float, seconds: float) -> dict[str, float]:
+    from client_cache.api.schema import GroupVersionResource
     from client_cache.informers import SharedInformerFactoryOptions
     from client_cache.informers import new_shared_informer_factory_with_options as new_factory
     from client_cache.runtime import Action, Controller, ControllerConfig, ObjectRef
-    from client_cache.schema import GroupVersionResource
 
     probe = Probe()
     factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=NAMESPACE))
@@ -143,10 +143,10 @@ def run_runtime(api: Any, objects: int, rate: float, seconds: float) -> dict[str
 
 def run_workqueue(api: Any, objects: int, rate: float, seconds: float) -> dict[str, float]:
     from client_cache import ResourceEventHandlerFuncs, meta_namespace_key_func
+    from client_cache.api.labels import everything
+    from client_cache.api.schema import GroupVersionResource
     from client_cache.informers import SharedInformerFactoryOptions
     from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-    from client_cache.labels import everything
-    from client_cache.schema import GroupVersionResource
     from client_cache.workqueue import (
         RateLimitingQueueConfig,
         default_controller_rate_limiter,
@@ -207,9 +207,9 @@ def run_workqueue(api: Any, objects: int, rate: float, seconds: float) -> dict[s
 
 
 def informer_sync(api: Any, atomic: bool) -> float:
+    from client_cache.api.schema import GroupVersionResource
     from client_cache.informers import SharedInformerFactoryOptions
     from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-    from client_cache.schema import GroupVersionResource
 
     factory = new_factory(api, 0, SharedInformerFactoryOptions(namespace=NAMESPACE,
                                                                atomic_relist=atomic))

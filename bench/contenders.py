@@ -278,7 +278,7 @@ def delivery(api: ApiClient, ns: str, sync: str = "list",
     annotation's key in the bytes, which both encodings carry as is). With ``protobuf``
     the server is asked for protobuf only, and a server that answers anything else is
     an error (SystemExit), so a JSON answer is never reported as protobuf."""
-    from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
+    from client_cache.api.lists import INITIAL_EVENTS_ANNOTATION_KEY
     accept = PROTOBUF if protobuf else JSON
     http, headers, base = raw_http(api, ns, accept)
     url = f"{base}?{WATCH_LIST_QUERY}" if sync == "watch-list" else f"{base}?resourceVersion=0"
@@ -320,7 +320,7 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
     ``watch-list``: one watch with ``sendInitialEvents``, synced at the bookmark that ends
     the initial events, read on for the changes. Lines are handed on as soon as they
     arrive (``read1``), so the latency column is the floor's too."""
-    from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
+    from client_cache.api.lists import INITIAL_EVENTS_ANNOTATION_KEY
     from client_cache.codec.wire import loads
     http, headers, base = raw_http(api, ns, JSON)
     seen = [0]
@@ -442,10 +442,10 @@ def s4(name: str, count: int, seconds: float) -> dict[str, Any]:
     nodes = [f"node-{i}" for i in range(500)]
     selector_app = "web-3"
     if name == "cc-dict":
-        from client_cache import labels
+        from client_cache.api import labels
+        from client_cache.api.schema import GroupResource
         from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
         from client_cache.listers import new_generic_lister
-        from client_cache.schema import GroupResource
         from client_cache.store import meta_namespace_key_func, new_indexer
 
         def by_node(obj: Any) -> list[str]:

@@ -3,8 +3,8 @@
 This package re-exports the public API of Go's package ``cache``: stores, indexers,
 listers, the FIFO queues, heaps, expiring and mutation caches, list-watch, the Reflector,
 controllers, informers and shared informers. The selector languages live in
-:mod:`client_cache.labels` and :mod:`client_cache.fields`, object metadata access in
-:mod:`client_cache.meta`, watch events in :mod:`client_cache.watch`, clocks and wait
+:mod:`client_cache.api.labels` and :mod:`client_cache.api.fields`, object metadata access in
+:mod:`client_cache.api.meta`, watch events in :mod:`client_cache.api.watch`, clocks and wait
 helpers in :mod:`client_cache.util`, work queues in :mod:`client_cache.workqueue`, the
 informer factory in :mod:`client_cache.informers`, test servers in
 :mod:`client_cache.testing`, and exceptions in :mod:`client_cache.errors`.
@@ -12,6 +12,10 @@ informer factory in :mod:`client_cache.informers`, test servers in
 
 import logging as _logging
 
+from client_cache.api.schema import GroupResource, GroupVersionKind, GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
+from client_cache.client.rest import resource_path
+from client_cache.codec.decoding import model_decoder
 from client_cache.controller import (
     Config,
     Controller,
@@ -105,17 +109,14 @@ from client_cache.listers import (
     new_generic_lister,
 )
 from client_cache.listwatch import (
-    ClientListerWatcher,
     Lister,
     ListerWatcher,
     ListFunc,
     ListWatch,
     Watcher,
     WatchFunc,
-    model_decoder,
     new_filtered_list_watch_from_client,
     new_list_watch_from_client,
-    resource_path,
 )
 from client_cache.mutation_cache import (
     LRUExpireCache,
@@ -219,6 +220,7 @@ from client_cache.undelta_store import (
     UndeltaStore,
     new_undelta_store,
 )
+from client_cache.util.moved import alias_modules as _alias_modules
 
 # A library logs, an application configures logging: with a handler of its own the
 # package's records no longer reach Python's last-resort stderr handler unasked.
@@ -227,6 +229,9 @@ _logging.getLogger("client_cache").addHandler(_logging.NullHandler())
 __version__ = "0.1.0"
 
 __all__ = [
+    "GroupResource",
+    "GroupVersionKind",
+    "GroupVersionResource",
     "ApiStatusError",
     "AppendFunc",
     "CacheMutationError",
@@ -393,3 +398,13 @@ __all__ = [
     "wait_for_cache_sync",
     "wait_for_named_cache_sync",
 ]
+
+# the modules of Go's apimachinery and client packages moved to client_cache.api and
+# client_cache.client; their old names import, with a DeprecationWarning, for one more
+# minor release
+_alias_modules({f"client_cache.{old}": f"client_cache.{new}" for old, new in {
+    "meta": "api.meta", "schema": "api.schema", "labels": "api.labels",
+    "fields": "api.fields", "apis": "api.lists", "watch": "api.watch",
+    "status_errors": "api.errors", "transport": "client.transport",
+    "rest": "client.rest", "pager": "client.pager",
+    "stream_watcher": "client.stream_watcher"}.items()})

@@ -1,5 +1,8 @@
-"""The exceptions client_cache raises for its own reasons: bad keys and objects, index
-misuse, closed queues, requeues, sync timeouts and stops. :mod:`client_cache.errors` says
+"""The exceptions client_cache's cache raises for its own reasons: bad keys and objects,
+index misuse, closed queues, requeues and sync timeouts; it also names the few defined
+below it (:class:`StopRequestedError` in :mod:`client_cache.util.errors`,
+:class:`SelectorParseError` in :mod:`client_cache.api.labels`,
+:class:`MetaAccessError` in :mod:`client_cache.api.meta`). :mod:`client_cache.errors` says
 which Go error each stands for and exports them all.
 
 Every one derives from :class:`ClientCacheError`; where one also means what a builtin means
@@ -11,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from client_cache.meta import MetaAccessError, describe
-from client_cache.util.errors import ClientCacheError
+from client_cache.api.labels import SelectorParseError
+from client_cache.api.meta import MetaAccessError, describe
+from client_cache.util.errors import ClientCacheError, StopRequestedError
 
 __all__ = [
     "CacheSyncTimeoutError",
@@ -93,10 +97,6 @@ class IndexFuncError(ClientCacheError):
         self.__cause__ = err
 
 
-class SelectorParseError(ClientCacheError, ValueError):
-    """A label or field selector string (or requirement) is invalid."""
-
-
 class CacheSyncTimeoutError(ClientCacheError, TimeoutError):
     """Caches did not sync in time; ``unsynced`` maps each resource that did not (as
     people write it) to its last list/watch error ("" when none was seen: still listing
@@ -108,15 +108,6 @@ class CacheSyncTimeoutError(ClientCacheError, TimeoutError):
         super().__init__(f"caches not synced after {timeout:g} s: {details}")
         self.timeout = timeout
         self.unsynced = unsynced
-
-
-class StopRequestedError(ClientCacheError):
-    """Work was cut short because its stop event was set (Go ``errorStopRequested`` in the
-    reflector, ``ctx.Err()`` in the pager). A fresh instance is raised each time: a shared
-    one would keep the frames of its last traceback, and everything they refer to, alive."""
-
-    def __init__(self, message: str = "stop requested") -> None:
-        super().__init__(message)
 
 
 class FIFOClosedError(ClientCacheError):

@@ -38,9 +38,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from client_cache.api.meta import describe
 from client_cache.errors import KeyFuncError, ZeroLengthDeltasError
 from client_cache.fifo import PopProcessFunc, QueueBase
-from client_cache.meta import describe
 from client_cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,

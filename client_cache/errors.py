@@ -6,9 +6,9 @@ them. Where an exception also means what a builtin means (bad value, wrong type)
 from that builtin too, so generic handlers keep working.
 
 This module exports them all (it defines none and imports only the two modules that
-do, which import nothing of the cache layer but :mod:`client_cache.meta`); they are
+do, which import nothing of the cache layer but :mod:`client_cache.api.meta`); they are
 written in two: :mod:`client_cache.cache_errors`
-(the library's own) and :mod:`client_cache.status_errors` (errors shaped like a Kubernetes
+(the library's own) and :mod:`client_cache.api.errors` (errors shaped like a Kubernetes
 ``Status``, with their constructors and predicates, Go's ``apimachinery/pkg/api/errors``).
 
 Mapping from client-go:
@@ -34,24 +34,7 @@ labels/fields parse errors         :class:`SelectorParseError`
 
 from __future__ import annotations
 
-from client_cache.cache_errors import (
-    CacheSyncTimeoutError,
-    ClientCacheError,
-    FIFOClosedError,
-    HeapClosedError,
-    IndexerConflictError,
-    IndexFuncError,
-    IndexNotFoundError,
-    InvalidKeyError,
-    KeyFuncError,
-    MetaAccessError,
-    ObjectNotFoundError,
-    RequeueError,
-    SelectorParseError,
-    StopRequestedError,
-    ZeroLengthDeltasError,
-)
-from client_cache.status_errors import (
+from client_cache.api.errors import (
     ApiStatusError,
     describe_error,
     find_api_error,
@@ -86,6 +69,23 @@ from client_cache.status_errors import (
     reason_for_error,
     server_unreachable,
     suggests_client_delay,
+)
+from client_cache.cache_errors import (
+    CacheSyncTimeoutError,
+    ClientCacheError,
+    FIFOClosedError,
+    HeapClosedError,
+    IndexerConflictError,
+    IndexFuncError,
+    IndexNotFoundError,
+    InvalidKeyError,
+    KeyFuncError,
+    MetaAccessError,
+    ObjectNotFoundError,
+    RequeueError,
+    SelectorParseError,
+    StopRequestedError,
+    ZeroLengthDeltasError,
 )
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.errors import ClientCacheError
 from client_cache.util.runtime import handle_error
 

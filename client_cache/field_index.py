@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.index import Indexer
 
 __all__ = ["ALL_NAMESPACES_KEY", "field_index_name", "index_field", "list_by_field",

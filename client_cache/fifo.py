@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from client_cache.errors import FIFOClosedError, RequeueError
 from client_cache.store import KeyFunc, Store, checked_key
-from client_cache.synctrack import notify_sync_changed
+from client_cache.util.sync_signal import notify_sync_changed
 
 __all__ = [
     "FIFO",
@@ -163,12 +163,12 @@ class QueueBase:
             self._cond.notify_all()
 
     def _report_synced_locked(self) -> None:
-        """Signal ``wait_for_cache_sync`` the first time this queue turns synced."""
+        """Note the first time this queue turns synced; :meth:`has_synced` answers it (and
+        ``wait_for_cache_sync`` is woken) once the item that completed it is processed."""
         if not self._synced_reported and self.__populated and (
             self.__initial_population_count == 0
         ):
             self._synced_reported = True
-            notify_sync_changed()
             if self._popping:
                 self._synced_callbacks_due = True  # run once the item is processed
             else:
@@ -183,6 +183,9 @@ class QueueBase:
             except Exception:
                 _log.exception("a synced callback of %s failed", type(self).__name__)
         self._synced = True
+        # after has_synced turned true: a waiter woken earlier would find it false and
+        # sleep a poll period (the signal is process-wide, util.sync_signal)
+        notify_sync_changed()
 
     def on_synced(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once, as soon as the queue has synced *and* the item that

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.store import Store
 from client_cache.thread_safe_store import IndexQueries
 

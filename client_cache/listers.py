@@ -13,12 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
+from client_cache.api.labels import Selector, everything
+from client_cache.api.schema import GroupResource
 from client_cache.errors import IndexNotFoundError, new_not_found
 from client_cache.field_index import list_by_field
 from client_cache.index import NAMESPACE_INDEX, Indexer
-from client_cache.labels import Selector, everything
-from client_cache.schema import GroupResource
 from client_cache.store import Store
 
 __all__ = [

@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.errors import MetaAccessError
 from client_cache.index import Indexer
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.errors import ClientCacheError, MetaAccessError
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.env import env_true

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.store import DeletedFinalStateUnknown, split_meta_namespace_key
 
 __all__ = [

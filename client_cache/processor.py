@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
+from client_cache.api.errors import describe_error, find_api_error
 from client_cache.controller import ResourceEventHandler
-from client_cache.status_errors import describe_error, find_api_error
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.synctrack import SingleFileTracker
 from client_cache.util.clock import PassiveClock

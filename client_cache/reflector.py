@@ -57,10 +57,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client_cache.apis import (
+from client_cache.api.lists import (
     ListOptions,
     list_items,
     list_resource_version,
+)
+from client_cache.api.watch import Watch
+from client_cache.client.pager import (
+    DEFAULT_PAGE_BUFFER_SIZE,
+    DEFAULT_PAGE_SIZE,
+    ListPager,
 )
 from client_cache.codec import gc_policy, wire
 from client_cache.codec.unfit import UnfitObject
@@ -84,11 +90,6 @@ from client_cache.expected_type import (
 )
 from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 from client_cache.listwatch import ListerWatcher, to_lister_watcher_with_context
-from client_cache.pager import (
-    DEFAULT_PAGE_BUFFER_SIZE,
-    DEFAULT_PAGE_SIZE,
-    ListPager,
-)
 from client_cache.reflector_consistency import DataInconsistencyError
 from client_cache.reflector_metrics import ReflectorMetrics
 from client_cache.reflector_status import ReflectorStatus, describe_failure
@@ -120,7 +121,6 @@ from client_cache.util.env import env_true
 from client_cache.util.runtime import handle_error
 from client_cache.util.server_answers import claim_probe, on_answer
 from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
-from client_cache.watch import Watch
 
 __all__ = [
     "DEFAULT_EXPECTED_TYPE_NAME",
@@ -382,7 +382,7 @@ class Reflector:
         connection or a 429; every wait of the reflector after a failure comes here.
 
         When ``cause`` says the server is not serving (no answer, 429, 5xx:
-        :func:`~client_cache.status_errors.server_unreachable`), the wait also ends as
+        :func:`~client_cache.api.errors.server_unreachable`), the wait also ends as
         soon as the server answers anyone in this process
         (:mod:`client_cache.util.server_answers`: a Lease renewal, another informer, a
         write), a moment of jitter later, with the backoff reset: after an API server

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from client_cache import meta
-from client_cache.apis import RESOURCE_VERSION_MATCH_EXACT, ListOptions, list_items
+from client_cache.api import meta
+from client_cache.api.lists import RESOURCE_VERSION_MATCH_EXACT, ListOptions, list_items
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import ListerWatcher
 from client_cache.store import meta_namespace_key_func

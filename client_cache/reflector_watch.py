@@ -18,20 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
-from client_cache import meta
-from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
+from client_cache.api import meta
+from client_cache.api.lists import INITIAL_EVENTS_ANNOTATION_KEY
+from client_cache.api.watch import Event, EventType, Watch
+from client_cache.client.stream_watcher import BurstTake, StreamWatcher
 from client_cache.codec.unfit import UnfitObject
 from client_cache.errors import ClientCacheError, MetaAccessError, StopRequestedError, from_status
 from client_cache.expected_type import TypeCheck
 from client_cache.reflector_metrics import ReflectorMetrics
 from client_cache.reflector_status import ReflectorStatus
 from client_cache.store import DeletedFinalStateUnknown, Store, meta_namespace_key_func
-from client_cache.stream_watcher import BurstTake, StreamWatcher
 from client_cache.util.chan import CLOSED, STOPPED, TIMED_OUT, Chan, select_or_stop
 from client_cache.util.clock import Timer, WithTicker
 from client_cache.util.runtime import handle_error
 from client_cache.util.stop import on_stop
-from client_cache.watch import Event, EventType, Watch
 
 __all__ = [
     "InitialEventsEndBookmarkTicker",
@@ -382,7 +382,7 @@ def _apply_bursts(r: WatchTarget, sink: _EventSink, watch: StreamWatcher, bursts
                   after_func: _AfterFunc, ticker: InitialEventsEndBookmarkTicker | None,
                   ) -> bool:
     """:func:`handle_watch`'s loop over a watch read in this thread
-    (:meth:`~client_cache.stream_watcher.StreamWatcher.take_bursts`): each chunk's events
+    (:meth:`~client_cache.client.stream_watcher.StreamWatcher.take_bursts`): each chunk's events
     applied as soon as they are read, with no reader thread handing them over. Three
     things end the loop from other threads by calling the watch's ``stop`` (which ends a
     read in progress): ``stop`` (an :func:`~client_cache.util.stop.on_stop` callback), a
@@ -393,7 +393,7 @@ def _apply_bursts(r: WatchTarget, sink: _EventSink, watch: StreamWatcher, bursts
 
     With ``ticker`` (a watch-list's initial events) it ends at the bookmark that ends
     them and returns True: the events after it in its chunk are given back to the watch
-    (:meth:`~client_cache.stream_watcher.StreamWatcher.hold`), which stays open for the
+    (:meth:`~client_cache.client.stream_watcher.StreamWatcher.hold`), which stays open for the
     reflector's next loop; meanwhile a second ``after_func`` warns every ticker interval
     while the bookmark is overdue, as the channel loop's ticker case does."""
     interrupt = watch.stop
@@ -503,7 +503,7 @@ def handle_watch(
     on, and an empty result channel is given :data:`_INITIAL_EVENTS_BATCH_WAIT` to
     fill (:func:`_apply_channel`).
 
-    A :class:`~client_cache.stream_watcher.StreamWatcher` that no reader thread reads
+    A :class:`~client_cache.client.stream_watcher.StreamWatcher` that no reader thread reads
     (every watch a reflector opens, a watch-list's too) is read in this thread instead
     (:func:`_apply_bursts`, a port addition): each chunk's events are applied as soon as
     they are decoded, with the same order, errors and endings, and one thread fewer to

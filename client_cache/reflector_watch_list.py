@@ -17,7 +17,8 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING
 
-from client_cache.apis import RESOURCE_VERSION_MATCH_NOT_OLDER_THAN, ListOptions
+from client_cache.api.lists import RESOURCE_VERSION_MATCH_NOT_OLDER_THAN, ListOptions
+from client_cache.api.watch import Watch
 from client_cache.codec import wire
 from client_cache.errors import (
     ClientCacheError,
@@ -33,7 +34,6 @@ from client_cache.reflector_consistency import check_watch_list_consistency_if_r
 from client_cache.reflector_watch import handle_watch, random_watch_timeout
 from client_cache.store import deletion_handling_meta_namespace_key_func, new_store
 from client_cache.util.chan import Chan
-from client_cache.watch import Watch
 
 if TYPE_CHECKING:
     from client_cache.reflector import Reflector

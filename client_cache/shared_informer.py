@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.cache_sync import (
     SYNCED_POLL_PERIOD,
     InformerSynced,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.errors import InvalidKeyError, KeyFuncError
 from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER
 from client_cache.thread_safe_store import new_thread_safe_store

@@ -1,7 +1,7 @@
 """Subscriptions to a store's changes (kube-rs ``Store::subscribe`` of a shared reflector
 store; no client-go counterpart).
 
-A :class:`Subscription` is an iterator of :class:`~client_cache.watch.Event`\\ s (``ADDED``,
+A :class:`Subscription` is an iterator of :class:`~client_cache.api.watch.Event`\\ s (``ADDED``,
 ``MODIFIED``, ``DELETED`` with the stored object) that a store feeds *after* it has changed,
 while still holding its lock: a subscriber that reads the store on receiving an event sees
 at least that version of the object, and events arrive in the order the store applied
@@ -27,9 +27,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from types import TracebackType
 
+from client_cache.api.watch import Event
 from client_cache.errors import ClientCacheError
 from client_cache.util.stop import on_stop
-from client_cache.watch import Event
 
 __all__ = ["DEFAULT_SUBSCRIBER_BUFFER", "SubscriberLaggedError", "Subscription"]
 

@@ -6,79 +6,20 @@ initial notifications in flight for one handler; :class:`AsyncTracker` tracks a 
 being processed concurrently; :class:`Lazy` caches a value until told it changed.
 
 ``has_synced`` always asks the upstream first, outside any lock, as upstream does.
-
-This port adds a process-wide *sync change* signal: queues and trackers call
-:func:`notify_sync_changed` when their state may have turned synced, and
-:func:`wait_sync_changed` lets ``wait_for_cache_sync`` sleep until then instead of polling
-every 100 ms.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = [
-    "AsyncTracker",
-    "Lazy",
-    "SingleFileTracker",
-    "notify_sync_changed",
-    "on_sync_changed",
-    "wait_sync_changed",
-]
+from client_cache.util.sync_signal import notify_sync_changed
+
+__all__ = ["AsyncTracker", "Lazy", "SingleFileTracker"]
 
 T = TypeVar("T", bound=Hashable)
 V = TypeVar("V")
-
-_sync_changed = threading.Condition()
-_generation = 0
-
-
-_listeners: dict[int, Callable[[], None]] = {}
-_listener_ids = itertools.count()
-
-
-def notify_sync_changed() -> None:
-    """Wake everything waiting in :func:`wait_sync_changed` and call the
-    :func:`on_sync_changed` callbacks."""
-    global _generation  # noqa: PLW0603 - a process-wide signal by design
-    with _sync_changed:
-        _generation += 1
-        _sync_changed.notify_all()
-        listeners = list(_listeners.values())
-    for listener in listeners:
-        listener()
-
-
-def on_sync_changed(callback: Callable[[], None]) -> Callable[[], None]:
-    """Call ``callback`` (on the notifying thread; it must not block) at every
-    :func:`notify_sync_changed` until the returned function is called."""
-    with _sync_changed:
-        token = next(_listener_ids)
-        _listeners[token] = callback
-
-    def cancel() -> None:
-        with _sync_changed:
-            _listeners.pop(token, None)
-
-    return cancel
-
-
-def sync_generation() -> int:
-    """A counter bumped by every :func:`notify_sync_changed`."""
-    with _sync_changed:
-        return _generation
-
-
-def wait_sync_changed(since: int, timeout: float) -> int:
-    """Wait until a sync change newer than ``since`` (or ``timeout``); return the
-    generation now."""
-    with _sync_changed:
-        _sync_changed.wait_for(lambda: _generation != since, timeout)
-        return _generation
-
 
 class SingleFileTracker:
     """Counts initial notifications still being handled by one consumer (Go

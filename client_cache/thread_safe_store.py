@@ -39,7 +39,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from client_cache import meta
+from client_cache.api import meta
+from client_cache.api.watch import Event, EventType
 from client_cache.errors import (
     IndexerConflictError,
     IndexFuncError,
@@ -53,7 +54,6 @@ from client_cache.transaction import (
     TransactionType,
 )
 from client_cache.util.stop import on_stop
-from client_cache.watch import Event, EventType
 
 if TYPE_CHECKING:
     from client_cache.index import Indexers, IndexFunc, Indices

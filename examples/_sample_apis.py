@@ -20,9 +20,9 @@ import msgspec
 from kubernetes.client import ApiClient, ApiException, CustomObjectsApi
 
 from client_cache import crd as crd_module
+from client_cache.api.schema import GroupVersionResource
 from client_cache.crd import CustomResource, custom_resource
 from client_cache.runtime import controller_owner_ref
-from client_cache.schema import GroupVersionResource
 
 GROUP, VERSION, KIND = "samplecontroller.k8s.io", "v1alpha1", "Foo"
 API_VERSION = f"{GROUP}/{VERSION}"

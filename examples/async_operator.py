@@ -27,11 +27,11 @@ from kubernetes.aio import client as aio_client
 from kubernetes.client import CoreV1Api
 
 from client_cache.aio import InformerEvent, events
+from client_cache.api.schema import GroupVersionResource
 from client_cache.codec import WireObject
 from client_cache.errors import is_not_found
 from client_cache.informers import new_shared_informer_factory
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
 
 PODS = GroupVersionResource("", "v1", "pods")
 TEAMS = ("payments", "search", "search")

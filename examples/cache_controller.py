@@ -20,10 +20,10 @@ from _cluster import connect, parser, stop_on_signals
 from kubernetes.client import CoreV1Api
 
 from client_cache import DeletedFinalStateUnknown, meta_namespace_key_func, new_store
+from client_cache.api.schema import GroupVersionResource
 from client_cache.controller import Config, new_controller
 from client_cache.delta_fifo import DeltaFIFOOptions, DeltaType, new_delta_fifo_with_options
 from client_cache.listwatch import new_filtered_list_watch_from_client
-from client_cache.schema import GroupVersionResource
 
 PODS = GroupVersionResource("", "v1", "pods")
 

@@ -23,10 +23,10 @@ from _cluster import connect, parser, stop_on_signals
 from kubernetes.client import ApiextensionsV1Api, CustomObjectsApi
 
 from client_cache import deletion_handling_meta_namespace_key_func as key_of
+from client_cache.api.labels import everything
+from client_cache.api.schema import GroupVersionResource
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import new_shared_informer_factory
-from client_cache.labels import everything
-from client_cache.schema import GroupVersionResource
 
 GROUP, VERSION, PLURAL = "example.com", "v1", "widgets"
 

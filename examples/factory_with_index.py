@@ -19,9 +19,9 @@ from _cluster import connect, parser, stop_on_signals
 from kubernetes.client import CoreV1Api
 
 from client_cache import meta_namespace_key_func
+from client_cache.api.labels import everything, parse
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import new_shared_informer_factory
-from client_cache.labels import everything, parse
 
 BY_NODE = "byNode"
 

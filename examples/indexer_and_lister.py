@@ -17,8 +17,8 @@ from client_cache import (
     new_generic_lister,
     new_indexer,
 )
-from client_cache.labels import parse
-from client_cache.schema import GroupResource
+from client_cache.api.labels import parse
+from client_cache.api.schema import GroupResource
 
 
 def by_node(obj: Any) -> list[str]:

@@ -20,9 +20,9 @@ from kubernetes.client import CoreV1Api
 
 from client_cache import deletion_handling_meta_namespace_key_func as key_of
 from client_cache import meta_namespace_key_func
+from client_cache.api.schema import GroupVersionResource
 from client_cache.controller import ResourceEventHandlerFuncs, new_informer
 from client_cache.listwatch import new_filtered_list_watch_from_client
-from client_cache.schema import GroupVersionResource
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 

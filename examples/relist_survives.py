@@ -29,12 +29,13 @@ from kubernetes.client import CoreV1Api
 
 from client_cache import DeletedFinalStateUnknown
 from client_cache import deletion_handling_meta_namespace_key_func as key_of
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import Watch
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.controller import ResourceEventHandlerFuncs
-from client_cache.listwatch import ClientListerWatcher, new_filtered_list_watch_from_client
-from client_cache.schema import GroupVersionResource
+from client_cache.listwatch import new_filtered_list_watch_from_client
 from client_cache.shared_informer import new_shared_informer
-from client_cache.watch import Watch
 
 PODS = GroupVersionResource("", "v1", "pods")
 

@@ -50,12 +50,12 @@ from typing import Any
 import urllib3
 from kubernetes.client import ApiClient, ApiException, CoreV1Api
 
+from client_cache.api.schema import GroupVersionResource
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.informers import (
     SharedInformerFactoryOptions,
     new_shared_informer_factory_with_options,
 )
-from client_cache.schema import GroupVersionResource
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.testing.apiserver import WRITTEN_AT_ANNOTATION, EmbeddedApiServerProcess
 from client_cache.workqueue import (

@@ -30,10 +30,10 @@ from typing import Any
 
 from kubernetes.client import CoreV1Api
 
+from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import new_shared_informer_factory_with_options
 from client_cache.informers.factory import SharedInformerFactoryOptions
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 
 

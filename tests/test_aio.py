@@ -29,6 +29,8 @@ from client_cache.aio import (
     low_latency_sync,
     wait_for_cache_sync_async,
 )
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import EventType
 from client_cache.codec.wire import gc_paused
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.informers import (
@@ -37,10 +39,8 @@ from client_cache.informers import (
     new_shared_informer_factory_with_options,
 )
 from client_cache.runtime import Action, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
-from client_cache.watch import EventType
 from client_cache.workqueue import (
     default_controller_rate_limiter,
     new,

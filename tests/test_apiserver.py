@@ -26,9 +26,14 @@ from kubernetes.client import (
     V1Pod,
 )
 
-from client_cache import fields as fieldsel
-from client_cache import labels as labelsel
-from client_cache.apis import ListOptions, list_continue, list_items, list_resource_version
+from client_cache.api import fields as fieldsel
+from client_cache.api import labels as labelsel
+from client_cache.api.lists import ListOptions, list_continue, list_items, list_resource_version
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import Event, EventType, Watch
+from client_cache.client.lister_watcher import ClientListerWatcher
+from client_cache.client.pager import ListPager, new_list_pager
+from client_cache.client.rest import request_json
 from client_cache.errors import (
     ApiStatusError,
     is_already_exists,
@@ -41,14 +46,7 @@ from client_cache.errors import (
     is_too_many_requests,
     suggests_client_delay,
 )
-from client_cache.listwatch import (
-    ClientListerWatcher,
-    new_filtered_list_watch_from_client,
-    new_list_watch_from_client,
-)
-from client_cache.pager import ListPager, new_list_pager
-from client_cache.rest import request_json
-from client_cache.schema import GroupVersionResource
+from client_cache.listwatch import new_filtered_list_watch_from_client, new_list_watch_from_client
 from client_cache.testing.apiserver import (
     WRITTEN_AT_ANNOTATION,
     EmbeddedApiServer,
@@ -56,7 +54,6 @@ from client_cache.testing.apiserver import (
 )
 from client_cache.testing.apistore import BUILTIN_RESOURCES, ApiStore, ResourceType, Watcher
 from client_cache.util.chan import CLOSED
-from client_cache.watch import Event, EventType, Watch
 from tests.fixtures import eventually
 
 PODS = GroupVersionResource("", "v1", "pods")

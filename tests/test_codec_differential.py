@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from client_cache.api.watch import Event
+from client_cache.client.stream_watcher import EVENT_TYPES
 from client_cache.codec import extension, protobuf, protobuf_structs, sharing, wire
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.watch_decoders import JsonLines, NativeJsonLines, object_lines
-from client_cache.stream_watcher import EVENT_TYPES
-from client_cache.watch import Event
 from tests.test_protobuf import Body, objects, python_decode
 from tests.test_skip_paths import rich_pod
 

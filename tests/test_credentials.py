@@ -18,6 +18,7 @@ import pytest
 from kubernetes.client import ApiClient, Configuration, CoreV1Api
 
 from client_cache import mutation_detector
+from client_cache.api.watch import Event, EventType, FakeWatcher
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.delta_fifo import Delta, Deltas, DeltaType
 from client_cache.errors import KeyFuncError
@@ -29,7 +30,6 @@ from client_cache.listwatch import ListWatch
 from client_cache.reflector import Reflector, ReflectorOptions
 from client_cache.store import DeletedFinalStateUnknown, new_store
 from client_cache.testing.apiserver import EmbeddedApiServer
-from client_cache.watch import Event, EventType, FakeWatcher
 from tests.fixtures import eventually
 
 TOKEN = "s3cr3t-t0ken-9f2c41d7e"

@@ -20,16 +20,12 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, CoreV1Api
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
+from client_cache.client.transport import KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
-from client_cache.listwatch import (
-    KEEPALIVE_IDLE,
-    KEEPALIVE_INTERVAL,
-    KEEPALIVE_PROBES,
-    ClientListerWatcher,
-)
-from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformerOptions,
     new_shared_index_informer_with_options,

@@ -20,9 +20,9 @@ import urllib3
 from kubernetes import config as kconfig
 from kubernetes.client import ApiException, CoreV1Api
 
-from client_cache.apis import ListOptions
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.testing import envtest, envtest_build
 from client_cache.testing.envtest import (
     KUBERNETES_VERSION,

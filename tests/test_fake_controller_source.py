@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 from kubernetes.client import V1ObjectMeta, V1PersistentVolume
 
-from client_cache.apis import ListOptions, list_items, list_resource_version
+from client_cache.api.lists import ListOptions, list_items, list_resource_version
+from client_cache.api.watch import EventType, Watch
 from client_cache.errors import is_expired
 from client_cache.testing.fake_controller_source import (
     FakeControllerSource,
     new_fake_pv_controller_source,
 )
 from client_cache.util.chan import CLOSED
-from client_cache.watch import EventType, Watch
 from tests.fixtures import pod
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from client_cache import SelectorParseError
-from client_cache.fields import (
+from client_cache.api.fields import (
     Term,
     and_selectors,
     escape_value,

@@ -18,11 +18,11 @@ from kubernetes.client import CoreV1Api
 
 from client_cache import CacheSyncTimeoutError, ResourceEventHandlerFuncs
 from client_cache import reflector_status as status_module
+from client_cache.api.schema import GroupVersionResource
 from client_cache.health import display_resource, informers_check, serve
 from client_cache.informers.factory import new_shared_informer_factory
 from client_cache.metrics.prometheus import InformerCollector
 from client_cache.runtime import Action, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.util.runtime import handle_error
 from tests.fixtures import eventually, http_get

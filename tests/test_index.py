@@ -17,7 +17,7 @@ from client_cache import (
     new_indexer,
     new_store,
 )
-from client_cache.meta import get_annotations, get_labels
+from client_cache.api.meta import get_annotations, get_labels
 from client_cache.testing import check_indexer_consistency
 from tests.fixtures import pod
 

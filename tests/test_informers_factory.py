@@ -14,7 +14,9 @@ import pytest
 from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
 
 from client_cache import DeletedFinalStateUnknown
-from client_cache.apis import ListOptions
+from client_cache.api.labels import parse
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.informers import (
@@ -23,8 +25,6 @@ from client_cache.informers import (
     new_shared_informer_factory,
     new_shared_informer_factory_with_options,
 )
-from client_cache.labels import parse
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import eventually
 

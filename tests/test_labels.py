@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from client_cache import SelectorParseError
-from client_cache.labels import (
+from client_cache.api.labels import (
     Operator,
     Requirement,
     everything,

@@ -1,5 +1,5 @@
-"""The import contract of design §9 (tools/check_layers.py): the tree keeps it, and the
-check catches each kind of breach in a made-up package."""
+"""The import contract of the layers (tools/check_layers.py, docs/concepts/layout.md): the
+tree keeps it, and the check catches each kind of breach in a made-up package."""
 
 from __future__ import annotations
 
@@ -62,6 +62,16 @@ def test_the_package_keeps_the_contract() -> None:
      "layer health may not import layer aio"),
     ("store.py", "from client_cache.testing import apiserver\n",
      "layer cache may not import layer testing"),
+    ("api/meta.py", "from client_cache.client import rest\n",
+     "layer api may not import layer client"),
+    ("api/meta.py", "from client_cache.codec import wire\n",
+     "layer api may not import layer codec"),
+    ("codec/wire.py", "from client_cache.api.meta import describe\n",
+     "layer codec may not import layer api"),
+    ("client/rest.py", "from client_cache.store import x\n",
+     "layer client may not import layer cache"),
+    ("client/rest.py", "from client_cache import errors\n",
+     "layer client may not import layer cache"),
 ])
 def test_an_import_that_climbs_a_layer_is_refused(tmp_path: Path, source: str, text: str,
                                                   rule: str) -> None:
@@ -69,6 +79,7 @@ def test_an_import_that_climbs_a_layer_is_refused(tmp_path: Path, source: str, t
                               "health/server.py": "", "aio/events.py": "",
                               "runtime/controller.py": "", "reflector.py": "",
                               "workqueue/queue.py": "", "testing/apiserver.py": "",
+                              "api/meta.py": "", "client/rest.py": "", "errors.py": "",
                               source: text})
     [found] = check.violations(root)
     assert rule in found and source.removesuffix(".py").replace("/", ".") in found
@@ -78,7 +89,11 @@ def test_what_the_contract_allows_passes(tmp_path: Path) -> None:
     root = package(tmp_path, {
         "util/clock.py": "",
         "codec/wire.py": "from client_cache.util import clock\n",
-        "store.py": "from client_cache.codec import wire\nfrom client_cache.util.clock import x\n",
+        "api/meta.py": "from client_cache.util.clock import x\n",
+        "client/rest.py": "from client_cache.api import meta\n"
+                          "from client_cache.codec import wire\n",
+        "store.py": "from client_cache.codec import wire\nfrom client_cache.util.clock import x\n"
+                    "from client_cache.client.rest import y\nfrom client_cache.api.meta import z\n",
         "runtime/controller.py": "from client_cache import store\n"
                                  "from client_cache.leaderelection import elector\n",
         "leaderelection/elector.py": "from client_cache.store import y\n",
@@ -90,12 +105,13 @@ def test_what_the_contract_allows_passes(tmp_path: Path) -> None:
 
 def test_a_function_local_import_hiding_a_cycle_is_refused(tmp_path: Path) -> None:
     root = package(tmp_path, {
-        "meta.py": "from client_cache.errors import E\n",
-        "errors.py": "def f():\n    from client_cache.meta import describe\n",
-        "store.py": "def g():\n    from client_cache.meta import describe\n",  # no cycle
+        "api/meta.py": "from client_cache.api.errors import E\n",
+        "api/errors.py": "def f():\n    from client_cache.api.meta import describe\n",
+        "store.py": "def g():\n    from client_cache.api.meta import describe\n",  # no cycle
     })
     [found] = check.violations(root)
-    assert "client_cache.errors (line 2) imports client_cache.meta inside a function" in found
+    assert ("client_cache.api.errors (line 2) imports client_cache.api.meta inside a function"
+            in found)
     assert "hiding a cycle" in found
 
 
@@ -122,3 +138,41 @@ def test_the_command_fails_on_a_breach(tmp_path: Path) -> None:
                           text=True, check=False)
     assert done.returncode == 1
     assert "1 violation(s)" in done.stdout
+
+
+MOVED = {"meta": "api.meta", "schema": "api.schema", "labels": "api.labels",
+         "fields": "api.fields", "apis": "api.lists", "watch": "api.watch",
+         "status_errors": "api.errors", "transport": "client.transport",
+         "rest": "client.rest", "pager": "client.pager",
+         "stream_watcher": "client.stream_watcher"}
+
+
+def test_a_moved_module_imports_under_its_old_name_with_a_warning() -> None:
+    # in a fresh interpreter: this one may have imported an old name already
+    script = f"""
+import importlib, warnings
+for old, new in {MOVED!r}.items():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module("client_cache." + old)
+    assert module is importlib.import_module("client_cache." + new), old
+    assert [w.category for w in caught] == [DeprecationWarning], (old, caught)
+    assert "client_cache." + new in str(caught[0].message)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from client_cache.listwatch import resource_path
+from client_cache.client.rest import resource_path as moved
+assert resource_path is moved and caught[0].category is DeprecationWarning
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False, cwd=ROOT)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_the_new_modules_import_without_a_warning() -> None:
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c",
+                           "import client_cache, client_cache.runtime, client_cache.testing, "
+                           "client_cache.sharding, client_cache.aio, client_cache.crd"],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from client_cache.client.rest import request_json
 from client_cache.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
@@ -32,7 +33,6 @@ from client_cache.leaderelection import (
     new_leader_elector,
     parse_micro_time,
 )
-from client_cache.rest import request_json
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.testing.leader import CandidateProcess, Timing
 from client_cache.util import wait as wait_module

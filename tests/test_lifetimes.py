@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.informers import new_shared_informer_factory
-from client_cache.listwatch import ClientListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions
-from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import new_shared_index_informer, wait_for_cache_sync
 from client_cache.store import meta_namespace_key_func, new_store
 from client_cache.testing.apiserver import EmbeddedApiServer

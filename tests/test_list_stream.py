@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import list_body as list_body_module
 from client_cache.codec import sharing, wire
 from client_cache.codec.sharing import ListSplitter
 from client_cache.codec.structs import struct_type
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
 from tests.fixtures import json_values, missing
 
 if not sharing.AVAILABLE:

@@ -19,9 +19,9 @@ from client_cache import (
     new_generic_lister,
     new_indexer,
 )
+from client_cache.api.labels import everything, nothing, parse
+from client_cache.api.schema import GroupResource
 from client_cache.errors import is_not_found
-from client_cache.labels import everything, nothing, parse
-from client_cache.schema import GroupResource
 from tests.fixtures import pod
 
 

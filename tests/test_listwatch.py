@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from kubernetes.client import V1ListMeta, V1ObjectMeta, V1Pod, V1PodList
 
-from client_cache.apis import (
+from client_cache.api.lists import (
     ListOptions,
     NotAListError,
     list_continue,
@@ -15,9 +15,10 @@ from client_cache.apis import (
     list_remaining_item_count,
     list_resource_version,
 )
-from client_cache.listwatch import ListWatch, resource_path
-from client_cache.schema import GroupVersionResource
-from client_cache.watch import new_empty_watch
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import new_empty_watch
+from client_cache.client.rest import resource_path
+from client_cache.listwatch import ListWatch
 
 # the native parts and their Python twins alike (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("native_impl")

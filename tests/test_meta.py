@@ -10,10 +10,11 @@ import pytest
 from kubernetes.client import V1ObjectMeta, V1OwnerReference, V1Pod
 from kubernetes.dynamic.resource import ResourceInstance
 
-from client_cache import MetaAccessError, meta
+from client_cache import MetaAccessError
+from client_cache.api import meta
+from client_cache.api.meta import OwnerReference
 from client_cache.codec.objects import to_struct
 from client_cache.codec.structs import struct_type
-from client_cache.meta import OwnerReference
 
 WIRE_META: dict[str, Any] = {
     "name": "web-0",

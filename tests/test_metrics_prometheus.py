@@ -17,7 +17,9 @@ from kubernetes.client import CoreV1Api
 from prometheus_client import CollectorRegistry
 
 from client_cache import ResourceEventHandlerFuncs, reflector_metrics
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.health import serve
 from client_cache.informers.factory import new_shared_informer_factory
 from client_cache.leaderelection import (
@@ -31,7 +33,6 @@ from client_cache.leaderelection.metrics import (
     NoopLeaderMetricsProvider,
     set_leader_metrics_provider,
 )
-from client_cache.listwatch import ClientListerWatcher
 from client_cache.metrics import prometheus as exporter
 from client_cache.metrics.prometheus import register
 from client_cache.runtime import (
@@ -42,7 +43,6 @@ from client_cache.runtime import (
     TerminalError,
     reset_controller_metrics_provider_for_tests,
 )
-from client_cache.schema import GroupVersionResource
 from client_cache.sharding import (
     NoopShardingMetricsProvider,
     ShardingConfig,

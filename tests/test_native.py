@@ -101,7 +101,7 @@ def test_native_0_turns_every_part_off() -> None:
         "import sys\n"
         "from client_cache.codec import extension, sharing\n"
         "from client_cache import workqueue\n"
-        "from client_cache.stream_watcher import json_lines\n"
+        "from client_cache.client.stream_watcher import json_lines\n"
         "assert not extension.AVAILABLE and not sharing.AVAILABLE\n"
         "assert not workqueue.C_CORE_AVAILABLE and not workqueue.new().c_core\n"
         "assert not [m for m in sys.modules if m.endswith(('._codec', '._queue'))]\n"

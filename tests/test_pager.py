@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from client_cache.apis import ListOptions, list_items, list_resource_version
+from client_cache.api.lists import ListOptions, list_items, list_resource_version
+from client_cache.client.pager import ListPager, StopRequestedError, new_list_pager
 from client_cache.errors import is_expired, new_resource_expired
-from client_cache.pager import ListPager, StopRequestedError, new_list_pager
 
 # the native parts and their Python twins alike (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("native_impl")

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import extension, sharing, wire
 from client_cache.codec.skip_paths import skip_tree
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
 from tests.test_skip_paths import rich_pod
 
 pytestmark = pytest.mark.skipif(not sharing.AVAILABLE,

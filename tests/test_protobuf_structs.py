@@ -26,12 +26,12 @@ from kubernetes.client import (
     V1Service,
 )
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import protobuf, protobuf_structs, sharing
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.structs import StructCodec, struct_type
 from client_cache.codec.wire import loads as wire_loads
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
 from tests.test_protobuf import ALL_FLAGS, Body, objects
 
 pytestmark = pytest.mark.skipif(not protobuf_structs.AVAILABLE,

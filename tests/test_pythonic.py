@@ -11,11 +11,11 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache import CacheSyncTimeoutError
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.informers.factory import new_shared_informer_factory
-from client_cache.listwatch import ClientListerWatcher
 from client_cache.runtime import Action, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.util.chan import Chan
 from client_cache.workqueue import (

@@ -13,7 +13,15 @@ import pytest
 from kubernetes.client import V1ObjectMeta, V1Pod, V1Service
 
 from client_cache import FakeCustomStore, meta_namespace_key_func, new_fifo, new_store
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.watch import (
+    Event,
+    EventType,
+    FakeWatcher,
+    MockWatcher,
+    new_fake,
+    new_fake_with_chan_size,
+)
 from client_cache.errors import (
     StopRequestedError,
     new_internal_error,
@@ -47,14 +55,6 @@ from client_cache.shared_informer import (
 from client_cache.util.chan import CLOSED, Chan
 from client_cache.util.clock import FakeClock
 from client_cache.util.wait import new_exponential_backoff_manager
-from client_cache.watch import (
-    Event,
-    EventType,
-    FakeWatcher,
-    MockWatcher,
-    new_fake,
-    new_fake_with_chan_size,
-)
 from tests.fixtures import eventually
 from tests.fixtures import pod as make_pod
 

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 
 from client_cache import meta_namespace_key_func, new_store
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import Watch
 from client_cache.errors import ApiStatusError, is_not_found
 from client_cache.listwatch import new_list_watch_from_client
 from client_cache.reflector import Reflector, ReflectorOptions
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.testing.apistore import ResourceType
 from client_cache.util.clock import REAL_CLOCK
 from client_cache.util.wait import new_exponential_backoff_manager
-from client_cache.watch import Watch
 from tests.conftest import alive_threads
 from tests.fixtures import eventually
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from client_cache.api.watch import EventType
+from client_cache.client.stream_watcher import StreamWatcher
 from client_cache.errors import ApiStatusError, StopRequestedError
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import (
@@ -21,10 +23,8 @@ from client_cache.reflector import (
     WatchStalledError,
     new_reflector_with_options,
 )
-from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.chan import Chan
 from client_cache.util.clock import FakeClock
-from client_cache.watch import EventType
 from tests.fixtures import RecordingStore
 
 

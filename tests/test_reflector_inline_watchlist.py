@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from client_cache.apis import INITIAL_EVENTS_ANNOTATION_KEY
+from client_cache.api.lists import INITIAL_EVENTS_ANNOTATION_KEY
+from client_cache.api.watch import EventType
+from client_cache.client.stream_watcher import StreamWatcher
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 from client_cache.reflector_status import ReflectorStatus
-from client_cache.stream_watcher import StreamWatcher
 from client_cache.util.clock import FakeClock
-from client_cache.watch import EventType
 from tests.fixtures import RecordingStore
 from tests.test_reflector_inline import Loop, OpenResponse, line
 

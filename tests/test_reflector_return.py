@@ -19,11 +19,11 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache import ReflectorOptions, meta_namespace_key_func, new_store
+from client_cache.client.rest import RestError, request_json
 from client_cache.errors import ApiStatusError, server_unreachable
 from client_cache.informers import new_shared_informer_factory
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import PROBE_PERIOD, new_reflector_with_options
-from client_cache.rest import RestError, request_json
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 from client_cache.util import server_answers
 from client_cache.util.clock import FakeClock

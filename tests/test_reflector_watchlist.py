@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 from client_cache import meta_namespace_key_func, new_store
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.watch import Event, EventType, FakeWatcher, new_fake_with_chan_size
 from client_cache.errors import ApiStatusError, new_resource_expired, new_too_many_requests
 from client_cache.reflector import DataInconsistencyError, Reflector, ReflectorOptions
 from client_cache.util.chan import Chan
 from client_cache.util.clock import RealClock
-from client_cache.watch import Event, EventType, FakeWatcher, new_fake_with_chan_size
 from tests.fixtures import eventually
 from tests.fixtures import pod as make_pod
 

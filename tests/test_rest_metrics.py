@@ -12,10 +12,10 @@ import pytest
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
-from client_cache.apis import ListOptions
-from client_cache.listwatch import ClientListerWatcher
+from client_cache.api.lists import ListOptions
+from client_cache.client.lister_watcher import ClientListerWatcher
+from client_cache.client.rest import RestError, request_json
 from client_cache.record import CoreV1EventSink
-from client_cache.rest import RestError, request_json
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.util import rest_metrics
 from client_cache.util.flowcontrol import throttle_client

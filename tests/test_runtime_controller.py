@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiException, AppsV1Api, CoreV1Api
 
+from client_cache.api.labels import everything
+from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import SharedInformerFactory, new_shared_informer_factory
 from client_cache.informers.factory import UnknownResourceError
-from client_cache.labels import everything
 from client_cache.listwatch import ListWatch, new_list_watch_from_client
 from client_cache.runtime import (
     Action,
@@ -42,7 +43,6 @@ from client_cache.runtime import (
     reset_controller_metrics_provider_for_tests,
     set_controller_metrics_provider,
 )
-from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformerOptions,
     new_shared_index_informer_with_options,
@@ -793,7 +793,7 @@ def test_a_failure_reaches_stderr_when_the_application_configured_no_logging(
         "from kubernetes.client import CoreV1Api\n"
         "from client_cache.informers import new_shared_informer_factory\n"
         "from client_cache.runtime import Action, Controller, ControllerConfig\n"
-        "from client_cache.schema import GroupVersionResource\n"
+        "from client_cache.api.schema import GroupVersionResource\n"
         "from client_cache.testing.apiserver import EmbeddedApiServer\n"
         "with EmbeddedApiServer() as server:\n"
         "    api = server.api_client()\n"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
+from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import new_shared_informer_factory
 from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLockConfig
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, RunSummary
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.testing.proxy import TcpProxy
 from client_cache.util.clock import RealClock, Timer

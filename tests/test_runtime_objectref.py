@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
+from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import new_shared_informer_factory
 from client_cache.runtime import (
     Action,
@@ -23,7 +24,6 @@ from client_cache.runtime import (
     object_ref,
     set_controller_reference,
 )
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import pod
 

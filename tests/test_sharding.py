@@ -26,7 +26,9 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.rest import request_json
 from client_cache.errors import ClientCacheError
 from client_cache.health import sharding_check
 from client_cache.informers.factory import (
@@ -34,9 +36,7 @@ from client_cache.informers.factory import (
     new_shared_informer_factory_with_options,
 )
 from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLockConfig
-from client_cache.rest import request_json
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
 from client_cache.sharding import (
     RING_LABEL,
     HashRing,

@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import sharing, wire
 from client_cache.codec.objects import to_struct
 from client_cache.codec.structs import struct_type
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import containers, json_values, missing, threads_amid_collections
 

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import extension, protobuf, protobuf_structs, sharing
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.skip_paths import SkipTree, drop_members, skip_tree
 from client_cache.codec.structs import struct_type
 from client_cache.codec.wire import loads as wire_loads
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
 from tests.test_protobuf import ALL_FLAGS, Body, objects
 
 # the native parts and their Python twins alike (tests/conftest.py)

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from client_cache.api.watch import Event
+from client_cache.client.stream_watcher import EVENT_TYPES
 from client_cache.codec import protobuf, wire
 from client_cache.codec.errors import DecodeError, WatchDecodeError
 from client_cache.codec.list_body import ListBodyReader
 from client_cache.codec.protobuf_schema import schema
 from client_cache.codec.protobuf_shapes import VARINT, put_bytes, varint
 from client_cache.codec.watch_decoders import ProtobufFrames
-from client_cache.stream_watcher import EVENT_TYPES
-from client_cache.watch import Event
 from tests.test_protobuf import Body, objects
 
 pytestmark = pytest.mark.usefixtures("native_impl")

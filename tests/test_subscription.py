@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from client_cache import meta_namespace_key_func, new_indexer, new_store
+from client_cache.api.watch import EventType
 from client_cache.subscription import SubscriberLaggedError, Subscription
-from client_cache.watch import EventType
 from tests.fixtures import pod
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from client_cache.api.watch import EventType
 from client_cache.controller import ResourceEventHandlerFuncs, process_deltas_in_batch
 from client_cache.delta_fifo import Delta, DeltaType, ReplacedAllInfo
 from client_cache.errors import ClientCacheError
@@ -31,7 +32,6 @@ from client_cache.transaction import (
     TransactionStore,
     TransactionType,
 )
-from client_cache.watch import EventType
 from tests.fixtures import pod, running
 
 ADD, UPDATE, DELETE = TransactionType.ADD, TransactionType.UPDATE, TransactionType.DELETE

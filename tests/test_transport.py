@@ -14,15 +14,15 @@ import pytest
 import urllib3
 from kubernetes.client import ApiClient, Configuration
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.errors import StopRequestedError
 from client_cache.informers import (
     SharedInformerFactoryOptions,
     new_shared_informer_factory_with_options,
 )
-from client_cache.listwatch import ClientListerWatcher
 from client_cache.reflector import Reflector, ReflectorOptions
-from client_cache.schema import GroupVersionResource
 from client_cache.store import meta_namespace_key_func, new_store
 from tests.fixtures import eventually
 

@@ -19,7 +19,7 @@ APP = textwrap.dedent('''
     from client_cache.aio import AsyncHandler
     from client_cache.controller import ResourceEventHandlerFuncs
     from client_cache.informers import new_shared_informer_factory
-    from client_cache.schema import GroupVersionResource
+    from client_cache.api.schema import GroupVersionResource
     from client_cache.testing.apiserver import EmbeddedApiServer
 
     with EmbeddedApiServer() as server:

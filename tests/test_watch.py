@@ -14,11 +14,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from client_cache.codec import wire
-from client_cache.delta_fifo import Delta, DeltaType
-from client_cache.stream_watcher import StreamWatcher, json_lines
-from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
-from client_cache.watch import (
+from client_cache.api.watch import (
     Broadcaster,
     Event,
     EventType,
@@ -29,6 +25,10 @@ from client_cache.watch import (
     new_fake_with_chan_size,
     new_race_free_fake,
 )
+from client_cache.client.stream_watcher import StreamWatcher, json_lines
+from client_cache.codec import wire
+from client_cache.delta_fifo import Delta, DeltaType
+from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from tests.fixtures import pod as make_pod
 
 # the native parts and their Python twins alike (tests/conftest.py)

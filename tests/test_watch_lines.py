@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient, Configuration, V1Pod
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import Event, EventType
+from client_cache.client.lister_watcher import ClientListerWatcher
+from client_cache.client.stream_watcher import EVENT_TYPES, StreamWatcher, json_lines
 from client_cache.codec import extension, sharing, wire
 from client_cache.codec.skip_paths import skip_tree
 from client_cache.codec.watch_decoders import JsonLines, NativeJsonLines, ProtobufFrames
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
-from client_cache.stream_watcher import EVENT_TYPES, StreamWatcher, json_lines
 from client_cache.util.chan import CLOSED
-from client_cache.watch import Event, EventType
 from tests.test_previous import same
 from tests.test_skip_paths import rich_pod
 

@@ -1,12 +1,15 @@
-"""Check the package's import contract (design §9): ``python tools/check_layers.py``.
+"""Check the package's import contract (docs/concepts/layout.md):
+``python tools/check_layers.py``.
 
-The layers, bottom first; a module may import its own layer and those below it:
+The layers, bottom first; a module may import its own layer and those of a lower rank:
 
-    util  <-  codec  <-  cache (the client-go port, informers, workqueue)
-          <-  runtime, leaderelection, record, events, health, metrics, aio
+    util  <-  codec, api (apimachinery)  <-  client (rest, discovery, pager, watch stream)
+          <-  cache (the tools/cache port at the root, informers, workqueue)
+          <-  runtime, leaderelection, record, events, health, metrics, aio, crd, sharding
           <-  testing
 
-The layers above the cache import one another only along :data:`UPPER_EDGES`. Every
+Two layers of one rank do not import each other (codec and api are independent), except
+the layers above the cache along :data:`UPPER_EDGES`. Every
 import counts: at module level, inside a function, under ``if TYPE_CHECKING:``. On top
 of the layers, an import inside a function must not hide a cycle: the module it imports
 must not reach back to the importing module through module-level imports.
@@ -28,7 +31,8 @@ PACKAGE = "client_cache"
 CACHE_SUBPACKAGES = ("informers", "workqueue")
 UPPER = ("runtime", "leaderelection", "record", "events", "health", "metrics", "aio", "crd",
          "sharding")
-RANKS = {"util": 0, "codec": 1, "cache": 2, **dict.fromkeys(UPPER, 3), "testing": 4}
+RANKS = {"util": 0, "codec": 1, "api": 1, "client": 2, "cache": 3, **dict.fromkeys(UPPER, 4),
+         "testing": 5}
 
 UPPER_EDGES: dict[str, set[str]] = {
     # a controller runs under leader election, records Events and runs async reconciles

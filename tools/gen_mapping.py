@@ -31,21 +31,21 @@ PACKAGES = {
                                         "server answers anyone again)",
     "client_cache.codec.sharing": "(port only: one copy of each repeated string in cached objects; "
                             "decoded objects out of the cyclic collector's sight)",
-    "client_cache.apis": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
+    "client_cache.api.lists": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
     "client_cache.errors": f"{APIMACHINERY}/api/errors, {CLIENT_GO}/tools/cache",
     "client_cache.cache_errors": f"{CLIENT_GO}/tools/cache (its error values)",
-    "client_cache.status_errors": f"{APIMACHINERY}/api/errors",
-    "client_cache.fields": f"{APIMACHINERY}/fields",
-    "client_cache.labels": f"{APIMACHINERY}/labels",
-    "client_cache.meta": f"{APIMACHINERY}/api/meta, {APIMACHINERY}/apis/meta/v1",
-    "client_cache.schema": f"{APIMACHINERY}/runtime/schema",
-    "client_cache.watch": f"{APIMACHINERY}/watch, {CLIENT_GO}/rest/watch",
+    "client_cache.api.errors": f"{APIMACHINERY}/api/errors",
+    "client_cache.api.fields": f"{APIMACHINERY}/fields",
+    "client_cache.api.labels": f"{APIMACHINERY}/labels",
+    "client_cache.api.meta": f"{APIMACHINERY}/api/meta, {APIMACHINERY}/apis/meta/v1",
+    "client_cache.api.schema": f"{APIMACHINERY}/runtime/schema",
+    "client_cache.api.watch": f"{APIMACHINERY}/watch, {CLIENT_GO}/rest/watch",
     "client_cache.informers": f"{CLIENT_GO}/informers, {CLIENT_GO}/dynamic/dynamicinformer",
     "client_cache.informers.factory": f"{CLIENT_GO}/informers, "
                                       f"{CLIENT_GO}/dynamic/dynamicinformer",
     "client_cache.informers.metadata": f"{CLIENT_GO}/metadata/metadatainformer, "
                                        f"{CLIENT_GO}/metadata/metadatalister",
-    "client_cache.pager": f"{CLIENT_GO}/tools/pager",
+    "client_cache.client.pager": f"{CLIENT_GO}/tools/pager",
     "client_cache.synctrack": f"{CLIENT_GO}/tools/cache/synctrack",
     "client_cache.testing.fake_controller_source": f"{CLIENT_GO}/tools/cache/testing",
     "client_cache.testing.apiserver": "(port only: test server)",
@@ -66,14 +66,24 @@ PACKAGES = {
     "client_cache.util.runtime": f"{APIMACHINERY}/util/runtime",
     "client_cache.util.stop": "Go stop channels / context cancellation (the language)",
     "client_cache.util.parking": "a goroutine parked on a channel (the language)",
-    "client_cache.transport": f"{CLIENT_GO}/rest, net/http (the transport under a request)",
+    "client_cache.client.transport": f"{CLIENT_GO}/rest, net/http (the transport under a request)",
     "client_cache.util.wait": f"{APIMACHINERY}/util/wait",
     "client_cache.util.env": "os.Getenv + strconv.ParseBool (the language)",
     "client_cache.workqueue": f"{CLIENT_GO}/util/workqueue",
     "client_cache.util.flowcontrol": f"{CLIENT_GO}/util/flowcontrol",
     "client_cache.leaderelection": f"{CLIENT_GO}/tools/leaderelection, "
                                    f"{CLIENT_GO}/tools/leaderelection/resourcelock",
-    "client_cache.rest": f"{CLIENT_GO}/rest (the few writes the library makes)",
+    "client_cache.client.rest": f"{CLIENT_GO}/rest (URL paths, headers and the few writes "
+                                "the library makes)",
+    "client_cache.client.discovery": f"{CLIENT_GO}/discovery (the resources of a group "
+                                     "version)",
+    "client_cache.client.lister_watcher": f"{CLIENT_GO}/tools/cache (NewListWatchFromClient's "
+                                          "REST-client half)",
+    "client_cache.client": f"{CLIENT_GO}/rest, {CLIENT_GO}/discovery",
+    "client_cache.api": f"{APIMACHINERY}",
+    "client_cache.util.sync_signal": "(port only: wait_for_cache_sync woken instead of "
+                                     "polling)",
+    "client_cache.util.moved": "(port only: old module names of moved modules)",
     "client_cache.record": f"{CLIENT_GO}/tools/record",
     "client_cache.record.broadcast": f"{CLIENT_GO}/tools/record, {APIMACHINERY}/watch "
                                      "(what both event APIs share)",
@@ -113,7 +123,7 @@ PACKAGES = {
     "client_cache.sharding.sharder": "(timebertt/kubernetes-controller-sharding's sharder)",
     "client_cache.runtime.sharded": "(port only: the runtime's use of sharding)",
     "client_cache.runtime.metrics": "(controller-runtime pkg/internal/controller/metrics)",
-    "client_cache.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
+    "client_cache.client.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.codec.list_body": "(port only: a LIST body read item by item as it arrives)",
     "client_cache.codec.protobuf": f"{APIMACHINERY}/runtime/serializer/protobuf, the types' "
                              "generated Unmarshal and MarshalJSON",

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from client_cache.api.watch import EventType
 from client_cache.errors import ClientCacheError
 from client_cache.util.parking import Parker
-from client_cache.watch import EventType
 
 __all__ = ["EventsOverflowError", "InformerEvent", "Overflow", "events"]
 

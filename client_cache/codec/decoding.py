@@ -1,4 +1,4 @@
-"""decoding: how a :class:`~client_cache.listwatch.ClientListerWatcher` turns what its
+"""decoding: how a :class:`~client_cache.client.lister_watcher.ClientListerWatcher` turns what its
 server sends into its objects (the port's own; client-go decodes with its codecs).
 
 :class:`ObjectDecoding` holds, for one lister-watcher, the decoders of each kind of
@@ -42,7 +42,7 @@ E = TypeVar("E")
 
 class Resource(Protocol):
     """What the decoders need of the resource they decode (a
-    :class:`~client_cache.schema.GroupVersionResource`): its group/version and the name
+    :class:`~client_cache.api.schema.GroupVersionResource`): its group/version and the name
     log lines give it."""
 
     def group_version(self) -> str:
@@ -87,7 +87,7 @@ def reuse_cached(lister_watcher: Any, store: Any) -> None:
     object ``store`` (a store with ``get_by_key`` and ``len``) holds under its key, and
     its LISTs and watch-lists the same for each item or ``ADDED`` event while ``store``
     is not empty (a relist), when the lister-watcher can (``set_previous_objects``: a
-    :class:`~client_cache.listwatch.ClientListerWatcher`) and
+    :class:`~client_cache.client.lister_watcher.ClientListerWatcher`) and
     ``CLIENT_CACHE_REUSE_UNCHANGED`` is not ``0``; ``store`` None lets go of the store
     (what an informer does when it stops, so the lister-watcher does not keep its cache
     alive)."""
@@ -115,7 +115,7 @@ def walked_events(decode_event: Callable[[bytes], tuple[str, Any]],
 
 class ObjectDecoding:
     """The decoders of one lister-watcher (see the module documentation); the arguments
-    are :class:`~client_cache.listwatch.ClientListerWatcher`'s, which documents them.
+    are :class:`~client_cache.client.lister_watcher.ClientListerWatcher`'s, which documents them.
 
     :attr:`loads` decodes a JSON document whole, walked (a Status body); :attr:`event_loads`
     a watch line (its object's members left out), :meth:`event_loads_reusing` one taking

@@ -1,10 +1,11 @@
 """list_body: a LIST response's body read into the list the lister-watcher returns.
 
-:class:`ListBodyReader` is how :class:`~client_cache.listwatch.ClientListerWatcher` reads
-a LIST body, in JSON or in protobuf (the answer's ``Content-Type`` says which), item by
-item as the body arrives, with the decoded objects' strings shared, containers untracked
-and dicts compacted as the lister-watcher was asked (:mod:`client_cache.codec.sharing`). It is
-the port's own (client-go decodes the whole body with its codec).
+:class:`ListBodyReader` is how
+:class:`~client_cache.client.lister_watcher.ClientListerWatcher` reads a LIST body, in JSON
+or in protobuf (the answer's ``Content-Type`` says which), item by item as the body
+arrives, with the decoded objects' strings shared, containers untracked and dicts
+compacted as the lister-watcher was asked (:mod:`client_cache.codec.sharing`). It is the
+port's own (client-go decodes the whole body with its codec).
 """
 
 from __future__ import annotations

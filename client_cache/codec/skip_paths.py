@@ -1,7 +1,7 @@
 """skip_paths: members of decoded objects left out while decoding (a port addition).
 
 A lister-watcher given ``skip_paths``
-(:class:`~client_cache.listwatch.ClientListerWatcher`,
+(:class:`~client_cache.client.lister_watcher.ClientListerWatcher`,
 :class:`~client_cache.informers.SharedInformerFactoryOptions`) never builds the members
 the paths name: ``metadata.managedFields`` (often a third of a pod's JSON, which a
 controller seldom reads), a large annotation. The object is what decoding it whole and

@@ -1,6 +1,6 @@
 """Watch stream decoders: the one seam between a watch's bytes and its events.
 
-A :class:`~client_cache.stream_watcher.StreamWatcher` reads its response in chunks and
+A :class:`~client_cache.client.stream_watcher.StreamWatcher` reads its response in chunks and
 hands each to one :class:`WatchDecoder`, which keeps whatever is not a whole frame yet
 and returns the events of the frames the chunk completed. Three implementations:
 

@@ -21,10 +21,10 @@ from typing import Any
 import yaml
 from kubernetes import config as kube_config
 
+from client_cache.client.rest import request_json
 from client_cache.crd.generate import generate
 from client_cache.crd.resource import crd
 from client_cache.errors import ClientCacheError
-from client_cache.rest import request_json
 
 
 class UsageError(Exception):

@@ -8,9 +8,9 @@ import threading
 import time
 from typing import Any
 
+from client_cache.client.rest import request_json
 from client_cache.crd.resource import crd
 from client_cache.errors import ClientCacheError, from_status
-from client_cache.rest import request_json
 
 __all__ = ["CRDNotEstablishedError", "install_crd"]
 

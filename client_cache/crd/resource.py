@@ -36,9 +36,9 @@ import msgspec
 from kubernetes.client import V1ObjectMeta
 from msgspec import inspect as mi
 
+from client_cache.api.schema import APPROVAL_ANNOTATION, GroupVersionResource, protected_group
 from client_cache.codec import struct_type
 from client_cache.crd.schema import UnsupportedSchemaError, checked_type_info, structural_schema
-from client_cache.schema import APPROVAL_ANNOTATION, GroupVersionResource, protected_group
 
 __all__ = ["CustomResource", "ObjectMeta", "PrinterColumn", "ResourceInfo", "ScaleSubresource",
            "UnsupportedSchemaError", "crd", "custom_resource", "resource_info",

@@ -7,11 +7,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from client_cache.client.rest import JSON_MERGE_PATCH, request_json, resource_path
 from client_cache.codec import to_wire
 from client_cache.crd.resource import resource_info
 from client_cache.errors import from_status
-from client_cache.listwatch import resource_path
-from client_cache.rest import JSON_MERGE_PATCH, request_json
 
 __all__ = ["from_wire", "patch_status"]
 

@@ -10,7 +10,7 @@ import logging
 import threading
 from typing import Any, Protocol
 
-from client_cache import listwatch
+from client_cache.client import discovery
 from client_cache.events.broadcaster import EventBroadcaster, EventsV1Sink
 from client_cache.record.event import CoreV1EventSink, EventSource
 from client_cache.record.event import EventBroadcaster as CoreEventBroadcaster
@@ -54,7 +54,7 @@ class EventBroadcasterAdapter:
 
     def __init__(self, api_client: Any) -> None:
         try:
-            served = "events" in listwatch.served_resources(api_client, "events.k8s.io",
+            served = "events" in discovery.served_resources(api_client, "events.k8s.io",
                                                             "v1")
         except Exception as err:  # as client-go: any discovery failure means core/v1
             _log.warning("discovery of events.k8s.io/v1 failed (%s); recording core/v1 "

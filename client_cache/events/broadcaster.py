@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.record.broadcast import (
     EVENT_TYPE_NORMAL,
     EVENT_TYPE_WARNING,

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from client_cache.api.schema import GroupResource, GroupVersionResource
 from client_cache.errors import ClientCacheError
 from client_cache.informers.generic import GenericInformer
-from client_cache.schema import GroupResource, GroupVersionResource
 
 if TYPE_CHECKING:
     from client_cache.informers.factory import SharedInformerFactory

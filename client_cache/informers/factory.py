@@ -14,7 +14,7 @@ watched once. Informers are keyed by group/version/resource (Go keys them by Go 
     pods.lister().by_namespace("default").get("web-0")
 
 Options, as upstream: a namespace, a function that edits every request's
-:class:`~client_cache.apis.ListOptions` (``tweak_list_options``), per-resource resync
+:class:`~client_cache.api.lists.ListOptions` (``tweak_list_options``), per-resource resync
 periods and a transform applied by every informer. Every informer gets a namespace index.
 """
 
@@ -28,7 +28,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.discovery import served_resources
+from client_cache.client.lister_watcher import DEFAULT_REQUEST_TIMEOUT
 from client_cache.codec.skip_paths import SkipPath, skip_tree
 from client_cache.codec.structs import is_struct_type
 from client_cache.delta_fifo import TransformFunc
@@ -36,14 +39,8 @@ from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.informers.generic import GenericInformer
 from client_cache.informers.typed import TypedGroups
-from client_cache.listwatch import (
-    DEFAULT_REQUEST_TIMEOUT,
-    ListerWatcher,
-    new_filtered_list_watch_from_client,
-    served_resources,
-)
+from client_cache.listwatch import ListerWatcher, new_filtered_list_watch_from_client
 from client_cache.reflector_status import InformerHealth, display_resource
-from client_cache.schema import GroupVersionResource
 from client_cache.shared_informer import (
     SharedIndexInformer,
     SharedIndexInformerOptions,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
+from client_cache.api.schema import GroupResource, GroupVersionResource
 from client_cache.listers import GenericLister, new_generic_lister
-from client_cache.schema import GroupResource, GroupVersionResource
 from client_cache.shared_informer import SharedIndexInformer
 
 __all__ = ["GenericInformer"]

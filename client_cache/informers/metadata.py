@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from client_cache.api.meta import describe
+from client_cache.api.schema import GroupVersionResource
 from client_cache.index import Indexer
 from client_cache.informers.factory import (
     GenericInformer,
@@ -35,8 +37,6 @@ from client_cache.informers.factory import (
 )
 from client_cache.informers.typed import TypedGroups
 from client_cache.listers import GenericLister, new_generic_lister
-from client_cache.meta import describe
-from client_cache.schema import GroupVersionResource
 
 __all__ = [
     "PARTIAL_OBJECT_METADATA",

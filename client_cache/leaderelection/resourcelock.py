@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from client_cache.client.rest import request_json
+from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError
-from client_cache.rest import request_json
-from client_cache.transport import Transport
 from client_cache.util.timestamps import format_micro_time, parse_micro_time
 
 __all__ = [

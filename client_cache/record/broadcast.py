@@ -21,9 +21,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
+from client_cache.client.rest import RestError, request_json
 from client_cache.errors import ClientCacheError
-from client_cache.rest import RestError, request_json
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
 from client_cache.util.rest_metrics import RateLimiter
 

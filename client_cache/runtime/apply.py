@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.discovery import resource_kind
+from client_cache.client.rest import request_json, resource_path
 from client_cache.codec import to_wire
 from client_cache.errors import from_status
-from client_cache.listwatch import resource_kind, resource_path
-from client_cache.rest import request_json
-from client_cache.schema import GroupVersionResource
 
 __all__ = ["APPLY_PATCH", "apply"]
 

@@ -99,8 +99,10 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Generic, TypeVar, overload
 
-from client_cache import meta
 from client_cache.aio.bridge import LoopCaller, is_async_callable
+from client_cache.api import meta
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.discovery import DISCOVERY_TIMEOUT, discover
 from client_cache.codec import WireObject
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import StopRequestedError, describe_error, find_api_error
@@ -111,7 +113,6 @@ from client_cache.informers.factory import (
     SharedInformerFactory,
     UnknownResourceError,
 )
-from client_cache.listwatch import DISCOVERY_TIMEOUT, discover
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventRecorder, EventSource
 from client_cache.reflector_status import InformerHealth
 from client_cache.runtime.config import ControllerConfig
@@ -129,7 +130,6 @@ from client_cache.runtime.reconcile import (
 )
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
-from client_cache.schema import GroupVersionResource
 from client_cache.sharding import ShardMember
 from client_cache.shared_informer import (
     ResourceEventHandlerRegistration,
@@ -252,7 +252,7 @@ class Controller(Generic[K]):
     def _resolve_kind(self) -> bool:
         """Read the primary resource's kind and scope by discovery (those given to the
         constructor win), bounded by
-        :data:`~client_cache.listwatch.DISCOVERY_TIMEOUT` and abandoned at once by a
+        :data:`~client_cache.client.discovery.DISCOVERY_TIMEOUT` and abandoned at once by a
         shutdown; False when the server does not serve it (yet). A plural that a served
         built-in group version does not have (``configmap`` for ``configmaps``) raises
         :class:`~client_cache.informers.factory.UnknownResourceError` naming the ones it

@@ -34,12 +34,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.rest import JSON_MERGE_PATCH, RestError, request_json, resource_path
 from client_cache.errors import ClientCacheError
-from client_cache.listwatch import resource_path
-from client_cache.rest import JSON_MERGE_PATCH, RestError, request_json
 from client_cache.runtime.reconcile import Action
-from client_cache.schema import GroupVersionResource
 
 __all__ = ["FinalizerError", "finalizer", "finalizers_of"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.errors import ClientCacheError
 
 __all__ = [

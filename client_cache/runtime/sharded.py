@@ -43,7 +43,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.rest import request_json, resource_path
+from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError, StopRequestedError
 from client_cache.leaderelection import (
     LeaderCallbacks,
@@ -52,14 +55,10 @@ from client_cache.leaderelection import (
     ResourceLockConfig,
     new_leader_elector,
 )
-from client_cache.listwatch import resource_path
-from client_cache.rest import request_json
 from client_cache.runtime.objectref import ObjectRef
-from client_cache.schema import GroupVersionResource
 from client_cache.sharding import ShardingConfig, ShardMember, get_sharding_metrics_provider
 from client_cache.sharding.sharder import MERGE_PATCH, Sharder, release_patch
 from client_cache.store import DeletedFinalStateUnknown
-from client_cache.transport import Transport
 from client_cache.util.stop import on_stop
 
 __all__ = ["ShardGate"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from client_cache import meta
+from client_cache.api import meta
 
 __all__ = ["shard_key"]
 

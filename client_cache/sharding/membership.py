@@ -62,11 +62,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from client_cache.api.schema import GroupVersionResource
 from client_cache.cache_sync import wait_for_cache_sync
+from client_cache.client.rest import request_json
+from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import new_filtered_list_watch_from_client
-from client_cache.rest import request_json
-from client_cache.schema import GroupVersionResource
 from client_cache.sharding.config import RING_LABEL, VIEW_ANNOTATION, ShardingConfig
 from client_cache.sharding.metrics import get_sharding_metrics_provider
 from client_cache.sharding.ring import HashRing, key_hash
@@ -76,7 +77,6 @@ from client_cache.shared_informer import (
     new_shared_index_informer_with_options,
 )
 from client_cache.store import DeletedFinalStateUnknown
-from client_cache.transport import Transport
 from client_cache.util.logs import log_visibly
 from client_cache.util.timestamps import format_micro_time
 from client_cache.util.wait import jitter

@@ -30,16 +30,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.rest import request_json, resource_path
+from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError, StopRequestedError
-from client_cache.listwatch import new_filtered_list_watch_from_client, resource_path
-from client_cache.rest import request_json
-from client_cache.schema import GroupVersionResource
+from client_cache.listwatch import new_filtered_list_watch_from_client
 from client_cache.sharding.keys import shard_key
 from client_cache.sharding.membership import ShardMember
 from client_cache.sharding.ring import HashRing
 from client_cache.shared_informer import SharedIndexInformer, new_shared_informer
 from client_cache.store import DeletedFinalStateUnknown, meta_namespace_key_func
-from client_cache.transport import Transport
 from client_cache.workqueue import (
     default_controller_rate_limiter,
     new_typed_rate_limiting_queue,

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from client_cache import labels as labelsel
+from client_cache.api import labels as labelsel
 from client_cache.errors import (
     new_already_exists,
     new_bad_request,

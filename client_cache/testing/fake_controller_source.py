@@ -18,10 +18,10 @@ from typing import Any
 
 from kubernetes.client import V1ListMeta, V1PersistentVolumeClaimList, V1PersistentVolumeList
 
-from client_cache import meta
-from client_cache.apis import ListOptions
+from client_cache.api import meta
+from client_cache.api.lists import ListOptions
+from client_cache.api.watch import Broadcaster, Event, EventType, FullChannelBehavior, Watch
 from client_cache.errors import ClientCacheError, new_resource_expired
-from client_cache.watch import Broadcaster, Event, EventType, FullChannelBehavior, Watch
 
 __all__ = [
     "FakeControllerSource",

@@ -11,8 +11,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from client_cache.api.schema import APPROVAL_ANNOTATION, protected_group
 from client_cache.errors import ApiStatusError
-from client_cache.schema import APPROVAL_ANNOTATION, protected_group
 
 __all__ = ["BUILTIN_RESOURCES", "CRD_KEY", "ResourceType",
            "apply_defaults", "crd_resource_type", "prune"]

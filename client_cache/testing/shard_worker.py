@@ -103,12 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run one member (``python -m client_cache.testing.shard_worker``)."""
     from kubernetes import config as kube_config  # noqa: PLC0415 - the child's imports
 
+    from client_cache.api.schema import GroupVersionResource  # noqa: PLC0415
     from client_cache.informers.factory import (  # noqa: PLC0415
         SharedInformerFactoryOptions,
         new_shared_informer_factory_with_options,
     )
     from client_cache.runtime import Action, Context, Controller, ControllerConfig  # noqa: PLC0415
-    from client_cache.schema import GroupVersionResource  # noqa: PLC0415
     from client_cache.sharding import (  # noqa: PLC0415
         ShardingConfig,
         set_sharding_metrics_provider,

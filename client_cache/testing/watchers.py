@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from client_cache import fields as fieldsel
-from client_cache import labels as labelsel
+from client_cache.api import fields as fieldsel
+from client_cache.api import labels as labelsel
 from client_cache.testing.resources import ResourceType
 
 __all__ = ["Change", "Watcher", "encode_event", "field_set"]

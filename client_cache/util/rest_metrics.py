@@ -12,7 +12,7 @@ refused connection, a reset, a timeout). The Prometheus adapter
 What feeds it, so that every request the library sends is counted:
 
 * :func:`measure`, around each request the library sends itself (LIST, WATCH and
-  discovery on its own connections, and :func:`client_cache.rest.request_json`'s writes of
+  discovery on its own connections, and :func:`client_cache.client.rest.request_json`'s writes of
   Leases, Events and finalizers);
 * :func:`instrument_client`, which wraps a ``kubernetes`` ``ApiClient``'s
   ``rest_client.request`` once, so the application's own calls through the generated API

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from client_cache import meta
+from client_cache.api import meta
 from client_cache.util.stop import on_stop
 
 __all__ = ["run_workers"]

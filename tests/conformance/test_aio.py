@@ -11,12 +11,12 @@ from kubernetes.aio import client as aio_client
 from kubernetes.client import CoreV1Api
 
 from client_cache.aio import events, wait_for_cache_sync_async
+from client_cache.api.labels import everything
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import EventType
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.labels import everything
 from client_cache.runtime import Action, Controller, ControllerConfig
-from client_cache.schema import GroupVersionResource
-from client_cache.watch import EventType
 
 PODS = GroupVersionResource("", "v1", "pods")
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
+from client_cache.client.rest import JSON_MERGE_PATCH, request_json
 from client_cache.errors import ApiStatusError
-from client_cache.rest import JSON_MERGE_PATCH, request_json
 from client_cache.runtime import apply
 from tests.conformance.util import CONFIGMAPS
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiException, ApiextensionsV1Api, CustomObjectsApi
 
-from client_cache.apis import ListOptions
+from client_cache.api.labels import parse
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
 from client_cache.errors import ApiStatusError
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.labels import parse
-from client_cache.schema import GroupVersionResource
 from tests.conformance.util import Recorder, changes, collect, lister_watcher, name_of, rv
 
 GROUP, VERSION, PLURAL, KIND = "conformance.example.com", "v1", "gadgets", "Gadget"

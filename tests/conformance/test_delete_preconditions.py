@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from client_cache.rest import request_json
+from client_cache.client.rest import request_json
 
 
 @pytest.mark.parametrize("field", ["resourceVersion", "uid"])

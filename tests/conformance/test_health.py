@@ -12,13 +12,13 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache import CacheSyncTimeoutError
+from client_cache.api.schema import GroupVersionResource
 from client_cache.health import serve
 from client_cache.informers import (
     SharedInformerFactoryOptions,
     new_shared_informer_factory,
     new_shared_informer_factory_with_options,
 )
-from client_cache.schema import GroupVersionResource
 from tests.conformance.util import Backend
 from tests.fixtures import eventually, http_get
 

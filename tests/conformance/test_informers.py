@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.apis import ListOptions
+from client_cache.api.labels import parse
+from client_cache.api.lists import ListOptions
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.labels import parse
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 from client_cache.shared_informer import (
     SharedIndexInformerOptions,

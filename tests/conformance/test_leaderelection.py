@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from client_cache.client.rest import request_json
 from client_cache.leaderelection import JITTER_FACTOR, LeaderElectionRecord
-from client_cache.rest import request_json
 from client_cache.testing.leader import CandidateProcess, Timing
 from client_cache.testing.proxy import TcpProxy
 from tests.conformance.util import Backend

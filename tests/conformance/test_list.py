@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.client.pager import new_list_pager
 from client_cache.errors import (
     ApiStatusError,
     is_expired,
     is_too_large_resource_version,
 )
-from client_cache.pager import new_list_pager
 from tests.conformance.util import (
     Backend,
     create_configmaps,

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api, V1ObjectMeta
 
+from client_cache.api.labels import everything
+from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import (
     PartialObjectMetadata,
     SharedInformerFactoryOptions,
     new_metadata_lister,
     new_metadata_shared_informer_factory,
 )
-from client_cache.labels import everything
-from client_cache.schema import GroupVersionResource
 from tests.conformance.util import Recorder, configmap
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

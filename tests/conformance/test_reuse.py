@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import EventType
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import sharing
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
-from client_cache.watch import EventType
 from tests.conformance.util import collect, initial_events_ended, synced
 from tests.fixtures import UpdateQueue, missing
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from kubernetes.client import ApiException, ApiextensionsV1Api, CoreV1Api, CustomObjectsApi
 
+from client_cache.api.labels import everything
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import EventType
 from client_cache.health import serve
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.labels import everything
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, finalizer
-from client_cache.schema import GroupVersionResource
-from client_cache.watch import EventType
 from tests.conformance.util import (
     CONFIGMAPS,
     Backend,

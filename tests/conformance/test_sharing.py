@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api, V1Pod
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import sharing, wire
 from client_cache.codec.structs import struct_type
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
 from tests.conformance.util import collect, rv
 from tests.fixtures import containers, missing
 

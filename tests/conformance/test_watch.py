@@ -9,8 +9,8 @@ from typing import Any
 
 from kubernetes.client import CoreV1Api
 
-from client_cache.apis import ListOptions
-from client_cache.watch import Event, EventType
+from client_cache.api.lists import ListOptions
+from client_cache.api.watch import Event, EventType
 from tests.conformance.util import (
     PODTEMPLATES,
     Backend,

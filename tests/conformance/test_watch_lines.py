@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from kubernetes.client import CoreV1Api
 
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import Event, EventType
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import sharing
-from client_cache.listwatch import ClientListerWatcher
-from client_cache.schema import GroupVersionResource
-from client_cache.watch import Event, EventType
 
 pytestmark = pytest.mark.skipif(not sharing.AVAILABLE,
                                 reason="the C part of client_cache is not built")

@@ -13,15 +13,16 @@ from typing import Any
 from kubernetes.client import CoreV1Api, V1Pod
 
 from client_cache import DeletedFinalStateUnknown
-from client_cache.apis import ListOptions
+from client_cache.api.lists import ListOptions
+from client_cache.api.schema import GroupVersionResource
+from client_cache.api.watch import Event, EventType, Watch
+from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec.structs import struct_type
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
-from client_cache.listwatch import ClientListerWatcher, new_filtered_list_watch_from_client
-from client_cache.schema import GroupVersionResource
+from client_cache.listwatch import new_filtered_list_watch_from_client
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 from client_cache.testing.envtest import ControlPlane
-from client_cache.watch import Event, EventType, Watch
 from tests.fixtures import eventually
 
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")

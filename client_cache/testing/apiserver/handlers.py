@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from client_cache import fields as fieldsel
-from client_cache import labels as labelsel
+from client_cache.api import fields as fieldsel
+from client_cache.api import labels as labelsel
 from client_cache.codec import protobuf
 from client_cache.errors import (
     ApiStatusError,

@@ -1,4 +1,7 @@
-"""JSON requests for the few writes the library makes itself (finalizers, leases, events).
+"""Requests as the library builds them (Go ``k8s.io/client-go/rest``, the part it needs):
+a resource's URL path and a request's headers (:func:`resource_path`,
+:func:`request_headers`), and JSON requests for the few writes the library makes itself
+(finalizers, leases, events).
 
 They go on the ``kubernetes`` client's own connections (its ``rest_client.pool_manager``:
 its TLS, proxy and credentials), wait for the client's rate limiter
@@ -21,19 +24,44 @@ from __future__ import annotations
 import json
 import threading
 from typing import Any
+from urllib.parse import quote
 
 import urllib3
 
+from client_cache.api.schema import GroupVersionResource
+from client_cache.client.transport import Transport
 from client_cache.codec import wire
-from client_cache.errors import ClientCacheError, StopRequestedError
-from client_cache.listwatch import request_headers
-from client_cache.transport import Transport
 from client_cache.util.chan import NEVER_STOP
+from client_cache.util.errors import ClientCacheError, StopRequestedError
 from client_cache.util.rest_metrics import RateLimiter, client_limiter, measure
 
-__all__ = ["JSON_MERGE_PATCH", "RestError", "request_json"]
+__all__ = ["JSON_MERGE_PATCH", "RestError", "request_headers", "request_json",
+           "resource_path"]
 
 JSON_MERGE_PATCH = "application/merge-patch+json"
+
+
+def resource_path(gvr: GroupVersionResource, namespace: str = "") -> str:
+    """The collection URL path of ``gvr`` (``/api/v1/namespaces/ns/pods``,
+    ``/apis/apps/v1/deployments``...)."""
+    prefix = f"/apis/{gvr.group}/{gvr.version}" if gvr.group else f"/api/{gvr.version}"
+    if namespace:
+        return f"{prefix}/namespaces/{quote(namespace, safe='')}/{gvr.resource}"
+    return f"{prefix}/{gvr.resource}"
+
+
+def request_headers(api_client: Any) -> dict[str, str]:
+    """The headers of a request as the ``kubernetes`` client sends them: JSON accepted,
+    the client's default headers and its header credentials (a token; the client's
+    refresh hook, if any, runs as the client runs it)."""
+    headers = {"Accept": "application/json"}
+    default = getattr(api_client, "default_headers", None) or {}
+    headers.update(default)
+    auth = api_client.configuration.auth_settings() or {}
+    for setting in auth.values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    return headers
 
 
 class RestError(ClientCacheError):
@@ -51,7 +79,7 @@ def request_json(api_client: Any, method: str, path: str, body: Any = None,
     ``limiter`` throttles it instead of the client's own limiter (the event sink has a
     bucket of its own, as controller-runtime's recorder has its own client).
 
-    With ``transport`` (a :class:`~client_cache.transport.Transport` of the caller's,
+    With ``transport`` (a :class:`~client_cache.client.transport.Transport` of the caller's,
     so its connections can be reached from outside) the request is abandoned at once
     when ``stop`` is set or the transport is aborted: its connection is shut down and
     :class:`~client_cache.errors.StopRequestedError` raised (Go cancels the request's

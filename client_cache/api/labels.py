@@ -25,12 +25,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from client_cache.errors import SelectorParseError
+from client_cache.util.errors import ClientCacheError
 
 __all__ = [
     "Operator",
     "Requirement",
     "Selector",
+    "SelectorParseError",
     "everything",
     "format_labels",
     "new_requirement",
@@ -42,6 +43,10 @@ __all__ = [
     "validate_label_value",
     "validated_selector_from_set",
 ]
+
+
+class SelectorParseError(ClientCacheError, ValueError):
+    """A label or field selector string (or requirement) is invalid."""
 
 
 class Operator(str, enum.Enum):

@@ -1,6 +1,6 @@
 """The watch over a streaming HTTP response (apimachinery ``pkg/watch`` ``StreamWatcher``
 and the client-side decoding reporter): :class:`StreamWatcher` and its helpers.
-:mod:`client_cache.watch` says how a stream ends and what each ending delivers."""
+:mod:`client_cache.api.watch` says how a stream ends and what each ending delivers."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from client_cache.api.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
 from client_cache.codec import wire
 from client_cache.codec.errors import WatchDecodeError
 from client_cache.codec.watch_decoders import JsonLines, WatchDecoder, object_lines
-from client_cache.errors import ClientCacheError
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, SendReady, select
-from client_cache.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
+from client_cache.util.errors import ClientCacheError
 
 __all__ = ["EVENT_TYPES", "BurstTake", "StreamWatcher", "decode_error_status",
            "json_lines"]
@@ -53,7 +53,7 @@ EVENT_TYPES: dict[str, EventType] = {t.value: t for t in EventType}
 
 def json_lines(loads: Callable[[bytes], Any] = wire.loads,
                decode_object: Callable[[Any], Any] | None = None) -> JsonLines[Event]:
-    """The Python decoder of a JSON watch stream into :class:`~client_cache.watch.Event`
+    """The Python decoder of a JSON watch stream into :class:`~client_cache.api.watch.Event`
     objects: each line read by ``loads``, its object turned by ``decode_object``
     (:func:`client_cache.codec.watch_decoders.object_lines`)."""
     return JsonLines(object_lines(loads, decode_object), Event, EVENT_TYPES)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from client_cache.errors import SelectorParseError
+from client_cache.api.labels import SelectorParseError
 
 __all__ = [
     "Selector",

@@ -6,7 +6,7 @@ yields ``(CLOSED, False)``, a ``select`` reports the value
 :data:`~client_cache.util.chan.CLOSED`). :meth:`Watch.stop` ends the watch; it is safe to call
 more than once and from any thread.
 
-* :class:`~client_cache.stream_watcher.StreamWatcher` (its own module) reads a Kubernetes
+* :class:`~client_cache.client.stream_watcher.StreamWatcher` (its own module) reads a Kubernetes
   watch stream (one JSON event per line, or protobuf frames) from a streaming HTTP
   response in a named daemon thread. ``stop()`` shuts the socket down, so the
   reader ends at once even while blocked in a read with no data arriving. How a stream ends:
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from client_cache.meta import describe
+from client_cache.api.meta import describe
 from client_cache.util.chan import (
     Chan,
     ChanClosedError,
@@ -83,7 +83,7 @@ class EventType(str, enum.Enum):
 class Event:
     """One watch event. For ``ERROR`` the object is a ``Status``; for ``BOOKMARK`` an object
     of the watched kind carrying only ``metadata.resourceVersion`` (and annotations). Its
-    ``repr`` names the object (:func:`~client_cache.meta.describe`), never its contents.
+    ``repr`` names the object (:func:`~client_cache.api.meta.describe`), never its contents.
     Frozen, as a dataclass."""
 
     type: EventType

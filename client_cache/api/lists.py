@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from client_cache.errors import ClientCacheError
+from client_cache.util.errors import ClientCacheError
 
 __all__ = [
     "INITIAL_EVENTS_ANNOTATION_KEY",

@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from client_cache.apis import ListOptions, list_continue, list_items, list_resource_version
-from client_cache.errors import StopRequestedError, is_expired
+from client_cache.api.errors import is_expired
+from client_cache.api.lists import ListOptions, list_continue, list_items, list_resource_version
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, UnbufferedChan
+from client_cache.util.errors import StopRequestedError
 
 __all__ = [
     "DEFAULT_PAGE_BUFFER_SIZE",

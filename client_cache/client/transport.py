@@ -38,7 +38,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ProtocolError
 
-from client_cache.errors import StopRequestedError
+from client_cache.util.errors import StopRequestedError
 from client_cache.util.rest_metrics import measure, retried
 from client_cache.util.stop import on_stop
 

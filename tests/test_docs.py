@@ -20,7 +20,8 @@ MAPPING = (ROOT / "docs" / "mapping.md").read_text(encoding="utf-8")
 def exported_names() -> set[str]:
     names = set(client_cache.__all__)
     for info in pkgutil.walk_packages(client_cache.__path__, "client_cache."):
-        if not info.name.endswith(".__main__"):  # importing __main__ would run it
+        # importing __main__ would run it; an underscored module is machinery, not API
+        if not any(part.startswith("_") for part in info.name.split(".")):
             names.update(getattr(importlib.import_module(info.name), "__all__", ()))
     return names
 

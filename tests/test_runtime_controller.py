@@ -376,6 +376,67 @@ def test_default_error_policy_backs_off(server: EmbeddedApiServer, core: CoreV1A
     assert summary.errors == 4 and summary.reconciles == 5
 
 
+class RecordingLimiter:
+    """A rate limiter that retries at once and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.forgotten: list[str] = []
+
+    def when(self, item: ObjectRef) -> float:
+        self.asked.append(item.name)
+        return 0.0
+
+    def num_requeues(self, item: ObjectRef) -> int:
+        return self.asked.count(item.name)
+
+    def forget(self, item: ObjectRef) -> None:
+        self.forgotten.append(item.name)
+
+
+def fails_three_times(rec: Recorder) -> Any:
+    failures = [0]
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        rec(obj, ctx)
+        if failures[0] < 3:
+            failures[0] += 1
+            raise ValueError("not yet")
+        return Action.await_change()
+
+    return reconcile
+
+
+def test_the_configured_rate_limiter_spaces_the_retries_and_is_made_at_each_run(
+        server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
+    cm(core, "x")
+    made: list[RecordingLimiter] = []
+
+    def limiter() -> RecordingLimiter:
+        made.append(RecordingLimiter())
+        return made[-1]
+
+    controller: Controller[Any] = Controller(factory, CONFIGMAPS,
+                                             config=no_throttle(rate_limiter=limiter))
+    informers = threading.Event()  # the informers outlive the first run
+    try:
+        for run in range(2):
+            rec = Recorder()
+            running = Running(controller, fails_three_times(rec), stop=informers)
+            try:
+                rec.wait(lambda calls: len(calls) == 4)
+            finally:
+                summary = running.stop()
+            assert summary.errors == 3 and summary.reconciles == 4
+            assert len(made) == run + 1  # a fresh limiter for each run
+            assert made[-1].asked == ["x"] * 3 and made[-1].forgotten[-1] == "x"
+    finally:
+        informers.set()
+        factory.shutdown(5)
+    with pytest.raises(TypeError, match="rate_limiter must be a function"):
+        ControllerConfig(rate_limiter=RecordingLimiter())  # type: ignore[arg-type]
+
+
 def test_graceful_shutdown_waits_for_a_slow_reconcile(
         server: EmbeddedApiServer, core: CoreV1Api, factory: SharedInformerFactory) -> None:
     cm(core, "slow")

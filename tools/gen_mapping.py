@@ -123,6 +123,7 @@ PACKAGES = {
     "client_cache.sharding.sharder": "(timebertt/kubernetes-controller-sharding's sharder)",
     "client_cache.runtime.sharded": "(port only: the runtime's use of sharding)",
     "client_cache.runtime.metrics": "(controller-runtime pkg/internal/controller/metrics)",
+    "client_cache.runtime.retry": "(controller-runtime controller.Options.RateLimiter)",
     "client_cache.client.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.codec.list_body": "(port only: a LIST body read item by item as it arrives)",
     "client_cache.codec.protobuf": f"{APIMACHINERY}/runtime/serializer/protobuf, the types' "
@@ -391,6 +392,11 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Action": ("—", "kube-rs Action (requeue, await_change)"),
     "Context": ("—", "kube-rs Arc<Context>: the user's data plus the request"),
     "client_cache.runtime.Controller": ("—", "kube-rs Controller"),
+    "client_cache.runtime.retry.BASE_DELAY": ("—", "the 5 ms of the default limiter"),
+    "client_cache.runtime.retry.MAX_DELAY": ("—", "the 1000 s of the default limiter"),
+    "client_cache.runtime.retry.RateLimiterFactory": ("—", "makes a run's rate limiter"),
+    "client_cache.runtime.retry.default_rate_limiter": (
+        "—", "client-go's NewTypedItemExponentialFailureRateLimiter(5ms, 1000s)"),
     "run_workers": ("—", "N worker threads over a queue (sample-controller's loop)"),
     "ControllerConfig": ("—", "kube-rs controller::Config plus controller-runtime options"),
     "ControllerMetricsProvider": ("—", "controller-runtime reconcile metrics"),
@@ -648,7 +654,8 @@ def exports() -> dict[tuple[str, str], tuple[str, str]]:
     module defining it); two objects of one name are two rows."""
     modules = ["client_cache", *sorted(
         m.name for m in pkgutil.walk_packages(client_cache.__path__, "client_cache.")
-        if not m.name.endswith(".__main__"))]  # importing __main__ would run it
+        # importing __main__ would run it; an underscored module is machinery, not API
+        if not any(part.startswith("_") for part in m.name.split(".")))]
     found: dict[tuple[str, str], tuple[str, str]] = {}
     for module_name in modules:
         module = importlib.import_module(module_name)

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from client_cache.leaderelection import LeaderElectionConfig
+from client_cache.runtime.retry import RateLimiterFactory, default_rate_limiter
 from client_cache.sharding import ShardingConfig
 
 __all__ = ["ControllerConfig"]
@@ -38,7 +39,10 @@ class ControllerConfig:
     and go (see :mod:`client_cache.runtime.sharded`; not with ``leader_election``, which
     keeps one replica acting); ``loop``: where an
     ``async def`` reconcile or error policy runs (default: a loop the controller starts
-    on a thread of its own and ends with the run)."""
+    on a thread of its own and ends with the run); ``rate_limiter``: a function making the
+    limiter that spaces the retries of a failing object, called at each run (default
+    :func:`~client_cache.runtime.retry.default_rate_limiter`, 5 ms doubling to 1000 s;
+    controller-runtime's ``Options.RateLimiter``; see :mod:`client_cache.runtime.retry`)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -50,12 +54,16 @@ class ControllerConfig:
     leader_election: LeaderElectionConfig | None = None
     sharding: ShardingConfig | None = None
     loop: asyncio.AbstractEventLoop | None = None
+    rate_limiter: RateLimiterFactory = default_rate_limiter
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
         if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0:
             raise ValueError("debounce, shutdown_timeout and client_qps must not be negative")
+        if not callable(self.rate_limiter):
+            raise TypeError("rate_limiter must be a function making a rate limiter (called "
+                            f"at each run), not {type(self.rate_limiter).__name__}")
         if self.leader_election is not None and self.sharding is not None:
             raise ValueError("leader_election and sharding exclude each other: one replica "
                              "acting, or each acting on its share")

@@ -14,8 +14,8 @@ Rules, as kube-rs's:
   request for it meanwhile runs once after that, never concurrently. This is the work
   queue's own processing rule.
 * **backoff**: :meth:`backoff` schedules a retry after the rate limiter's per-object
-  delay (default: client-go's per-item exponential 5 ms .. 1000 s); :meth:`forget`
-  resets it after a success.
+  delay (default: :func:`~client_cache.runtime.retry.default_rate_limiter`, client-go's
+  per-item exponential 5 ms .. 1000 s); :meth:`forget` resets it after a success.
 
 Timers are the delaying queue's (one mechanism, the monotonic clock of ``clock``). The
 delaying queue keeps an earlier timer when a later one is added but cannot cancel a timer,
@@ -30,11 +30,9 @@ import time
 
 from client_cache.runtime.objectref import ObjectRef
 from client_cache.runtime.reconcile import ReconcileReason, ReconcileRequest
+from client_cache.runtime.retry import default_rate_limiter
 from client_cache.util.clock import REAL_CLOCK, WithTicker
-from client_cache.workqueue.default_rate_limiters import (
-    RateLimiter,
-    new_item_exponential_failure_rate_limiter,
-)
+from client_cache.workqueue.default_rate_limiters import RateLimiter
 from client_cache.workqueue.delaying_queue import (
     DelayingQueueConfig,
     new_typed_delaying_queue_with_config,
@@ -58,8 +56,7 @@ class Scheduler:
             raise ValueError(f"debounce must not be negative, not {debounce}")
         self.debounce = debounce
         self._clock = clock or REAL_CLOCK
-        self._rate_limiter: RateLimiter[ObjectRef] = (
-            rate_limiter or new_item_exponential_failure_rate_limiter(0.005, 1000.0))
+        self._rate_limiter: RateLimiter[ObjectRef] = rate_limiter or default_rate_limiter()
         self._queue = new_typed_delaying_queue_with_config(DelayingQueueConfig[ObjectRef](
             name=name, clock=self._clock, metrics_provider=metrics_provider))
         self._lock = threading.Lock()

@@ -1,0 +1,380 @@
+"""One run of a controller, from its setup to its teardown (kube-rs's ``Controller::run``
+future and its graceful shutdown; controller-runtime's ``Controller.Start``).
+
+:class:`Run` sets the parts up in order, each pushing its own undo on one
+:class:`contextlib.ExitStack`: the client's throttling and identity, the leader or shard
+gate, a label-sharded member's own informer factory, the Event broadcaster, the
+scheduler, the loop for ``async def`` reconciles, the shutdown hooks and signals, the
+event handlers, the informers, the sources' pumps and, once every cache is ready (and
+the lease or the shard is held), the workers. It then waits for the stop. The teardown
+begins by setting the stop (no new reconcile starts) and shutting the scheduler down,
+then unwinds the stack: the workers get what is left of ``shutdown_timeout`` (the refs
+still running after it are the summary's ``unfinished``; their coroutines are
+cancelled), the gate lets go (a shard member hands its keys over only after its workers
+ended), the handlers are removed, the informers stop when the run started them, queued
+Events are flushed, the signal handlers are put back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import platform
+import queue
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from client_cache.aio.bridge import LoopCaller, is_async_callable
+from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.index import ReadyIndexer
+from client_cache.informers.factory import SharedInformerFactory
+from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
+from client_cache.runtime._kind import PrimaryKind
+from client_cache.runtime._triggers import Triggers, wake_on_stop
+from client_cache.runtime._worker import Tally, Workers
+from client_cache.runtime.config import ControllerConfig
+from client_cache.runtime.leading import LeadershipGate
+from client_cache.runtime.metrics import ControllerMetrics
+from client_cache.runtime.reconcile import ReconcileReason, RunSummary
+from client_cache.runtime.scheduler import Scheduler
+from client_cache.runtime.sharded import ShardGate
+from client_cache.shared_informer import SharedIndexInformer
+from client_cache.util.clock import WithTicker
+from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
+from client_cache.util.logs import FailureEpisodes, log_visibly
+from client_cache.util.rest_metrics import instrument_client
+from client_cache.util.signals import SignalWaker
+from client_cache.util.stop import on_stop
+
+__all__ = ["REFRESH_WARNING", "Run", "RunState", "Watched", "identify"]
+
+_log = logging.getLogger("client_cache.runtime.controller")
+
+REFRESH_WARNING = 10.0
+"""Seconds after which a cache whose watch a shard member's rejoin re-establishes and
+that is not back yet is named at WARNING (see :meth:`Run.refresh_caches`)."""
+
+
+@dataclass
+class Watched:
+    """An informer a controller reads and the handler it adds to it for the run."""
+
+    informer: SharedIndexInformer[Any]
+    handler: ResourceEventHandlerFuncs[Any]
+
+
+@dataclass
+class RunState:
+    """What a controller's other methods read of its current (or last) run, from any
+    thread: the stop, whether the run has chosen its informers (``prepared``) and is
+    between its setup and its end (``active``), its counts, scheduler and shard gate."""
+
+    stopping: threading.Event = field(default_factory=threading.Event)
+    prepared: threading.Event = field(default_factory=threading.Event)
+    active: bool = False
+    tally: Tally = field(default_factory=Tally)
+    scheduler: Scheduler | None = None
+    shard: ShardGate | None = None
+    # objects whose reconciles are failing: when the last ERROR line about each was
+    # written and how many failures followed it (an episode ends at a success)
+    failing: FailureEpisodes = field(default_factory=FailureEpisodes)
+
+
+@dataclass
+class Run:
+    """One run of the controller ``name`` that ``factory``, ``config``, ``primary``,
+    ``triggers`` and ``watched`` (the primary informer first) describe; :meth:`run` does
+    it. ``stop``: the informers run until it is set (the caller owns their lifetime);
+    None: the run makes its own and sets it at its end."""
+
+    name: str
+    factory: SharedInformerFactory
+    config: ControllerConfig
+    primary: PrimaryKind
+    triggers: Triggers
+    watched: list[Watched]
+    sources: list[tuple[Any, bool]]
+    shutdown_events: list[threading.Event]
+    on_signal: bool
+    clock: WithTicker | None
+    state: RunState
+    reconcile: Any
+    error_policy: Any
+    data: Any
+    stop: threading.Event | None
+    _deadline: float = field(default=0.0, init=False)
+    _own_factory: SharedInformerFactory | None = field(default=None, init=False)
+    _waker: SignalWaker | None = field(default=None, init=False)
+
+    def run(self) -> RunSummary:
+        """Set up, wait for the stop, tear down; the summary of what the run did."""
+        if self.on_signal and threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("shutdown_on_signal() needs run() on the main thread")
+        state = self.state
+        state.stopping.clear()
+        state.tally = Tally()
+        state.active = True
+        with contextlib.ExitStack() as stack:
+            try:
+                self._setup(stack)
+                self._wait()
+            finally:
+                # the teardown begins: no new reconcile; the workers' gets return
+                state.stopping.set()
+                state.active = False
+                self._deadline = time.monotonic() + self.config.shutdown_timeout
+                if state.scheduler is not None:
+                    state.scheduler.shut_down()
+        summary = state.tally.summary
+        if summary.unfinished:
+            _log.error("controller %s: reconciles still running at the shutdown deadline: %s",
+                       self.name, ", ".join(map(str, summary.unfinished)))
+        return summary
+
+    def _left(self) -> float:
+        """What is left of the shutdown budget, at least a second."""
+        return max(1.0, self._deadline - time.monotonic())
+
+    # -- setup -------------------------------------------------------------------------------
+    def _setup(self, stack: contextlib.ExitStack) -> None:
+        config, state, api_client = self.config, self.state, self.factory.api_client
+        events_limiter = None
+        if config.client_qps > 0:
+            throttle_client(api_client,
+                            TokenBucketRateLimiter(config.client_qps, config.client_burst))
+            events_limiter = TokenBucketRateLimiter(config.client_qps, config.client_burst)
+        instrument_client(api_client)
+        identify(api_client, self.name)
+        if self.on_signal:
+            stack.callback(_restore_signals, self._install_signals())
+        gate, shard = self._gates()
+        self._own_informer(stack, shard)
+        state.prepared.set()
+        recorder = None
+        broadcaster: EventBroadcaster | None = None
+        if config.events:
+            broadcaster = EventBroadcaster()
+            broadcaster.start_recording_to_sink(CoreV1EventSink(api_client,
+                                                                limiter=events_limiter))
+            recorder = broadcaster.new_recorder(EventSource(component=self.name))
+        metrics = ControllerMetrics(self.name, config.concurrency)
+        scheduler = state.scheduler = Scheduler(
+            self.name, config.debounce, config.rate_limiter(), clock=self.clock,
+            metrics_provider=metrics.queue_provider)
+        self.triggers.attach(scheduler, shard)
+        caller = None
+        if is_async_callable(self.reconcile) or is_async_callable(self.error_policy):
+            caller = LoopCaller(config.loop, name=f"controller-{self.name}-loop")
+            stack.callback(caller.close)
+        for event in self.shutdown_events:
+            stack.callback(on_stop(event, state.stopping.set).cancel)
+        informer_stop = self.stop if self.stop is not None else threading.Event()
+        if self.stop is not None:
+            stack.callback(on_stop(self.stop, state.stopping.set).cancel)
+        else:
+            stack.callback(self._stop_informers, informer_stop)
+        if broadcaster is not None:
+            stack.callback(self._flush_events, broadcaster)
+        pumps: list[threading.Thread] = []
+        stack.callback(_join_each, pumps, 1.0)
+        waker = None
+        if self.on_signal:  # woken whichever thread the OS hands a signal to
+            waker = SignalWaker().start()
+            stack.callback(waker.close)
+        self._waker = waker
+        if self.primary.pending:
+            # the informers start (they wait for the resource too, not ready); the
+            # handlers are added once the kind is known, and get the cache replayed
+            self.factory.start(informer_stop)
+            self.primary.await_served(api_client, state.stopping, self.name)
+        for watched in self.watched:
+            registration = watched.informer.add_event_handler(watched.handler)
+            stack.callback(watched.informer.remove_event_handler, registration)
+        self.factory.start(informer_stop)
+        if self._own_factory is not None:
+            self._own_factory.start(informer_stop)
+        if gate is not None:
+            gate.start()
+            stack.callback(self._stop_gate, gate)
+        if shard is not None:
+            shard.start()
+            stack.callback(self._stop_shard, shard)
+        for i, (source, bulk) in enumerate(self.sources):
+            if isinstance(source, queue.Queue):
+                stack.callback(on_stop(state.stopping, wake_on_stop(source)).cancel)
+            pumps.append(self._thread(self.triggers.pump, f"source-{i}", source, bulk,
+                                      state.stopping))
+        workers: list[threading.Thread] = []
+        stack.callback(self._end_workers, workers, caller)
+        _log.info("controller %s: waiting for %d caches to sync", self.name,
+                  len(self.watched))
+        if self._wait_ready() and (gate is None or gate.wait_leading(state.stopping)) \
+                and (shard is None or shard.wait_ready(state.stopping)):
+            if shard is not None:
+                shard.synced()
+            _log.info("controller %s: caches synced%s; starting %d workers", self.name,
+                      "" if gate is None else " and leading", config.concurrency)
+            run = Workers(self.name, scheduler, self.watched[0].informer,
+                          _threaded(caller, self.reconcile),
+                          _threaded(caller, self.error_policy), self.data, recorder,
+                          metrics, gate, shard, state.stopping, state.tally, state.failing)
+            workers += [self._thread(run.loop, f"worker-{i}")
+                        for i in range(config.concurrency)]
+
+    def _gates(self) -> tuple[LeadershipGate | None, ShardGate | None]:
+        config, state = self.config, self.state
+        gate = None if config.leader_election is None else LeadershipGate(
+            config.leader_election, self.name, state.stopping.set)
+        triggers = self.triggers
+        shard = None if config.sharding is None else ShardGate(
+            config.sharding, self.name, self.factory.api_client, triggers.primary_refs,
+            lambda ref: triggers.trigger(ref, ReconcileReason.custom("shard handed over")),
+            gvr=self.primary.gvr, namespace=self.factory.namespace,
+            on_lost=state.stopping.set, refresh=self.refresh_caches)
+        state.shard = shard
+        return gate, shard
+
+    def _own_informer(self, stack: contextlib.ExitStack, shard: ShardGate | None) -> None:
+        """A label-sharded member lists the primary objects through an informer of its
+        own, listing only its share; the factory's unfiltered one is dropped unless it
+        runs already."""
+        if shard is None or not shard.by_labels:
+            return
+        gvr = self.primary.gvr
+        own = self._own_factory = self.factory.filtered(shard.tweak)
+        stack.callback(own.shutdown, timeout=5.0)
+        informer = own.for_resource(gvr, self.factory.object_type_of(gvr)).informer()
+        self.triggers.informer = self.watched[0].informer = informer
+        if not self.factory.discard(gvr):
+            log_visibly(_log, logging.WARNING, "controller %s: the factory's %s informer "
+                        "runs already: every object stays cached beside this member's "
+                        "share", self.name, gvr.label())
+
+    def _wait(self) -> None:
+        if self._waker is not None:
+            self._waker.wait(self.state.stopping)
+        else:
+            self.state.stopping.wait()
+        _log.info("controller %s: shutting down; waiting up to %.1f s for %d running "
+                  "reconciles", self.name, self.config.shutdown_timeout,
+                  self.state.tally.running())
+
+    def _thread(self, target: Callable[..., None], role: str, *args: Any) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, daemon=True,
+                                  name=f"controller-{self.name}-{role}")
+        thread.start()
+        return thread
+
+    def _install_signals(self) -> dict[int, Any]:
+        previous: dict[int, Any] = {}
+        stopping = self.state.stopping
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            _log.info("controller %s: signal %d: shutting down gracefully (again to "
+                      "force)", self.name, signum)
+            _restore_signals(previous)
+            stopping.set()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handle)
+        return previous
+
+    def _wait_ready(self) -> bool:
+        """The readiness gate: every involved cache holds its first complete list."""
+        stopping = self.state.stopping
+        for watched in self.watched:
+            indexer = watched.informer.get_indexer()
+            if isinstance(indexer, ReadyIndexer) and not indexer.wait_until_ready(
+                    stop=stopping):
+                return False
+        return not stopping.is_set()
+
+    def refresh_caches(self, stop: threading.Event) -> bool:
+        """Have every informer this controller reads re-establish its watch and wait
+        until each has a new watch or LIST (True), or ``stop`` (False): what a shard gate
+        asks after a lapse, before every key is reconciled again. One not back after
+        :data:`REFRESH_WARNING` seconds is named at WARNING; the wait goes on (a key
+        reconciled from a cache that missed the outage's changes is what it prevents)."""
+        informers = {id(w.informer): w.informer for w in self.watched}.values()
+        asked = [(informer, informer.reconnect("the shard member lapsed or was blind"))
+                 for informer in informers if callable(getattr(informer, "reconnect", None))]
+        for informer, since in asked:
+            status = informer.status
+            if status.wait_connected(since, stop, REFRESH_WARNING):
+                continue
+            if stop.is_set():
+                return False
+            log_visibly(_log, logging.WARNING, "controller %s: the %s watch is not back "
+                        "%.0f s after the shard member rejoined; its keys wait for it",
+                        self.name, status.resource, REFRESH_WARNING)
+            if not status.wait_connected(since, stop):
+                return False
+        return True
+
+    # -- teardown ----------------------------------------------------------------------------
+    def _end_workers(self, workers: list[threading.Thread], caller: LoopCaller | None) -> None:
+        """The workers get what is left of the shutdown timeout; then the refs still
+        running are the summary's ``unfinished`` and their coroutines are cancelled."""
+        for worker in workers:
+            worker.join(max(0.0, self._deadline - time.monotonic()))
+        self.state.tally.close()
+        if caller is not None:  # coroutines, unlike threads, can be cancelled
+            caller.close()
+            for worker in workers:
+                worker.join(1.0)
+
+    def _stop_gate(self, gate: LeadershipGate) -> None:
+        gate.stop()
+        self.state.tally.summary.lost_leadership = gate.lost
+
+    def _stop_shard(self, shard: ShardGate) -> None:
+        # the workers are joined: leave, handing the keys over
+        shard.stop(self._left())
+        self.state.tally.summary.lost_shard = shard.lost
+
+    def _flush_events(self, broadcaster: EventBroadcaster) -> None:
+        # queued Events are written within what is left of the shutdown timeout (at least
+        # a second), not dropped after one
+        broadcaster.shutdown(self._left())
+
+    def _stop_informers(self, informer_stop: threading.Event) -> None:
+        informer_stop.set()
+        self.factory.shutdown(timeout=5.0)
+
+
+def _join_each(threads: list[threading.Thread], timeout: float) -> None:
+    for thread in threads:
+        thread.join(timeout)
+
+
+def _restore_signals(previous: dict[int, Any]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _threaded(caller: LoopCaller | None, fn: Callable[..., Any] | None) -> Any:
+    """``fn`` as a plain function: an ``async def`` one runs on ``caller``'s loop."""
+    if caller is None or fn is None or not is_async_callable(fn):
+        return fn
+    return caller.wrap(fn)
+
+
+def identify(api_client: Any, name: str) -> None:
+    """Give ``api_client``'s requests the controller's name as their User-Agent, in
+    client-go's default shape (``<name>/<version> (<os>/<arch>) client_cache``), unless the
+    application set one: the server then records ``name`` as the field manager of its
+    writes (it was ``OpenAPI-Generator``, the ``kubernetes`` package's default) and its
+    audit log names it."""
+    current = str(getattr(api_client, "user_agent", "") or "")
+    if current and not current.startswith("OpenAPI-Generator/"):
+        return
+    agent = re.sub(r"[^A-Za-z0-9._-]+", "-", name.replace("/", ".")).strip("-") or "controller"
+    api_client.user_agent = (f"{agent}/v0.0.0 ({platform.system().lower()}/"
+                             f"{platform.machine().lower()}) client_cache")
+

@@ -1,0 +1,203 @@
+"""What makes a controller reconcile an object: the event handlers on its informers and
+its external sources, turned into requests to its scheduler (kube-rs's ``trigger_self``,
+``trigger_owners``, ``trigger_others`` and ``reconcile_on`` streams; controller-runtime's
+event handlers ``EnqueueRequestForObject``, ``EnqueueRequestForOwner`` and
+``EnqueueRequestsFromMapFunc``).
+
+* an applied primary object (added, updated, listed again) requests its own reconcile;
+  deletions do not (an object with a finalizer is updated with a deletionTimestamp first);
+* a child's add, update or delete requests the reconcile of each owner in its
+  ``ownerReferences`` of the primary's apiVersion and kind (on an update, the old
+  object's owners too, so an owner that lost a child hears of it);
+* a related object's change requests what the user's mapper returns for it;
+* a source (a ``queue.Queue`` or another iterable) yields refs or requests, or, in bulk,
+  asks for every cached primary object.
+
+A request before the run has a scheduler is dropped (the initial list triggers them
+all again once it has one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from client_cache.api import meta
+from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.runtime._kind import PrimaryKind
+from client_cache.runtime.objectref import ObjectRef, object_ref
+from client_cache.runtime.reconcile import ReconcileReason, ReconcileRequest
+from client_cache.runtime.scheduler import Scheduler
+from client_cache.runtime.sharded import ShardGate
+from client_cache.shared_informer import SharedIndexInformer
+from client_cache.store import DeletedFinalStateUnknown
+
+__all__ = ["Mapper", "Triggers", "wake_on_stop"]
+
+_log = logging.getLogger("client_cache.runtime.controller")
+
+Mapper = Callable[[Any], "ObjectRef | Iterable[ObjectRef] | None"]
+"""``watches``' function: a related object -> the refs to reconcile (or None)."""
+
+
+def _unwrap(obj: Any) -> Any:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+class Triggers:
+    """The requests of one controller named ``name``, reconciling ``primary`` whose objects
+    ``informer`` caches. :meth:`attach` gives it the run's scheduler and shard gate."""
+
+    def __init__(self, name: Callable[[], str], primary: PrimaryKind) -> None:
+        self._name = name
+        self._primary = primary
+        self.informer: SharedIndexInformer[Any] | None = None
+        self._scheduler: Scheduler | None = None
+        self._shard: ShardGate | None = None
+
+    def attach(self, scheduler: Scheduler | None, shard: ShardGate | None) -> None:
+        """Send the requests to ``scheduler`` (None: drop them) and let ``shard`` see the
+        primary objects (a label-mode member drains those it is asked to let go)."""
+        self._scheduler, self._shard = scheduler, shard
+
+    # -- the handlers ------------------------------------------------------------------------
+    def primary_handler(self) -> ResourceEventHandlerFuncs[Any]:
+        """The handler on the primary informer."""
+        return ResourceEventHandlerFuncs(
+            add_func=self._primary_applied,
+            update_func=lambda old, new: self._primary_applied(new),
+            delete_func=self._primary_deleted)
+
+    def owner_handler(self) -> ResourceEventHandlerFuncs[Any]:
+        """The handler on a child informer (``owns``)."""
+        def changed(*objs: Any) -> None:
+            primary = self._primary
+            owners: dict[ObjectRef, ObjectRef] = {}
+            for changed_obj in objs:
+                obj = _unwrap(changed_obj)
+                try:
+                    md = meta.accessor(obj)
+                    refs = md.owner_references
+                except Exception:  # an unreadable child owns nothing
+                    continue
+                for ref in refs:
+                    if ref.kind == primary.kind and ref.api_version == primary.api_version:
+                        owner = ObjectRef(ref.name, md.namespace if primary.namespaced else "",
+                                          primary.kind, primary.api_version, ref.uid)
+                        owners[owner] = object_ref(obj)
+            for owner, related in owners.items():
+                self.trigger(owner, ReconcileReason.related_object_updated(related))
+
+        return ResourceEventHandlerFuncs(add_func=changed, update_func=changed,
+                                         delete_func=changed)
+
+    def mapper_handler(self, mapper: Mapper) -> ResourceEventHandlerFuncs[Any]:
+        """The handler on a related informer (``watches``): ``mapper``'s refs; a ref
+        without kind means the primary kind."""
+        def changed(obj: Any) -> None:
+            obj = _unwrap(obj)
+            try:
+                refs = mapper(obj)
+            except Exception:
+                _log.exception("controller %s: the mapper failed on %s", self._name(),
+                               meta.describe(obj))
+                return
+            if refs is None:
+                return
+            reason = ReconcileReason.related_object_updated(object_ref(obj))
+            for ref in [refs] if isinstance(refs, ObjectRef) else refs:
+                self.trigger(ref, reason)
+
+        return ResourceEventHandlerFuncs(add_func=changed,
+                                         update_func=lambda old, new: changed(new),
+                                         delete_func=changed)
+
+    def _primary_applied(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        shard = self._shard
+        if shard is not None and shard.by_labels and shard.observe(obj):
+            return  # asked to drain: let go, not reconciled here any more
+        self.trigger(object_ref(obj, self._primary.kind, self._primary.api_version),
+                     ReconcileReason.object_updated())
+
+    def _primary_deleted(self, obj: Any) -> None:
+        shard = self._shard
+        if shard is not None and shard.by_labels:
+            shard.forget(obj)
+
+    # -- requests ----------------------------------------------------------------------------
+    def trigger(self, ref: ObjectRef, reason: ReconcileReason) -> None:
+        """Request the reconcile of ``ref`` (its kind and apiVersion filled in when
+        missing; a ref of another kind is refused with a WARNING)."""
+        primary = self._primary
+        if not ref.kind:
+            ref = ObjectRef(ref.name, ref.namespace, primary.kind, primary.api_version,
+                            ref.uid)
+        elif ref.kind != primary.kind \
+                or (ref.api_version or primary.api_version) != primary.api_version:
+            _log.warning("controller %s: ignoring a request for %s, not a %s", self._name(),
+                         ref, primary.kind)
+            return
+        elif not ref.api_version:
+            ref = ObjectRef(ref.name, ref.namespace, ref.kind, primary.api_version, ref.uid)
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.schedule(ref, reason)
+
+    def primary_refs(self) -> list[ObjectRef]:
+        """A ref to every cached primary object."""
+        informer = self.informer
+        if informer is None:
+            return []
+        return [object_ref(obj, self._primary.kind, self._primary.api_version)
+                for obj in informer.get_indexer().list()]
+
+    def trigger_all(self) -> None:
+        """Request the reconcile of every cached primary object (``BULK_RECONCILE``)."""
+        for ref in self.primary_refs():
+            self.trigger(ref, ReconcileReason.bulk_reconcile())
+
+    def pump(self, source: Any, bulk: bool, stopping: threading.Event) -> None:
+        """Read ``source`` until ``stopping`` (a ``queue.Queue``) or its end (another
+        iterable): each item a request, or with ``bulk`` a reconcile of everything."""
+        def handle(item: Any) -> None:
+            if bulk:
+                self.trigger_all()
+            elif isinstance(item, ReconcileRequest):
+                self.trigger(item.obj_ref, item.reason)
+            elif isinstance(item, ObjectRef):
+                self.trigger(item, ReconcileReason.unknown())
+            else:
+                _log.error("controller %s: a reconcile_on source yielded a %s, not an "
+                           "ObjectRef or ReconcileRequest", self._name(), type(item).__name__)
+
+        if isinstance(source, queue.Queue):
+            while not stopping.is_set():
+                item = source.get()
+                if item is _WAKE or stopping.is_set():
+                    return
+                handle(item)
+            return
+        for item in source:
+            if stopping.is_set():
+                return
+            handle(item)
+
+
+class _Wake:
+    """The marker put in a ``reconcile_on`` queue to wake its reader at shutdown."""
+
+
+_WAKE = _Wake()
+
+
+def wake_on_stop(source: queue.Queue[Any]) -> Callable[[], None]:
+    """A function that wakes ``source``'s reader (:meth:`Triggers.pump`) to see the stop."""
+    def wake() -> None:
+        # a full queue: its reader is not blocked, and sees the stop at its next item
+        with contextlib.suppress(queue.Full):
+            source.put_nowait(_WAKE)
+    return wake

@@ -1,0 +1,247 @@
+"""A controller's workers: each takes the next due request, passes the gates, reconciles
+the cached object and acts on the outcome (kube-rs's ``Runner`` with its reconcile and
+error-policy calls; controller-runtime's ``processNextWorkItem`` and
+``reconcileHandler``).
+
+* **Take**: :meth:`Scheduler.get` blocks until a request is due (held objects wait until
+  their reconcile ends), returning None at shutdown.
+* **Gates**: none starts once the controller is stopping; a leader-elected one that no
+  longer holds its lease ends its worker; a sharded one skips a key its replica does not
+  own now (:meth:`~client_cache.runtime.sharded.ShardGate.begin`).
+* **Reconcile** the object as the primary cache holds it; an object no longer cached is
+  not reconciled (counted ``not_found``).
+* **Outcome**: ``Action.await_change()`` forgets the object's backoff;
+  ``Action.requeue(s)`` schedules it again after ``s``; ``Action.requeue_with_backoff()``
+  and an error without an error policy retry after the scheduler's per-object backoff
+  (:mod:`client_cache.runtime.retry`); a
+  :class:`~client_cache.runtime.reconcile.TerminalError` is not retried; an error policy's
+  Action decides otherwise.
+* **Failures** are logged by episode (:meth:`Workers.report_failure`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from client_cache.api import meta
+from client_cache.errors import describe_error, find_api_error
+from client_cache.record import EventRecorder
+from client_cache.runtime.leading import LeadershipGate
+from client_cache.runtime.metrics import ControllerMetrics
+from client_cache.runtime.objectref import ObjectRef
+from client_cache.runtime.reconcile import (
+    Action,
+    Context,
+    ReconcileReason,
+    ReconcileRequest,
+    RunSummary,
+    TerminalError,
+    is_panic,
+)
+from client_cache.runtime.scheduler import Scheduler
+from client_cache.runtime.sharded import ShardGate
+from client_cache.shared_informer import SharedIndexInformer
+from client_cache.util.logs import FailureEpisodes, log_visibly
+
+__all__ = ["PlainErrorPolicy", "PlainReconciler", "Tally", "Workers"]
+
+_log = logging.getLogger("client_cache.runtime.controller")
+
+PlainReconciler = Callable[[Any, Context[Any]], Action]
+"""A reconcile as the workers call it: a plain function (an ``async def`` one is wrapped
+to run on its loop first)."""
+PlainErrorPolicy = Callable[[Any, BaseException, Context[Any]], Action]
+"""An error policy as the workers call it."""
+
+
+class Tally:
+    """What one run did so far (its :class:`RunSummary`) and which refs are being
+    reconciled, shared by its workers and read from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.summary = RunSummary()
+        self._running: set[ObjectRef] = set()
+
+    def count(self, **counts: int) -> None:
+        """Add ``counts`` to the summary's fields of those names."""
+        with self._lock:
+            for field, n in counts.items():
+                setattr(self.summary, field, getattr(self.summary, field) + n)
+
+    def started(self, ref: ObjectRef) -> None:
+        """``ref``'s reconcile begins."""
+        with self._lock:
+            self._running.add(ref)
+
+    def ended(self, ref: ObjectRef) -> None:
+        """``ref``'s reconcile is over."""
+        with self._lock:
+            self._running.discard(ref)
+
+    def running(self) -> int:
+        """How many reconciles run now."""
+        with self._lock:
+            return len(self._running)
+
+    def close(self) -> RunSummary:
+        """The summary, with the refs still running now as its ``unfinished``."""
+        with self._lock:
+            self.summary.unfinished = sorted(self._running, key=str)
+            return self.summary
+
+    def snapshot(self) -> RunSummary:
+        """A copy of the summary so far."""
+        with self._lock:
+            return dataclasses.replace(self.summary, unfinished=list(self.summary.unfinished))
+
+
+@dataclasses.dataclass
+class Workers:
+    """The workers of one run of controller ``name``: call :meth:`loop` on each worker
+    thread."""
+
+    name: str
+    scheduler: Scheduler
+    informer: SharedIndexInformer[Any]
+    reconcile: PlainReconciler
+    error_policy: PlainErrorPolicy | None
+    data: Any
+    recorder: EventRecorder | None
+    metrics: ControllerMetrics
+    gate: LeadershipGate | None
+    shard: ShardGate | None
+    stopping: threading.Event
+    tally: Tally
+    failing: FailureEpisodes
+
+    def loop(self) -> None:
+        """Take, gate and reconcile requests until the scheduler shuts down, the run
+        stops or this replica stops leading."""
+        scheduler, shard, gate = self.scheduler, self.shard, self.gate
+        identity = "" if shard is None else shard.identity
+        while True:
+            request = scheduler.get()
+            if request is None:
+                return
+            ref = request.obj_ref
+            try:
+                if self.stopping.is_set():
+                    return
+                if gate is not None and not gate.holds_lease():  # lost, maybe by a pause
+                    return
+                if shard is not None and not shard.begin(ref):  # another replica's key
+                    scheduler.forget(ref)
+                    continue
+                self.tally.started(ref)
+                try:
+                    self._reconcile_one(request, Context(self.data, request, self.stopping,
+                                                         self.recorder, identity))
+                finally:
+                    if shard is not None:
+                        shard.end(ref)
+            finally:
+                self.tally.ended(ref)
+                scheduler.done(ref)
+
+    def _reconcile_one(self, request: ReconcileRequest, ctx: Context[Any]) -> None:
+        ref, scheduler, metrics = request.obj_ref, self.scheduler, self.metrics
+        obj, exists = self.informer.get_indexer().get_by_key(ref.key())
+        if not exists:
+            _log.debug("controller %s: %s is no longer cached; not reconciled", self.name, ref)
+            self.tally.count(not_found=1)
+            self.failing.ended(ref)
+            return
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("controller %s: reconciling %s (%s)", self.name, meta.describe(obj),
+                       request.reason)
+        started = time.monotonic()
+        metrics.active.inc()
+        try:
+            action = self.reconcile(obj, ctx)
+            if not isinstance(action, Action):
+                raise TypeError(
+                    f"{_name_of(self.reconcile)} returned {type(action).__name__}, not an "
+                    "Action (return Action.await_change() to wait for the next change, or "
+                    "Action.requeue(seconds))")
+        except Exception as err:
+            terminal = isinstance(err, TerminalError)
+            metrics.observe(started, "error", terminal=terminal, panic=is_panic(err))
+            self.tally.count(reconciles=1, errors=1)
+            self.report_failure(ref, obj, err)
+            if terminal:  # not retried: the next change of the object reconciles it
+                scheduler.forget(ref)
+            else:
+                self._after_error(obj, err, ctx)
+            return
+        finally:
+            metrics.active.dec()
+        self.tally.count(reconciles=1)
+        self.failing.ended(ref)  # the episode of failures, if any, is over
+        if action.backoff:
+            metrics.observe(started, "requeue")
+            self.tally.count(requeues=1)
+            scheduler.backoff(ref, ReconcileReason.reconciler_requested_retry())
+            return
+        scheduler.forget(ref)
+        if action.requeue_after is None:
+            metrics.observe(started, "success")
+            return
+        metrics.observe(started, "requeue_after")
+        self.tally.count(requeues=1)
+        scheduler.schedule(ref, ReconcileReason.reconciler_requested_retry(),
+                           action.requeue_after)
+
+    def report_failure(self, ref: ObjectRef, obj: Any, err: Exception) -> None:
+        """Log a failed reconcile: the first of an episode (failures of one object, for
+        one reason, until it reconciles again or fails for another reason) at ERROR with
+        its traceback (an API error without: see below), then, while it goes on failing
+        the same way, one ERROR line every
+        :data:`~client_cache.util.logs.FAILURE_REPEAT_SECONDS` with the count
+        (DEBUG for the others). A failure for another reason than the last one logged
+        starts a new episode: it is logged at ERROR at once. The object is named by kind,
+        namespace/name and resourceVersion, an API error by its status, reason and
+        message; the ERROR lines reach stderr when the application configured no logging
+        (:func:`client_cache.util.logs.log_visibly`)."""
+        text = describe_error(err)
+        repeat = self.failing.failed(ref, text)
+        if repeat.first:
+            # an API error is summarised (its status, reason and message): its text and
+            # traceback would print the response's headers and body, which may quote the
+            # object; any other error comes with its traceback
+            log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s failed: %s",
+                        self.name, meta.describe(obj), text,
+                        exc_info=None if find_api_error(err) is not None else err)
+        elif repeat.due:
+            log_visibly(_log, logging.ERROR, "controller %s: reconcile of %s still failing "
+                        "(%d more times in %.0f s): %s", self.name, meta.describe(obj),
+                        repeat.count, repeat.seconds, text)
+        else:
+            _log.debug("controller %s: reconcile of %s failed again: %s", self.name,
+                       meta.describe(obj), text)
+
+    def _after_error(self, obj: Any, err: Exception, ctx: Context[Any]) -> None:
+        reason = ReconcileReason.error_policy_requested_retry()
+        action: Action | None = None
+        if self.error_policy is not None:
+            try:
+                action = self.error_policy(obj, err, ctx)
+            except Exception:
+                _log.exception("controller %s: error_policy failed; backing off", self.name)
+        if isinstance(action, Action):
+            if action.requeue_after is None:
+                return
+            self.scheduler.schedule(ctx.obj_ref, reason, action.requeue_after)
+        else:
+            self.scheduler.backoff(ctx.obj_ref, reason)
+        self.tally.count(requeues=1)
+
+
+def _name_of(fn: Any) -> str:
+    """A function's qualified name, for an error about what it did."""
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or fn)

@@ -407,4 +407,5 @@ _alias_modules({f"client_cache.{old}": f"client_cache.{new}" for old, new in {
     "fields": "api.fields", "apis": "api.lists", "watch": "api.watch",
     "status_errors": "api.errors", "transport": "client.transport",
     "rest": "client.rest", "pager": "client.pager",
-    "stream_watcher": "client.stream_watcher"}.items()})
+    "stream_watcher": "client.stream_watcher",
+    "codec.gc_policy": "util.gc_policy"}.items()})

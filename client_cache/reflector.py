@@ -68,7 +68,7 @@ from client_cache.client.pager import (
     DEFAULT_PAGE_SIZE,
     ListPager,
 )
-from client_cache.codec import gc_policy, wire
+from client_cache.codec import wire
 from client_cache.codec.unfit import UnfitObject
 from client_cache.errors import (
     ClientCacheError,
@@ -110,6 +110,7 @@ from client_cache.store import (
     meta_namespace_key_func,
     new_indexer,
 )
+from client_cache.util import gc_policy
 from client_cache.util.chan import (
     STOPPED,
     Chan,
@@ -365,7 +366,7 @@ class Reflector:
                 self.watch_error_handler(self, err)
 
         try:
-            with gc_policy.spaced_full_collections():  # see client_cache.codec.gc_policy
+            with gc_policy.spaced_full_collections():  # see client_cache.util.gc_policy
                 backoff_until(round_, self.backoff_manager, True, stop,
                               wait=lambda: self.wait_backoff(stop, failure[0]))
         finally:

@@ -1,5 +1,5 @@
 """The library spaces out the collector's full passes while reflectors run, and puts the
-threshold back when the last one stops (client_cache.codec.gc_policy)."""
+threshold back when the last one stops (client_cache.util.gc_policy)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from kubernetes.client import V1ObjectMeta, V1Pod
 
-from client_cache.codec import gc_policy
 from client_cache.shared_informer import new_shared_index_informer
 from client_cache.testing import FakeControllerSource
+from client_cache.util import gc_policy
 from tests.fixtures import eventually
 
 DEFAULT = (700, 10, 10)

@@ -144,7 +144,7 @@ MOVED = {"meta": "api.meta", "schema": "api.schema", "labels": "api.labels",
          "fields": "api.fields", "apis": "api.lists", "watch": "api.watch",
          "status_errors": "api.errors", "transport": "client.transport",
          "rest": "client.rest", "pager": "client.pager",
-         "stream_watcher": "client.stream_watcher"}
+         "stream_watcher": "client.stream_watcher", "codec.gc_policy": "util.gc_policy"}
 
 
 def test_a_moved_module_imports_under_its_old_name_with_a_warning() -> None:

@@ -1,5 +1,5 @@
 """Watch events read beside the object they replace (client_cache.codec.sharing.decoder's
-``previous``, _previous.c), without a server: the result is always what the JSON says,
+``previous``, previous.c), without a server: the result is always what the JSON says,
 whatever the previous object; what is unchanged is the previous object's own; the key
 asked for; what is refused."""
 

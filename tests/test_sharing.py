@@ -341,7 +341,7 @@ def test_a_listed_object_is_untracked_unless_asked_not_to(share_strings: bool) -
         api.close()
 
 
-# -- dicts of the same keys sharing one key table (compact; C: _shapes.c) ---------------
+# -- dicts of the same keys sharing one key table (compact; C: shapes.c) ---------------
 
 
 def env_pod(i: int) -> dict[str, Any]:
@@ -404,7 +404,7 @@ def test_the_same_keys_in_another_order_are_another_shape() -> None:
 
 def one_bucket_of_keys(count: int) -> list[str]:
     """``count`` keys whose one-key shapes fall into one bucket of the shape table, in a
-    table of two entries per bucket as in one of four. The shape's hash is _shapes.c's
+    table of two entries per bucket as in one of four. The shape's hash is shapes.c's
     keys_hash, written again here: were it changed there, these keys would not collide,
     and the five-shape half of the test below would fail."""
     slots = sharing.table_stats()["shape_slots"]

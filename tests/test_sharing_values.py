@@ -1,4 +1,4 @@
-"""Equal immutable values, one object (client_cache.codec.sharing, _values.c): a SHARE walk puts
+"""Equal immutable values, one object (client_cache.codec.sharing, values.c): a SHARE walk puts
 in place of each frozen struct and tuple of immutable values below the top an equal one
 seen before."""
 

@@ -24,7 +24,7 @@ APIMACHINERY = "k8s.io/apimachinery/pkg"
 PACKAGES = {
     "client_cache": f"{CLIENT_GO}/tools/cache",
     "client_cache.codec.wire": "(port only: JSON decoding of wire bodies)",
-    "client_cache.codec.gc_policy": "(port only: the collector's full passes while caches run)",
+    "client_cache.util.gc_policy": "(port only: the collector's full passes while caches run)",
     "client_cache.util.native": "(port only: loading the native parts built from the sources "
                                 "beside them)",
     "client_cache.util.server_answers": "(port only: a reflector's backoff ends when its "
@@ -427,7 +427,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "FEW_COLLECTED": ("—", "a full pass freeing fewer objects doubles the factor"),
     "factor": ("—", "the current factor (adapts to what full passes free)"),
     "set_enabled": ("—", "turn the spacing of full collections on or off"),
-    "client_cache.codec.gc_policy.enabled": ("—", "is the spacing of full collections on?"),
+    "client_cache.util.gc_policy.enabled": ("—", "is the spacing of full collections on?"),
     "client_cache.util.native.enabled": ("—", "are the native parts on (CLIENT_CACHE_NATIVE)?"),
     "active": ("—", "how many spacing blocks run (one per reflector)"),
     "AVAILABLE": ("—", "is the C string-sharing walker installed?"),

@@ -29,8 +29,9 @@ from client_cache.client.rest import request_headers, resource_path
 from client_cache.client.stream_watcher import EVENT_TYPES, StreamWatcher
 from client_cache.client.transport import Transport, socket_of
 from client_cache.codec import protobuf, wire
-from client_cache.codec.decoding import Loads, ObjectDecoding
+from client_cache.codec.decoding import ObjectDecoding
 from client_cache.codec.skip_paths import SkipPath
+from client_cache.codec.wire import Loads
 from client_cache.util.chan import NEVER_STOP
 from client_cache.util.rest_metrics import host_of
 

@@ -16,7 +16,6 @@ client-go port (the cache layer imports it; it imports only :mod:`client_cache.u
   object mode and the conversions between dicts, models and structs.
 - :mod:`~client_cache.codec.protobuf` and its schema, shapes and struct plans: the
   Kubernetes protobuf encoding.
-- :mod:`~client_cache.codec.gc_policy`: the collector's full passes while caches run.
 
 The native part, ``client_cache.codec._codec``, is built from ``codec/csrc/`` (one C unit
 per concern: the string table, the walk, the JSON decoder, the line decoder, the LIST

@@ -29,13 +29,13 @@ from client_cache.codec.watch_decoders import (
     bookmark_object,
     object_lines,
 )
+from client_cache.codec.wire import Loads
 
-__all__ = ["Loads", "ObjectDecoding", "Resource", "dropped", "model_decoder", "reuse_cached",
+__all__ = ["ObjectDecoding", "Resource", "dropped", "model_decoder", "reuse_cached",
            "walked", "walked_events"]
 
 _log = logging.getLogger(__name__)
 
-Loads = Callable[[bytes], Any]
 
 E = TypeVar("E")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from client_cache.codec import protobuf, protobuf_structs, sharing, wire
 from client_cache.codec.skip_paths import SkipTree
+from client_cache.codec.wire import Loads
 
 __all__ = ["LIST_READ_SIZE", "ListBodyReader"]
 
@@ -22,7 +23,6 @@ __all__ = ["LIST_READ_SIZE", "ListBodyReader"]
 #: being decoded before the next is read.
 LIST_READ_SIZE = 256 * 1024
 
-Loads = Callable[[bytes], Any]
 
 
 class ListBodyReader:

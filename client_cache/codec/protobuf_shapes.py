@@ -6,7 +6,7 @@ by which each Go shape reads as JSON and writes as protobuf (see
 ``k8s.io/api``) into a :class:`Message` per Go struct. Each message decodes in Python
 (:meth:`Message.decode`) and encodes (:meth:`Message.encode`); :meth:`Schema.compiled`
 hands the same tables to the C decoder of ``client_cache.codec._codec`` where it is built,
-which follows the same rules (``_protobuf.c``).
+which follows the same rules (``protobuf.c``).
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ from client_cache.codec.errors import DecodeError
 from client_cache.codec.skip_paths import drop_members
 
 __all__ = ["AVAILABLE", "COMPACT_DICTS_ENV", "REUSE_UNCHANGED_ENV", "SHARE_STRINGS_ENV",
-           "UNTRACK_ENV", "LineDecoder", "ListSplitter", "clear_table", "compact",
+           "UNTRACK_ENV", "ChunkDecoder", "ListSplitter", "clear_table", "compact",
            "compacted_by_default", "decoder", "line_decoder", "reused_by_default", "share",
            "shared_by_default", "split_list", "table_stats", "untrack",
            "untracked_by_default", "walker"]
@@ -239,7 +239,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
             previous: Callable[[str], Any] | None = None, whole: bool = False,
             added: bool = False) -> Callable[[bytes], Any] | None:
     """A JSON decoder giving what ``walker(strings, untrack, compact)`` gives for what
-    ``loads`` decodes, in one pass where it can: the C decoder (``_decode.c``) builds
+    ``loads`` decodes, in one pass where it can: the C decoder (``decode.c``) builds
     each object already walked, so a string the table holds is never made twice and a
     dict of a known shape is made straight from its prototype (one handler from the
     replay source: see the CHANGELOG for what it measured). It takes the JSON Kubernetes
@@ -298,7 +298,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     return decoded_with
 
 
-LineDecoder = Callable[[bytes, int], tuple[list[Any], int, int]]
+ChunkDecoder = Callable[[bytes, int], tuple[list[Any], int, int]]
 """What :func:`line_decoder` gives: ``lines(data, pos)`` is ``(events, pos, stuck)``."""
 
 
@@ -306,7 +306,7 @@ def line_decoder(strings: bool, untrack: bool, compact: bool = False,
                  skip: dict[str, Any] | None = None,
                  previous: Callable[[str], Any] | None = None, added: bool = False, *,
                  event_class: Callable[[Any, Any], Any], types: dict[str, Any],
-                 ) -> LineDecoder | None:
+                 ) -> ChunkDecoder | None:
     """The decoder of a whole buffer of JSON watch lines in one call (a port addition:
     the reader thread of a JSON watch made a few Python calls per event to cut and
     decode its lines). ``lines(data, pos)`` reads the whole lines of ``data``

@@ -18,7 +18,7 @@ every container's ``env``). A path that is a prefix of another covers it. Paths 
 every object a response holds: LIST items, watch events' objects (a watch's ``ERROR``
 ``Status`` included, in JSON), bookmarks.
 
-Where they are done: the C JSON decoder (``_decode.c``) passes over the members, checking
+Where they are done: the C JSON decoder (``decode.c``) passes over the members, checking
 their JSON as it goes (a document malformed there fails as it would decoded whole); the C
 protobuf decoder reads the objects of the built-in kinds with plans that pass over the
 fields the paths name (:func:`client_cache.codec.protobuf_structs.dict_plans`); what neither

@@ -33,7 +33,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["BACKEND", "GC_PAUSE_THRESHOLD", "gc_paused", "loads"]
+__all__ = ["BACKEND", "GC_PAUSE_THRESHOLD", "Loads", "gc_paused", "loads"]
+
+Loads = Callable[[bytes], Any]
+"""A function decoding a whole body (JSON bytes) into wire objects, as :func:`loads`
+does; the codec's decoders and readers take one."""
 
 #: Bodies at least this long are decoded with the garbage collector paused.
 GC_PAUSE_THRESHOLD = 256 * 1024

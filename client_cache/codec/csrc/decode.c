@@ -1,7 +1,7 @@
 /* client_cache.codec._codec.decode: JSON to Python objects with the walk done while parsing.
  *
  * decode(flags, data) gives what walk(flags, json.loads(data)) gives (the flags of
- * _sharing.h; client_cache.codec.sharing says what each does), in one pass: a string that is
+ * strtable.h; client_cache.codec.sharing says what each does), in one pass: a string that is
  * already in the table is never made a second time, a dict whose keys have a shape is
  * made straight from its prototype instead of being built and then copied, and a
  * container is taken out of the collector's sight as soon as it is whole.
@@ -18,7 +18,7 @@
  * tree of dicts, a key's value None where the member is left out, a dict where the tree
  * goes on into the member's value; an array's items are read with the array's own node.
  * A member left out is passed over, never built, its JSON checked as it goes
- * (json_pass_over, _jsonscan.c): what would be declined built is declined passed over,
+ * (json_pass_over, jsonscan.c): what would be declined built is declined passed over,
  * so the caller's decoder raises on a document malformed there.
  * Everything runs with the GIL held. */
 #define PY_SSIZE_T_CLEAN

@@ -1,5 +1,5 @@
 /* JSON decoded with the walk done while parsing: part of client_cache.codec._codec (see
- * _decode.c and client_cache.codec.sharing). */
+ * decode.c and client_cache.codec.sharing). */
 #ifndef CLIENT_CACHE_DECODE_H
 #define CLIENT_CACHE_DECODE_H
 
@@ -19,9 +19,9 @@ PyObject *decode_json(int flags, const char *data, Py_ssize_t length);
  * relist). */
 enum { LOOK_UP_EVENTS = 0, LOOK_UP_WHOLE = 1, LOOK_UP_ADDED = 2 };
 
-/* decode_json with the paths of skip (a tree of dicts: see _decode.c; NULL: none) left
+/* decode_json with the paths of skip (a tree of dicts: see decode.c; NULL: none) left
  * out, and an event's object read beside the one previous (a callable taking a cache
- * key: see _previous.c; NULL: none) gives for it, as mode (a LOOK_UP_ value) says. */
+ * key: see previous.c; NULL: none) gives for it, as mode (a LOOK_UP_ value) says. */
 PyObject *decode_json_with(int flags, PyObject *skip, PyObject *previous, int mode,
                            const char *data, Py_ssize_t length);
 

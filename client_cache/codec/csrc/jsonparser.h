@@ -1,4 +1,4 @@
-/* The JSON parser's state, shared by _decode.c (values built) and _jsonscan.c (numbers
+/* The JSON parser's state, shared by decode.c (values built) and jsonscan.c (numbers
  * read, values passed over): internal to client_cache.codec._codec. Everything runs with the
  * GIL held. */
 #ifndef CLIENT_CACHE_JSONPARSER_H
@@ -19,7 +19,7 @@ typedef struct {
     int declined;            /* set when NULL is returned for a reason not in PyErr */
     PyObject *skip;          /* the skip tree's node of the value read next (NULL: none) */
     PyObject *hint;          /* the previous object's part where the value read next sits
-                              * (_previous.c; borrowed, NULL: none) */
+                              * (previous.c; borrowed, NULL: none) */
     PyObject *previous;      /* the lookup of an event's previous object (NULL: none) */
     int added;               /* ADDED events looked up too (a watch-list's relist) */
 } Parser;
@@ -136,7 +136,7 @@ literal_end(const char *p, const char *end, const char *word, Py_ssize_t length)
 /* The str of a string's characters from start to close (its closing quote) that has
  * escapes or bytes above 0x7F: escapes undone, UTF-8 decoded. NULL when
  * declined (an escape not valid, half of a surrogate pair, invalid UTF-8) or on error
- * (_jsonstring.c). */
+ * (jsonstring.c). */
 PyObject *json_string_text(Parser *ps, const char *start, const char *close, int escaped);
 
 /* A number at ps->p, as RFC 8259 writes them: an int below 10**18, or a float written in
@@ -144,7 +144,7 @@ PyObject *json_string_text(Parser *ps, const char *start, const char *close, int
 PyObject *json_number(Parser *ps);
 
 /* The value at ps->p passed over without being built, its grammar and depth checked as
- * the building decoder checks what it builds at depth `at` (see _jsonscan.c); -1 when
+ * the building decoder checks what it builds at depth `at` (see jsonscan.c); -1 when
  * declined, or with the error set on a failure that is not the document's. */
 int json_pass_over(Parser *ps, int at);
 

@@ -1,6 +1,6 @@
-/* client_cache.codec._codec's JSON scanning (see _jsonparser.h): numbers read as RFC 8259
+/* client_cache.codec._codec's JSON scanning (see jsonparser.h): numbers read as RFC 8259
  * writes them, and values passed over without being built (the members a skip tree
- * leaves out: _decode.c). */
+ * leaves out: decode.c). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>

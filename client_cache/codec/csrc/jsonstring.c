@@ -1,5 +1,5 @@
 /* The text of a JSON string with escapes or bytes above 0x7F, for client_cache.codec._codec's
- * decoders (json_string_text, declared in _jsonparser.h): its escapes undone (a \u escape
+ * decoders (json_string_text, declared in jsonparser.h): its escapes undone (a \u escape
  * to UTF-8, a surrogate pair to the one code point it stands for) into the parser's text
  * buffer, then decoded as UTF-8. What RFC 8259 leaves open is declined, never guessed: an
  * unknown escape, half of a surrogate pair, invalid UTF-8. Runs with the GIL held. */

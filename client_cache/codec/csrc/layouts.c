@@ -1,6 +1,6 @@
-/* client_cache.codec._codec's layouts of msgspec struct classes (_sharing.h struct_layout):
- * where a struct's fields are, so that a walk (_sharing.c) and the protobuf entries
- * (_pbstruct.c) read and replace them in their slots without calling Python code. Each
+/* client_cache.codec._codec's layouts of msgspec struct classes (strtable.h struct_layout):
+ * where a struct's fields are, so that a walk (walk.c) and the protobuf entries
+ * (pbstruct.c) read and replace them in their slots without calling Python code. Each
  * class is looked at once, and its layout kept until the tables are cleared. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,10 +1,10 @@
 /* client_cache.codec._codec.decode_lines: the watch events of a buffer of JSON lines, in one
- * call (see _lines.h).
+ * call (see lines.h).
  *
  * A JSON watch stream is one event per line, {"type": ..., "object": ...}. The reader
  * thread used to cut each buffer into lines, decode each line and build its event with
  * a few Python calls per event; here the whole buffer is done in one call, each line by
- * decode_json_with (_decode.c) exactly as decode(flags, line, skip, previous, mode)
+ * decode_json_with (decode.c) exactly as decode(flags, line, skip, previous, mode)
  * decodes it, and each event built by calling the event class with its type and object,
  * as the Python path does.
  *

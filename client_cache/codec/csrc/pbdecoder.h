@@ -1,9 +1,9 @@
 /* The protobuf decoder's parts shared between its files (internal to
- * client_cache.codec._codec; the Python entries are in _protobuf.h):
- *   _pbschema.c  the compiled schema (types, messages, fields) and its capsule;
- *   _pbwire.c    values read off the wire: strings, bytes, times and the special types;
- *   _protobuf.c  messages read into dicts, or structs by their plans (_pbstruct.c);
- *   _pbentry.c   whole bodies, watch frames and lists: the entries Python calls.
+ * client_cache.codec._codec; the Python entries are in protobuf.h):
+ *   pbschema.c  the compiled schema (types, messages, fields) and its capsule;
+ *   pbwire.c    values read off the wire: strings, bytes, times and the special types;
+ *   protobuf.c  messages read into dicts, or structs by their plans (pbstruct.c);
+ *   pbentry.c   whole bodies, watch frames and lists: the entries Python calls.
  * Everything runs with the GIL. */
 #ifndef CLIENT_CACHE_PBDECODER_H
 #define CLIENT_CACHE_PBDECODER_H
@@ -65,13 +65,13 @@ typedef struct {
 extern PyObject *pb_empty_str, *pb_zero_quantity, *pb_zero_duration, *pb_kind_key,
     *pb_api_version_key;
 
-/* _pbschema.c */
+/* pbschema.c */
 /* The schema in a capsule from protobuf_schema; NULL with an exception set. */
 Schema *pb_schema_of(PyObject *capsule);
 /* An int in 0..limit - 1 from obj; -1 with an exception set when it is not. */
 int pb_index_in(PyObject *obj, int limit);
 
-/* _pbwire.c */
+/* pbwire.c */
 int pb_wire_init(void);
 /* NULL with ValueError("protobuf: what") set. */
 PyObject *pb_malformed(const char *what);
@@ -89,7 +89,7 @@ int pb_small_message(Decoder *d, Py_ssize_t start, Py_ssize_t end, const char *w
  * message buf[start:end]. */
 PyObject *pb_special(Decoder *d, int kind, Py_ssize_t start, Py_ssize_t end);
 
-/* _protobuf.c */
+/* protobuf.c */
 /* Push name and value (a new reference, taken) on the decoder's stack, with what the
  * value is (IMMUTABLE, FRESH); -1 on error. */
 int pb_push_pair(Decoder *d, PyObject *name, PyObject *value, int made);

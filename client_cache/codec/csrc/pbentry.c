@@ -1,4 +1,4 @@
-/* client_cache.codec._codec's protobuf entries (see _pbdecoder.h and _protobuf.h):
+/* client_cache.codec._codec's protobuf entries (see pbdecoder.h and protobuf.h):
  *   protobuf_decode(schema, flags, message, data, start, end[, kind, api_version]): one
  *     message of data[start:end] (kind and apiVersion its first keys when given);
  *   protobuf_object / protobuf_event: a whole body or one watch frame, its envelope's

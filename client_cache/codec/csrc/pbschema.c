@@ -1,4 +1,4 @@
-/* client_cache.codec._codec's compiled protobuf schema (see _pbdecoder.h):
+/* client_cache.codec._codec's compiled protobuf schema (see pbdecoder.h):
  * protobuf_schema(types, messages, duration, loads) compiles it into a capsule:
  *   types: (kind, ref, key) per type; ref is a message index for MESSAGE, the element's
  *          type index for PTR, LIST, ITEMS and MAP (its value), key a map's key type;

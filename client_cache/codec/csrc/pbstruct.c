@@ -1,7 +1,7 @@
 /* client_cache.codec._codec.protobuf_struct_plans and the struct side of the protobuf
  * decoder: a plan per (message, struct class) says which of the message's fields the
  * struct has, under which attribute name, and which plan reads the messages they hold;
- * the decoder (_protobuf.c) reads a message with a plan into its struct, calling the
+ * the decoder (protobuf.c) reads a message with a plan into its struct, calling the
  * class with the fields as keywords, instead of into a dict. The plans are made by
  * client_cache.codec.protobuf_structs from the struct classes of client_cache.codec.structs. */
 #define PY_SSIZE_T_CLEAN

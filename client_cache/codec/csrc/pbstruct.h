@@ -1,5 +1,5 @@
 /* Struct plans: how the protobuf decoder of client_cache.codec._codec builds msgspec structs
- * instead of dicts (see _pbstruct.c and client_cache.codec.protobuf_structs). */
+ * instead of dicts (see pbstruct.c and client_cache.codec.protobuf_structs). */
 #ifndef CLIENT_CACHE_PBSTRUCT_H
 #define CLIENT_CACHE_PBSTRUCT_H
 
@@ -14,7 +14,7 @@
 typedef struct {
     PyObject *cls;     /* the struct class; NULL for an inline message */
     PyObject *names;   /* wire name -> the struct's attribute name (NULL when inline) */
-    PyObject *layout;  /* the class's layout (_sharing.h struct_layout); NULL: none */
+    PyObject *layout;  /* the class's layout (strtable.h struct_layout); NULL: none */
     int message;       /* the schema's index of the message read */
     int count;         /* the message's field count */
     int *child;        /* per field: the plan of the message it holds; -1: dicts */
@@ -31,7 +31,7 @@ typedef struct {
 const StructPlans *struct_plans_of(PyObject *capsule, const void *schema);
 
 /* The plan's struct from count (wire name, value) pairs, made[i] telling what pair i's
- * value is (IMMUTABLE, FRESH: _sharing.h); names the class lacks are left out. What
+ * value is (IMMUTABLE, FRESH: strtable.h); names the class lacks are left out. What
  * the struct is goes to *out; with share, a frozen one of immutable values none of which
  * is fresh is the equal one of the value table (as the walk shares it). NULL with an
  * exception set. */

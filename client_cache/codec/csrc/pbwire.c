@@ -1,4 +1,4 @@
-/* client_cache.codec._codec's protobuf values on the wire (see _pbdecoder.h): strings, JSON's
+/* client_cache.codec._codec's protobuf values on the wire (see pbdecoder.h): strings, JSON's
  * base64 of bytes, small messages read field by field, and the special types written as
  * JSON text (times, quantities, durations, int-or-strings, raw JSON). */
 #define PY_SSIZE_T_CLEAN

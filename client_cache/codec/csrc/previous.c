@@ -1,10 +1,10 @@
-/* client_cache.codec._codec's reuse of a watch event's previous object (see _previous.h).
+/* client_cache.codec._codec's reuse of a watch event's previous object (see previous.h).
  *
  * Most updates change a few members of an object (its resourceVersion, a condition, a
  * status message) and send the whole object again. Before an event's object is built,
  * its cache key is read from its metadata (name and namespace, passed over as
- * _jsonscan.c passes values over) and the lookup gives the object the cache holds under
- * it. The decoder (_decode.c) then reads the event with that object beside it: a string
+ * jsonscan.c passes values over) and the lookup gives the object the cache holds under
+ * it. The decoder (decode.c) then reads the event with that object beside it: a string
  * or number equal to the one in the same place is taken as it is (a key equal to the
  * next key of the dict in its place too, never looked up), and an array or object whose
  * parts all were taken (same keys in the same order) is taken whole. What is

@@ -1,5 +1,5 @@
 /* The previous object of a watch event, and the parts of it an event leaves unchanged:
- * part of client_cache.codec._codec (see _previous.c). */
+ * part of client_cache.codec._codec (see previous.c). */
 #ifndef CLIENT_CACHE_PREVIOUS_H
 #define CLIENT_CACHE_PREVIOUS_H
 

@@ -1,7 +1,7 @@
-/* client_cache.codec._codec's protobuf messages (see _pbdecoder.h): a message's fields read
+/* client_cache.codec._codec's protobuf messages (see pbdecoder.h): a message's fields read
  * into the dict its JSON gives, Go's zero values written and omitempty ones left out, or,
- * in struct mode, into the struct class its plan names (_pbstruct.c), with the walk's
- * sharing done while reading (_sharing.c). client_cache.codec.protobuf holds the same rules in
+ * in struct mode, into the struct class its plan names (pbstruct.c), with the walk's
+ * sharing done while reading (walk.c). client_cache.codec.protobuf holds the same rules in
  * Python for where this part is not built. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,7 +24,7 @@ combined(int a, int b)
 
 /* tuple (a new reference, taken; NULL passed on), whose items are what made says, in
  * struct mode the equal one of the value table when it holds only immutable values none
- * of which is fresh (as the walk shares them: _sharing.c); d->made set to made. */
+ * of which is fresh (as the walk shares them: walk.c); d->made set to made. */
 static PyObject *
 shared_tuple_of(Decoder *d, PyObject *tuple, int made)
 {

@@ -1,5 +1,5 @@
 /* Kubernetes protobuf messages decoded to JSON's dicts or to structs: the entries
- * client_cache.codec._codec's module table names (see _pbdecoder.h for the files behind them,
+ * client_cache.codec._codec's module table names (see pbdecoder.h for the files behind them,
  * and client_cache.codec.protobuf). */
 #ifndef CLIENT_CACHE_PROTOBUF_H
 #define CLIENT_CACHE_PROTOBUF_H

@@ -139,7 +139,7 @@ PyObject *shared_ascii_of(const char *data, Py_ssize_t length, int *fresh);
  * NULL for any other type (also on error: check PyErr_Occurred). */
 PyObject *struct_layout(PyObject *type);
 
-/* The layouts' table (_layouts.c): made at import (-1 with an exception set on failure),
+/* The layouts' table (layouts.c): made at import (-1 with an exception set on failure),
  * emptied by clear(). */
 int layouts_init(void);
 void layouts_clear(void);

@@ -1,4 +1,4 @@
-/* The value table of client_cache.codec._codec (_values.c), for its walk (_sharing.c). */
+/* The value table of client_cache.codec._codec (values.c), for its walk (walk.c). */
 #ifndef CLIENT_CACHE_VALUES_H
 #define CLIENT_CACHE_VALUES_H
 

@@ -71,20 +71,18 @@ test-pythons:
 
 # The test modules of the codec, the watch, LIST bodies and the work queue, which the
 # native_impl fixture runs on the native parts and on their Python twins.
-NATIVE_TESTS := tests/test_json.py tests/test_watch.py tests/test_listwatch.py \
-	tests/test_protobuf.py tests/test_protobuf_schema.py tests/test_skip_paths.py \
-	tests/test_structs.py tests/test_objects.py tests/test_pager.py \
-	tests/test_strict_parsers.py tests/test_codec_differential.py \
-	tests/test_workqueue_queue.py tests/test_delaying_queue.py tests/test_workqueue_stress.py \
-	tests/test_rate_limiters.py \
+NATIVE_TESTS := $(addprefix tests/codec/test_,json.py protobuf.py protobuf_schema.py \
+	  skip_paths.py structs.py objects.py strict_parsers.py codec_differential.py) \
+	$(addprefix tests/workqueue/test_,workqueue_queue.py delaying_queue.py \
+	  workqueue_stress.py rate_limiters.py) \
+	tests/api/test_watch.py tests/client/test_listwatch.py tests/client/test_pager.py \
 	tests/test_native.py tests/test_stubs.py
 # The C-path tests: the codec's and the work queue's native parts and the differential
 # corpus (each marked test that needs the C part, plus the modules that test it alone).
-C_PATH_TESTS := tests/test_sharing.py tests/test_sharing_decode.py tests/test_sharing_values.py \
-	tests/test_previous.py tests/test_list_stream.py tests/test_watch_lines.py \
-	tests/test_protobuf.py tests/test_protobuf_structs.py tests/test_skip_paths.py \
-	tests/test_json.py tests/test_relist_reuse.py tests/test_strict_parsers.py \
-	tests/test_codec_differential.py tests/test_workqueue_queue.py tests/test_structs.py
+C_PATH_TESTS := $(addprefix tests/codec/test_,sharing.py sharing_decode.py sharing_values.py \
+	  previous.py list_stream.py watch_lines.py protobuf.py protobuf_structs.py skip_paths.py \
+	  json.py relist_reuse.py strict_parsers.py codec_differential.py structs.py) \
+	tests/workqueue/test_workqueue_queue.py
 
 # Those modules with every native part off (CLIENT_CACHE_NATIVE=0): the Python twins
 # alone, as on a machine without a C compiler (about a minute).
@@ -197,6 +195,6 @@ clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # Regenerate the protobuf schema of the built-in kinds from k8s.io/api (tools/protoschema,
-# the version in its go.mod); tests/test_protobuf_schema.py checks the shipped one.
+# the version in its go.mod); tests/codec/test_protobuf_schema.py checks the shipped one.
 protoschema:
 	cd tools/protoschema && GOFLAGS=-mod=mod CGO_ENABLED=0 go run . > ../../client_cache/codec/protobuf_schema.json

@@ -5,7 +5,7 @@ line by line): the resource names, the CRD, and ``new_deployment``.
 
 ``Foo`` declares the resource in Python (``client_cache.crd``; the ``[struct]`` extra):
 its CRD, ``crd(Foo)``, means what ``artifacts/crd.yaml`` (the upstream
-``crd-status-subresource.yaml``) means, field by field (``tests/test_crd.py``), and the
+``crd-status-subresource.yaml``) means, field by field (``tests/crd/test_crd.py``), and the
 runtime port reconciles typed ``Foo`` objects. The plain port reads wire dicts, as the Go
 original's generated clientset would hand it typed structs: ``foo["spec"]["deploymentName"]``.
 """

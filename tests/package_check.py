@@ -3,7 +3,7 @@ wheel (the wheel from the sdist, so the sdist is known to be complete; repaired 
 auditwheel, `tools/build_dist.py`), check what is inside each (no C sources in the wheel,
 the metadata's author and Project-URLs), install the wheel into a clean virtualenv, check
 its native parts load, run the README's quick start from it, away from the source tree,
-and type-check user scripts against it (``tests/test_user_typing.py``); then install the
+and type-check user scripts against it (``tests/runtime/test_user_typing.py``); then install the
 sdist where the C compiler fails and check that one line says so and the quick start
 runs on the Python twins. Exits non-zero, saying why, on the first problem.
 
@@ -23,7 +23,7 @@ import zipfile
 from pathlib import Path
 
 from client_cache.util.native import SOURCES
-from tests.test_user_typing import check_user_scripts
+from tests.runtime.test_user_typing import check_user_scripts
 from tools import build_dist
 from tools.build_dist import run
 

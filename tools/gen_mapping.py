@@ -55,9 +55,12 @@ PACKAGES = {
     "client_cache.testing.apiserver.encoding": "(port only: test server)",
     "client_cache.testing.apiserver.load": "(port only: test server)",
     "client_cache.testing.apiserver.process": "(port only: test server)",
-    "client_cache.testing.apistore": "(port only: test server)",
-    "client_cache.testing.resources": "(port only: test server)",
-    "client_cache.testing.watchers": "(port only: test server)",
+    "client_cache.testing.apiserver.store": "(port only: test server)",
+    "client_cache.testing.apiserver.managed_fields": "(port only: test server; "
+                                                     "kube-apiserver's fieldmanager)",
+    "client_cache.testing.apiserver.schema_validation": "(port only: test server)",
+    "client_cache.testing.apiserver.resources": "(port only: test server)",
+    "client_cache.testing.apiserver.watchers": "(port only: test server)",
     "client_cache.testing.consistency": "(port only: test helper)",
     "client_cache.testing.envtest": "(port only: controller-runtime's envtest idea)",
     "client_cache.testing.envtest_build": "(port only: controller-runtime's envtest idea)",
@@ -105,7 +108,7 @@ PACKAGES = {
     "client_cache.metrics.prometheus": "k8s.io/component-base/metrics/prometheus/workqueue, "
                                        "controller-runtime pkg/metrics",
     "client_cache.leaderelection.metrics": f"{CLIENT_GO}/tools/leaderelection/metrics.go",
-    "client_cache.testing.validation": "(port only: test server)",
+    "client_cache.testing.apiserver.validation": "(port only: test server)",
     "client_cache.util.timestamps": f"{APIMACHINERY}/apis/meta/v1 (Time, MicroTime)",
     "client_cache.testing.leader": "(port only: leader-election candidates for tests)",
     "client_cache.testing.shard_worker": "(port only: sharded members for tests and "

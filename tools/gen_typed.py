@@ -10,7 +10,7 @@ group (``rbac.authorization.k8s.io`` -> ``rbac()``, the core group ``core()``).
     .venv/bin/python tools/gen_typed.py          # rewrite the module
     .venv/bin/python tools/gen_typed.py --check  # exit 1 when it is stale
 
-``tests/test_typed_accessors.py`` runs the check whenever the installed ``kubernetes`` is
+``tests/informers/test_typed_accessors.py`` runs the check whenever the installed ``kubernetes`` is
 the version the module was generated from.
 """
 

@@ -1,5 +1,5 @@
 """A reflector reads its watch stream in its own thread (StreamWatcher.take_bursts;
-tests/test_reflector_inline.py checks the loop itself), on both servers, after a LIST
+tests/cache/test_reflector_inline.py checks the loop itself), on both servers, after a LIST
 and after a watch-list's initial events (read the same way, the watch going on from
 the bookmark that ends them): the changes reach its store in order with no reader
 thread, and a stop while the watch is open and quiet ends it at once."""

@@ -1,6 +1,6 @@
 """A dicts lister-watcher's JSON watch reads its lines a buffer at a time
-(client_cache.codec.sharing.line_decoder; tests/test_watch_lines.py checks the decoder itself),
-on both servers."""
+(client_cache.codec.sharing.line_decoder; tests/codec/test_watch_lines.py checks the decoder
+itself), on both servers."""
 
 from __future__ import annotations
 

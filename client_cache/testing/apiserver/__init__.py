@@ -9,7 +9,7 @@ this library's list-watch talk to it over loopback exactly as to a cluster::
         CoreV1Api(api).list_namespaced_pod("default")
         server.write_kubeconfig("/tmp/kubeconfig")
 
-What it serves (see :mod:`client_cache.testing.apistore` for the storage semantics):
+What it serves (see :mod:`client_cache.testing.apiserver.store` for the storage semantics):
 
 * discovery: ``/api``, ``/apis``, ``/api/v1``, ``/apis/<group>/<version>``, ``/version``;
   built-in resources and custom resources added with :meth:`EmbeddedApiServer.register`;

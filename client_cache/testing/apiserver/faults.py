@@ -15,8 +15,8 @@ import socket
 import threading
 
 from client_cache.errors import ApiStatusError, new_resource_expired
-from client_cache.testing.apistore import ApiStore
-from client_cache.testing.watchers import Watcher, encode_event
+from client_cache.testing.apiserver.store import ApiStore
+from client_cache.testing.apiserver.watchers import Watcher, encode_event
 
 __all__ = ["ABORT", "BAD_LISTS", "GARBLE", "FaultInjection", "Marker"]
 

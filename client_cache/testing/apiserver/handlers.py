@@ -29,9 +29,9 @@ from client_cache.errors import (
 )
 from client_cache.testing.apiserver import encoding
 from client_cache.testing.apiserver.faults import ABORT, GARBLE
-from client_cache.testing.managed_fields import manager_of
-from client_cache.testing.resources import ResourceType
-from client_cache.testing.watchers import Watcher
+from client_cache.testing.apiserver.managed_fields import manager_of
+from client_cache.testing.apiserver.resources import ResourceType
+from client_cache.testing.apiserver.watchers import Watcher
 
 if TYPE_CHECKING:
     from client_cache.testing.apiserver.server import EmbeddedApiServer

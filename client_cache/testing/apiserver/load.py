@@ -9,7 +9,7 @@ import time
 from collections import deque
 from typing import Any
 
-from client_cache.testing.apistore import ApiStore
+from client_cache.testing.apiserver.store import ApiStore
 
 __all__ = ["WRITTEN_AT_ANNOTATION", "sample_object", "start_load"]
 

@@ -20,8 +20,8 @@ from client_cache.errors import ApiStatusError
 from client_cache.testing.apiserver.faults import FaultInjection
 from client_cache.testing.apiserver.handlers import Handler
 from client_cache.testing.apiserver.load import start_load
-from client_cache.testing.apistore import ApiStore, StoreFrozenError
-from client_cache.testing.resources import ResourceType
+from client_cache.testing.apiserver.resources import ResourceType
+from client_cache.testing.apiserver.store import ApiStore, StoreFrozenError
 
 __all__ = ["LOOPBACK", "LOOPBACK_NAMES", "EmbeddedApiServer", "client_configuration"]
 

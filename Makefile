@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv envtest docs dist test test-slow test-pythons test-no-native test-sanitize lint package-check bench bench-micro soak demo example clean protoschema
+.PHONY: venv envtest docs docs-serve dist test test-slow test-pythons test-no-native test-sanitize lint package-check bench bench-micro soak demo example clean protoschema
 
 venv: $(STAMP)
 
@@ -135,8 +135,14 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -e '.[docs]' --config-settings editable_mode=compat
 	touch $(DOCS_STAMP)
 
+# The site served at http://127.0.0.1:8000 (search and directory pages need a server;
+# build/site opened as files shows listings), rebuilt as the docs change.
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --dev-addr 127.0.0.1:8000
+
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	$(PY) tools/check_reference.py
 
 # Build the sdist and the manylinux wheel, check their contents, install the wheel into a
 # clean virtualenv, check its native parts and run the README's quick start from it, then a

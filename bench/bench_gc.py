@@ -5,7 +5,7 @@ socket speed), then takes ``--events`` MODIFIED events to one counting handler. 
 variant runs in its own process, the variants alternate, ``--repeats`` times:
 
 - ``spaced``: the library's default (decoded objects untracked,
-  :func:`client_cache.codec.sharing.untrack`; :mod:`client_cache.util.gc_policy` spaces out full
+  :func:`client_cache.codec._sharing.untrack`; :mod:`client_cache.util.gc_policy` spaces out full
   passes);
 - ``unspaced``: ``CLIENT_CACHE_GC_SPACING=0``: untracked, Python's own thresholds;
 - ``tracked``: ``CLIENT_CACHE_UNTRACK=0``: the cache in the collector's sight, spaced;

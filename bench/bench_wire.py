@@ -23,8 +23,9 @@ from kubernetes.client import ApiClient, V1Pod
 
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
-from client_cache.codec import sharing, wire
-from client_cache.codec.decoding import model_decoder
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
+from client_cache.codec._decoding import model_decoder
 from client_cache.listwatch import new_list_watch_from_client
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
 

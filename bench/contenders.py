@@ -163,7 +163,7 @@ def client_cache_informer(models: bool, structs: bool = False, compact: bool = T
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
               sync: str = "list", protobuf: bool = False) -> Callable[[], int]:
-        from client_cache.codec import sharing
+        from client_cache.codec import _sharing as sharing
         from client_cache.controller import ResourceEventHandlerFuncs
         if not compact:  # read when the factory makes the list-watch
             os.environ[sharing.COMPACT_DICTS_ENV] = "0"
@@ -314,14 +314,14 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
           stop: threading.Event, transform: bool = False,
           sync: str = "list") -> Callable[[], int]:
     """The floor: what reading the same bytes costs with no client library and no cache,
-    decoded by the JSON decoder the library uses (:func:`client_cache.codec.wire.loads`: orjson,
+    decoded by the JSON decoder the library uses (:func:`client_cache.codec._wire.loads`: orjson,
     collector paused for big bodies), every object counted. ``list``: one LIST
     (resourceVersion 0), then a watch from its resourceVersion, each line decoded.
     ``watch-list``: one watch with ``sendInitialEvents``, synced at the bookmark that ends
     the initial events, read on for the changes. Lines are handed on as soon as they
     arrive (``read1``), so the latency column is the floor's too."""
     from client_cache.api.lists import INITIAL_EVENTS_ANNOTATION_KEY
-    from client_cache.codec.wire import loads
+    from client_cache.codec._wire import loads
     http, headers, base = raw_http(api, ns, JSON)
     seen = [0]
 
@@ -401,7 +401,7 @@ def sample_pods(count: int) -> list[dict[str, Any]]:
     """S4's objects: the load generator's pods, 100 namespaces, nodes ``node-{i % 500}``,
     labels ``app=web-{i % 10}``. Each is decoded from JSON on its own (distinct objects,
     as a cache holds them); the JSON comes from 500 templates, which is quicker to build."""
-    from client_cache.codec.wire import gc_paused, loads
+    from client_cache.codec._wire import gc_paused, loads
     from client_cache.testing.apiserver import sample_object
     templates = []
     for i in range(500):

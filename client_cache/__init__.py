@@ -15,7 +15,7 @@ import logging as _logging
 from client_cache.api.schema import GroupResource, GroupVersionKind, GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.client.rest import resource_path
-from client_cache.codec.decoding import model_decoder
+from client_cache.codec._decoding import model_decoder
 from client_cache.controller import (
     Config,
     Controller,
@@ -226,7 +226,7 @@ from client_cache.util.moved import alias_modules as _alias_modules
 # package's records no longer reach Python's last-resort stderr handler unasked.
 _logging.getLogger("client_cache").addHandler(_logging.NullHandler())
 
-__version__ = "0.1.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "GroupResource",
@@ -408,4 +408,14 @@ _alias_modules({f"client_cache.{old}": f"client_cache.{new}" for old, new in {
     "status_errors": "api.errors", "transport": "client.transport",
     "rest": "client.rest", "pager": "client.pager",
     "stream_watcher": "client.stream_watcher",
-    "codec.gc_policy": "util.gc_policy"}.items()})
+    "codec.gc_policy": "util.gc_policy",
+    # machinery behind the public line: the package faces export what users call
+    "processor": "_processor", "reflector_watch": "_reflector_watch",
+    "reflector_watch_list": "_reflector_watch_list",
+    "reflector_consistency": "_reflector_consistency", "synctrack": "_synctrack",
+    "workqueue.core": "workqueue._core", "runtime.leading": "runtime._leading",
+    "sharding.membership": "sharding._membership", "sharding.ring": "sharding._ring",
+    "sharding.keys": "sharding._keys", "sharding.sharder": "sharding._sharder",
+    **{f"codec.{name}": f"codec._{name}" for name in (
+        "decoding", "extension", "list_body", "protobuf_shapes", "protobuf_structs",
+        "protobuf_schema", "sharing", "unfit", "watch_decoders", "wire")}}.items()})

@@ -51,8 +51,8 @@ _MOVED = {
     **dict.fromkeys(("discover", "resource_kind", "served_resources"),
                     "client_cache.client.discovery"),
     **dict.fromkeys(("request_headers", "resource_path"), "client_cache.client.rest"),
-    "LIST_READ_SIZE": "client_cache.codec.list_body",
-    "model_decoder": "client_cache.codec.decoding",
+    "LIST_READ_SIZE": "client_cache.codec._list_body",
+    "model_decoder": "client_cache.codec._decoding",
 }
 """The names this module exported before :mod:`client_cache.client` took them, and where
 each lives now."""

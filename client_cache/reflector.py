@@ -38,10 +38,10 @@ never kills the reflector thread; ``run`` returns within a second of ``stop`` in
 (a LIST in progress finishes its current page first).
 
 This module holds the rounds (list, watch, resync, what follows an error); the watch-list
-round is :mod:`client_cache.reflector_watch_list`, the loop over one watch's events
-:mod:`client_cache.reflector_watch`, the check of each object's type
+round is :mod:`client_cache._reflector_watch_list`, the loop over one watch's events
+:mod:`client_cache._reflector_watch`, the check of each object's type
 :mod:`client_cache.expected_type`, the watch-list consistency check
-:mod:`client_cache.reflector_consistency`.
+:mod:`client_cache._reflector_consistency`.
 """
 
 from __future__ import annotations
@@ -57,6 +57,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from client_cache._reflector_consistency import DataInconsistencyError
+from client_cache._reflector_watch import (
+    InitialEventsEndBookmarkTicker,
+    ResourceVersionUpdater,
+    VeryShortWatchError,
+    WatchReconnectRequested,
+    WatchStalledError,
+    WatchTarget,
+    handle_watch,
+    random_watch_timeout,
+)
+from client_cache._reflector_watch_list import watch_list
 from client_cache.api.lists import (
     ListOptions,
     list_items,
@@ -68,8 +80,8 @@ from client_cache.client.pager import (
     DEFAULT_PAGE_SIZE,
     ListPager,
 )
-from client_cache.codec import wire
-from client_cache.codec.unfit import UnfitObject
+from client_cache.codec import _wire as wire
+from client_cache.codec._unfit import UnfitObject
 from client_cache.errors import (
     ClientCacheError,
     StopRequestedError,
@@ -90,20 +102,8 @@ from client_cache.expected_type import (
 )
 from client_cache.index import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 from client_cache.listwatch import ListerWatcher, to_lister_watcher_with_context
-from client_cache.reflector_consistency import DataInconsistencyError
 from client_cache.reflector_metrics import ReflectorMetrics
 from client_cache.reflector_status import ReflectorStatus, describe_failure
-from client_cache.reflector_watch import (
-    InitialEventsEndBookmarkTicker,
-    ResourceVersionUpdater,
-    VeryShortWatchError,
-    WatchReconnectRequested,
-    WatchStalledError,
-    WatchTarget,
-    handle_watch,
-    random_watch_timeout,
-)
-from client_cache.reflector_watch_list import watch_list
 from client_cache.retry_with_deadline import new_retry_with_deadline
 from client_cache.store import (
     Store,
@@ -657,7 +657,7 @@ class Reflector:
 
     def watch_target(self) -> WatchTarget:
         """What the watch loop needs of this reflector
-        (:class:`~client_cache.reflector_watch.WatchTarget`), as it is now: made for each
+        (:class:`~client_cache._reflector_watch.WatchTarget`), as it is now: made for each
         watch, so the loop sees a clock or store set since the reflector was made."""
         return WatchTarget(self.name, self.clock, self.store, self.type_check,
                            self.type_description, self.status, self.metrics, self.log)
@@ -675,7 +675,7 @@ class Reflector:
         exit_on_initial_events_end: bool = False,
     ) -> bool:
         """Apply watch events until the watch ends (Go ``handleAnyWatch``):
-        :func:`client_cache.reflector_watch.handle_watch`, resourceVersions going to the
+        :func:`client_cache._reflector_watch.handle_watch`, resourceVersions going to the
         reflector's own unless ``set_resource_version`` is given."""
         return handle_watch(
             self.watch_target(), start, watch, stop, errors, idle=idle, store=store,

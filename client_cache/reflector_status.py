@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from client_cache.codec.unfit import UnfitObject
+from client_cache.codec._unfit import UnfitObject
 from client_cache.errors import (
     describe_error,
     find_api_error,

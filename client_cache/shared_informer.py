@@ -36,6 +36,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from client_cache._processor import (
+    AddNotification,
+    DeleteNotification,
+    ProcessorListener,
+    SharedProcessor,
+    UpdateNotification,
+    determine_resync_period,
+    handler_name,
+)
 from client_cache.api import meta
 from client_cache.cache_sync import (
     SYNCED_POLL_PERIOD,
@@ -44,7 +53,7 @@ from client_cache.cache_sync import (
     wait_for_cache_sync,
     wait_for_named_cache_sync,
 )
-from client_cache.codec.decoding import reuse_cached
+from client_cache.codec._decoding import reuse_cached
 from client_cache.controller import (
     Config,
     Controller,
@@ -66,15 +75,6 @@ from client_cache.fifo import Queue, QueueBase
 from client_cache.index import Indexer, Indexers
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
-from client_cache.processor import (
-    AddNotification,
-    DeleteNotification,
-    ProcessorListener,
-    SharedProcessor,
-    UpdateNotification,
-    determine_resync_period,
-    handler_name,
-)
 from client_cache.reflector import DEFAULT_MAX_BACKOFF, WatchErrorHandler, check_max_backoff
 from client_cache.reflector_status import InformerHealth, ReflectorStatus
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
@@ -319,7 +319,7 @@ class SharedIndexInformer(Generic[T]):
         """Run until ``stop`` is set; handlers are stopped after the controller returns.
         While it runs, a lister-watcher that can (``set_previous_objects``) reads watch
         events beside the cached objects they replace, sharing what is unchanged
-        (:func:`client_cache.codec.decoding.reuse_cached`; a port addition, not with a
+        (:func:`client_cache.codec._decoding.reuse_cached`; a port addition, not with a
         transform)."""
         with self._started_lock:
             if self._started:

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 import freezegun
 import pytest
 
-from client_cache.codec import extension, protobuf_structs, sharing
+from client_cache.codec import _extension as extension
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec import _sharing as sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.util import native
 from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
@@ -54,7 +56,7 @@ def no_thread_leak(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture
 def empty_sharing_tables() -> Iterator[None]:
-    """The sharing tables emptied before and after the test (client_cache.codec.sharing), so
+    """The sharing tables emptied before and after the test (client_cache.codec._sharing), so
     what it shares does not depend on the tests before it."""
     sharing.clear_table()
     yield
@@ -75,6 +77,19 @@ def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
     return embedded_server
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``native_only`` test is of the native part itself: its Python-twin variant
+    (``native_impl`` = ``"python"``) is dropped at collection, not run to skip."""
+    def twin_of_native_only(item: pytest.Item) -> bool:
+        callspec = getattr(item, "callspec", None)
+        return (callspec is not None and callspec.params.get("native_impl") == "python"
+                and item.get_closest_marker("native_only") is not None)
+    dropped = [item for item in items if twin_of_native_only(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not twin_of_native_only(item)]
+
+
 @pytest.fixture(params=["native", "python"])
 def native_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once on the native parts and once on their Python twins, which must
@@ -91,8 +106,6 @@ def native_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
             missing("the native parts were not built (no C compiler)")
         monkeypatch.delenv(C_CORE_ENV, raising=False)
     else:
-        if request.node.get_closest_marker("native_only"):
-            pytest.skip("a test of the native part itself")
         monkeypatch.setattr(extension, "AVAILABLE", False)
         monkeypatch.setattr(sharing, "AVAILABLE", False)
         monkeypatch.setattr(protobuf_structs, "AVAILABLE", False)

@@ -37,6 +37,10 @@ def test_indexer_and_lister_example() -> None:
     assert 'lookup failed: 404 pod "db-0" not found' in out
 
 
+def test_first_controller_example_replies_with_an_owned_child() -> None:
+    assert run("first_controller.py") == "hello, Alice - owned by alice\n"
+
+
 def test_workqueue_controller_example() -> None:
     out = run("workqueue_controller.py", "--seconds", "1.5", "--fail-rate", "0")
     assert "caches synced; starting workers" in out

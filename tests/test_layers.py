@@ -49,7 +49,7 @@ def test_the_package_keeps_the_contract() -> None:
 
 @pytest.mark.parametrize(("source", "text", "rule"), [
     ("util/clock.py", "from client_cache import store\n", "layer util may not import layer cache"),
-    ("util/clock.py", "import client_cache.codec.wire\n", "layer util may not import layer codec"),
+    ("util/clock.py", "import client_cache.codec._wire\n", "layer util may not import layer codec"),
     ("codec/wire.py", "from client_cache.store import x\n",
      "layer codec may not import layer cache"),
     ("store.py", "def f():\n    from client_cache.health import serve\n",
@@ -144,7 +144,17 @@ MOVED = {"meta": "api.meta", "schema": "api.schema", "labels": "api.labels",
          "fields": "api.fields", "apis": "api.lists", "watch": "api.watch",
          "status_errors": "api.errors", "transport": "client.transport",
          "rest": "client.rest", "pager": "client.pager",
-         "stream_watcher": "client.stream_watcher", "codec.gc_policy": "util.gc_policy"}
+         "stream_watcher": "client.stream_watcher", "codec.gc_policy": "util.gc_policy",
+         # behind the public line
+         "processor": "_processor", "reflector_watch": "_reflector_watch",
+         "reflector_watch_list": "_reflector_watch_list", "synctrack": "_synctrack",
+         "reflector_consistency": "_reflector_consistency", "workqueue.core": "workqueue._core",
+         "runtime.leading": "runtime._leading", "sharding.membership": "sharding._membership",
+         "sharding.ring": "sharding._ring", "sharding.keys": "sharding._keys",
+         "sharding.sharder": "sharding._sharder",
+         **{f"codec.{name}": f"codec._{name}" for name in (
+             "decoding", "extension", "list_body", "protobuf_shapes", "protobuf_structs",
+             "protobuf_schema", "sharing", "unfit", "watch_decoders", "wire")}}
 
 
 def test_a_moved_module_imports_under_its_old_name_with_a_warning() -> None:
@@ -156,6 +166,7 @@ for old, new in {MOVED!r}.items():
         warnings.simplefilter("always")
         module = importlib.import_module("client_cache." + old)
     assert module is importlib.import_module("client_cache." + new), old
+    assert module.__spec__.name == "client_cache." + new, old
     assert [w.category for w in caught] == [DeprecationWarning], (old, caught)
     assert "client_cache." + new in str(caught[0].message)
 with warnings.catch_warnings(record=True) as caught:

@@ -23,14 +23,14 @@ CLIENT_GO = "k8s.io/client-go"
 APIMACHINERY = "k8s.io/apimachinery/pkg"
 PACKAGES = {
     "client_cache": f"{CLIENT_GO}/tools/cache",
-    "client_cache.codec.wire": "(port only: JSON decoding of wire bodies)",
+    "client_cache.codec._wire": "(port only: JSON decoding of wire bodies)",
     "client_cache.util.gc_policy": "(port only: the collector's full passes while caches run)",
     "client_cache.util.native": "(port only: loading the native parts built from the sources "
                                 "beside them)",
     "client_cache.util.server_answers": "(port only: a reflector's backoff ends when its "
                                         "server answers anyone again)",
-    "client_cache.codec.sharing": "(port only: one copy of each repeated string in cached objects; "
-                            "decoded objects out of the cyclic collector's sight)",
+    "client_cache.codec._sharing": "(port only: one copy of each repeated string in cached "
+                                   "objects; decoded objects out of the cyclic collector's sight)",
     "client_cache.api.lists": f"{APIMACHINERY}/apis/meta/v1, {APIMACHINERY}/api/meta",
     "client_cache.errors": f"{APIMACHINERY}/api/errors, {CLIENT_GO}/tools/cache",
     "client_cache.cache_errors": f"{CLIENT_GO}/tools/cache (its error values)",
@@ -46,7 +46,7 @@ PACKAGES = {
     "client_cache.informers.metadata": f"{CLIENT_GO}/metadata/metadatainformer, "
                                        f"{CLIENT_GO}/metadata/metadatalister",
     "client_cache.client.pager": f"{CLIENT_GO}/tools/pager",
-    "client_cache.synctrack": f"{CLIENT_GO}/tools/cache/synctrack",
+    "client_cache._synctrack": f"{CLIENT_GO}/tools/cache/synctrack",
     "client_cache.testing.fake_controller_source": f"{CLIENT_GO}/tools/cache/testing",
     "client_cache.testing.apiserver": "(port only: test server)",
     "client_cache.testing.apiserver.server": "(port only: test server)",
@@ -123,18 +123,18 @@ PACKAGES = {
     "client_cache.sharding": "(port only: client-go, controller-runtime and kube-rs have no "
                              "sharding; the design of timebertt/kubernetes-controller-sharding)",
     "client_cache.sharding.config": "(port only: sharding)",
-    "client_cache.sharding.sharder": "(timebertt/kubernetes-controller-sharding's sharder)",
+    "client_cache.sharding._sharder": "(timebertt/kubernetes-controller-sharding's sharder)",
     "client_cache.runtime.sharded": "(port only: the runtime's use of sharding)",
     "client_cache.runtime.metrics": "(controller-runtime pkg/internal/controller/metrics)",
     "client_cache.runtime.retry": "(controller-runtime controller.Options.RateLimiter)",
     "client_cache.client.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
-    "client_cache.codec.list_body": "(port only: a LIST body read item by item as it arrives)",
+    "client_cache.codec._list_body": "(port only: a LIST body read item by item as it arrives)",
     "client_cache.codec.protobuf": f"{APIMACHINERY}/runtime/serializer/protobuf, the types' "
                              "generated Unmarshal and MarshalJSON",
-    "client_cache.codec.protobuf_schema": "(port only: k8s.io/api's protobuf tags, compiled)",
-    "client_cache.codec.protobuf_structs": "(port only: protobuf decoded straight into struct "
+    "client_cache.codec._protobuf_schema": "(port only: k8s.io/api's protobuf tags, compiled)",
+    "client_cache.codec._protobuf_structs": "(port only: protobuf decoded straight into struct "
                                      "mode's classes)",
-    "client_cache.codec.decoding": "(port only: what turns a server's answers into a "
+    "client_cache.codec._decoding": "(port only: what turns a server's answers into a "
                              "lister-watcher's objects; Go's codecs)",
     "client_cache.codec.skip_paths": "(port only: members left out while decoding; Go: a "
                                "transform after it)",
@@ -627,9 +627,9 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "client_cache.sharding.get_sharding_metrics_provider": ("—", ""),
     "client_cache.sharding.set_sharding_metrics_provider": ("—", ""),
     "client_cache.sharding.config.MODES": ("—", "hash or labels"),
-    "client_cache.sharding.sharder.Sharder": ("—", "timebertt's sharder: labels objects, "
+    "client_cache.sharding._sharder.Sharder": ("—", "timebertt's sharder: labels objects, "
                                               "drains them"),
-    "client_cache.sharding.sharder.release_patch": ("—", "the merge patch letting an "
+    "client_cache.sharding._sharder.release_patch": ("—", "the merge patch letting an "
                                                     "object go"),
 }
 

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from client_cache.codec.wire import gc_paused
+from client_cache.codec._wire import gc_paused
 
 __all__ = ["low_latency_sync"]
 
@@ -52,7 +52,7 @@ def low_latency_sync(*, switch_interval: float | None = 0.0001,
 
     Inside the block the cyclic garbage collector is paused (the same process-wide pause
     the reflector holds over a LIST or a watch-list's initial events,
-    :func:`client_cache.codec.wire.gc_paused`, so the two nest;
+    :func:`client_cache.codec._wire.gc_paused`, so the two nest;
     reference counting still frees everything without cycles, which is all decoded JSON)
     and the interpreter's thread switch interval is ``switch_interval`` seconds (None
     leaves it; Python's default is 5 ms), so a waiting loop gets the lock back sooner from

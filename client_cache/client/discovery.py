@@ -15,7 +15,7 @@ from client_cache.api.errors import from_status
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.rest import request_headers
 from client_cache.client.transport import Transport
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
 from client_cache.util.rest_metrics import measure
 
 __all__ = ["DISCOVERY_TIMEOUT", "discover", "resource_kind", "served_resources"]

@@ -28,10 +28,11 @@ from client_cache.api.watch import Event, Watch
 from client_cache.client.rest import request_headers, resource_path
 from client_cache.client.stream_watcher import EVENT_TYPES, StreamWatcher
 from client_cache.client.transport import Transport, socket_of
-from client_cache.codec import protobuf, wire
-from client_cache.codec.decoding import ObjectDecoding
+from client_cache.codec import _wire as wire
+from client_cache.codec import protobuf
+from client_cache.codec._decoding import ObjectDecoding
+from client_cache.codec._wire import Loads
 from client_cache.codec.skip_paths import SkipPath
-from client_cache.codec.wire import Loads
 from client_cache.util.chan import NEVER_STOP
 from client_cache.util.rest_metrics import host_of
 
@@ -78,35 +79,35 @@ class ClientListerWatcher:
     metadata-only forms (Go's ``metadata`` client): a LIST returns a
     ``PartialObjectMetadataList``, watch events carry ``PartialObjectMetadata`` objects
     (kind, apiVersion ``meta.k8s.io/v1``, ``metadata``; nothing of spec or status).
-    ``share_strings`` (default: :func:`client_cache.codec.sharing.shared_by_default`, on where the C
-    walker is installed) replaces each decoded object's short repeated strings with
-    copies already held (:mod:`client_cache.codec.sharing`), before any model decoding; False
-    leaves them as decoded. ``untrack`` (default:
-    :func:`client_cache.codec.sharing.untracked_by_default`, on where the C walker is installed)
+    ``share_strings`` (default: :func:`client_cache.codec._sharing.shared_by_default`, on
+    where the C walker is installed) replaces each decoded object's short repeated strings
+    with copies already held (:mod:`client_cache.codec._sharing`), before any model
+    decoding; False leaves them as decoded. ``untrack`` (default:
+    :func:`client_cache.codec._sharing.untracked_by_default`, on where the C walker is installed)
     takes each decoded object's dicts and lists out of the cyclic garbage collector's
-    sight in the same walk (:func:`client_cache.codec.sharing.untrack` says what that means for
+    sight in the same walk (:func:`client_cache.codec._sharing.untrack` says what that means for
     objects put into cached ones); False leaves them tracked. ``compact_dicts`` (default:
-    :func:`client_cache.codec.sharing.compacted_by_default`, on where the C walker is installed)
+    :func:`client_cache.codec._sharing.compacted_by_default`, on where the C walker is installed)
     puts in place of each decoded dict an equal one sharing its key table with the dicts
-    of the same keys (:func:`client_cache.codec.sharing.compact`: about 40 % less memory per
+    of the same keys (:func:`client_cache.codec._sharing.compact`: about 40 % less memory per
     cached pod, for about 8 us more per object decoded); it applies to objects cached as
     dicts or structs, never to those decoded into ``kubernetes`` models. All three are
     port additions. With the default ``loads`` and any of the three asked, objects cached
     as dicts are decoded and walked in one pass by the C decoder
-    (:func:`client_cache.codec.sharing.decoder`, which hands what it declines to ``loads``);
+    (:func:`client_cache.codec._sharing.decoder`, which hands what it declines to ``loads``);
     a ``loads`` of the caller's own is always the one used. With ``protobuf`` the server
     is asked for protobuf for the built-in kinds (``Accept:`` :data:`PROTOBUF_ACCEPT`, as
     Go's typed clients ask; a custom resource's server answers JSON): each answer is
     decoded as its ``Content-Type`` says, protobuf into the same dicts its JSON gives
     (:mod:`client_cache.codec.protobuf`), then into models as asked, or straight into the
-    same structs its JSON gives (:mod:`client_cache.codec.protobuf_structs`; where the C
+    same structs its JSON gives (:mod:`client_cache.codec._protobuf_structs`; where the C
     part is not built, or the class is of no built-in kind, struct objects ask for
     JSON); it has no effect with ``metadata_only`` (JSON, as Go's metadata client).
     ``skip_paths`` (a port addition; dotted paths or sequences of keys) leaves the
     members they name out of every object while decoding it, for dict and model objects
     (:mod:`client_cache.codec.skip_paths`; a struct class leaves out its own fields, and is
     refused them with ValueError). :attr:`decoding` (an
-    :class:`~client_cache.codec.decoding.ObjectDecoding`) decodes each answer;
+    :class:`~client_cache.codec._decoding.ObjectDecoding`) decodes each answer;
     :meth:`set_previous_objects` lets watch events share what they leave unchanged.
     """
 
@@ -164,7 +165,7 @@ class ClientListerWatcher:
         or ``name``) and gives the cached object or None; None stops it. Each JSON
         event's object, and each JSON LIST item, then takes the parts equal to that
         object's as they are (shared, not built again: see
-        :func:`client_cache.codec.sharing.decoder`); a LIST item equal to the cached object is
+        :func:`client_cache.codec._sharing.decoder`); a LIST item equal to the cached object is
         that object, so a relist builds only what changed. ``held`` (optional) says how
         many objects the cache holds: a LIST made while it gives 0 (an initial sync)
         asks ``lookup`` nothing, and a watch-list started while it gives more (a relist)
@@ -322,7 +323,7 @@ class ClientListerWatcher:
         return result
 
     def _read_list(self, response: Any) -> Any:
-        """A LIST response's body, decoded (:class:`~client_cache.codec.list_body.ListBodyReader`)
+        """A LIST response's body, decoded (:class:`~client_cache.codec._list_body.ListBodyReader`)
         after its status is checked."""
         self._raise_for_status(response, None, "list")
         return self.decoding.list_body.read(

@@ -30,7 +30,7 @@ import urllib3
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.transport import Transport
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
 from client_cache.util.chan import NEVER_STOP
 from client_cache.util.errors import ClientCacheError, StopRequestedError
 from client_cache.util.rest_metrics import RateLimiter, client_limiter, measure

@@ -12,9 +12,9 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from client_cache.api.watch import DEFAULT_CHAN_SIZE, Event, EventType, WatchIteration
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
+from client_cache.codec._watch_decoders import JsonLines, WatchDecoder, object_lines
 from client_cache.codec.errors import WatchDecodeError
-from client_cache.codec.watch_decoders import JsonLines, WatchDecoder, object_lines
 from client_cache.util.chan import Chan, ChanClosedError, DoneChan, SendReady, select
 from client_cache.util.errors import ClientCacheError
 
@@ -30,7 +30,7 @@ def decode_error_status(message: str) -> dict[str, Any]:
     ``ClientWatchDecoding``, so that code checking those sees Go's values). Its message
     says what happened, which Go's does not: this client could not decode what the
     server sent (a frame that is not an event; an object that does not fit the class is
-    not this, see :mod:`client_cache.codec.unfit`)."""
+    not this, see :mod:`client_cache.codec._unfit`)."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -55,7 +55,7 @@ def json_lines(loads: Callable[[bytes], Any] = wire.loads,
                decode_object: Callable[[Any], Any] | None = None) -> JsonLines[Event]:
     """The Python decoder of a JSON watch stream into :class:`~client_cache.api.watch.Event`
     objects: each line read by ``loads``, its object turned by ``decode_object``
-    (:func:`client_cache.codec.watch_decoders.object_lines`)."""
+    (:func:`client_cache.codec._watch_decoders.object_lines`)."""
     return JsonLines(object_lines(loads, decode_object), Event, EVENT_TYPES)
 
 
@@ -64,10 +64,10 @@ class StreamWatcher(WatchIteration):
 
     ``response`` is a urllib3 response opened with ``preload_content=False`` whose body is
     a Kubernetes watch stream. ``decoder`` (a
-    :class:`~client_cache.codec.watch_decoders.WatchDecoder`; by default
+    :class:`~client_cache.codec._watch_decoders.WatchDecoder`; by default
     :func:`json_lines`: JSON lines, objects kept as decoded) is fed each chunk read and
     gives its events: JSON lines in Python or natively, or protobuf frames, as the
-    lister-watcher chose (:meth:`~client_cache.codec.decoding.ObjectDecoding.watch_decoder`).
+    lister-watcher chose (:meth:`~client_cache.codec._decoding.ObjectDecoding.watch_decoder`).
     The client-side idle timeout is the read timeout the request was made with: when it
     passes with nothing received, the watch ends. ``name`` names the reader thread
     (``watch-<name>``), which the first :meth:`result_chan` starts; :meth:`take_bursts`

@@ -4,12 +4,12 @@ client-go leaves this to apimachinery's serializers (``runtime.Decoder``, the JS
 protobuf serializers, ``rest/watch.Decoder``); here it is one room of its own, below the
 client-go port (the cache layer imports it; it imports only :mod:`client_cache.util`):
 
-- :mod:`~client_cache.codec.wire`: the JSON decoder (orjson when installed, else ``json``)
+- :mod:`~client_cache.codec._wire`: the JSON decoder (orjson when installed, else ``json``)
   and a pause of the cyclic collector while a body is decoded.
-- :mod:`~client_cache.codec.decoding`: the one place a lister-watcher's decoders are chosen
+- :mod:`~client_cache.codec._decoding`: the one place a lister-watcher's decoders are chosen
   (JSON or protobuf, dicts, models or structs, shared strings, skipped members).
-- :mod:`~client_cache.codec.list_body`: LIST bodies, read as they arrive.
-- :mod:`~client_cache.codec.sharing`: one copy of each repeated string, containers out of
+- :mod:`~client_cache.codec._list_body`: LIST bodies, read as they arrive.
+- :mod:`~client_cache.codec._sharing`: one copy of each repeated string, containers out of
   the collector's sight, dicts sharing key tables; the native decoders' Python face.
 - :mod:`~client_cache.codec.skip_paths`: members left out while decoding.
 - :mod:`~client_cache.codec.structs`, :mod:`~client_cache.codec.objects`: the struct

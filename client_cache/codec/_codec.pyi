@@ -1,6 +1,6 @@
 """Types of client_cache.codec._codec, the codec's native part (C in codec/csrc/).
 
-Every function here has a Python twin in the codec's modules (client_cache.codec.sharing,
+Every function here has a Python twin in the codec's modules (client_cache.codec._sharing,
 .list_body, .protobuf, .watch_decoders), which is its specification; tests/test_stubs.py
 checks that this stub names exactly what the built module has."""
 

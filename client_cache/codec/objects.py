@@ -21,7 +21,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from client_cache.codec.decoding import model_decoder
+from client_cache.codec._decoding import model_decoder
 from client_cache.codec.structs import is_struct_type, msgspec_module, struct_to_wire
 
 __all__ = ["WireObject", "to_model", "to_struct", "to_wire"]

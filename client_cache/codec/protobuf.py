@@ -16,7 +16,7 @@ the same object's JSON, so a cache fed by either holds equal objects:
 * :func:`encode` and :func:`encode_watch_event` write a wire dict in the same format; the
   embedded server answers protobuf with them.
 
-Which field is which comes from :mod:`client_cache.codec.protobuf_shapes`' schema, generated
+Which field is which comes from :mod:`client_cache.codec._protobuf_shapes`' schema, generated
 from ``k8s.io/api``'s Go types by ``tools/protoschema`` (field numbers, JSON names,
 ``omitempty``/``omitzero``, inline structs, Go shapes). The JSON form of a field follows
 Go's ``encoding/json`` as the server applies it to an object it read from protobuf (its
@@ -39,10 +39,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from client_cache.codec import protobuf_structs
-from client_cache.codec.errors import DecodeError
-from client_cache.codec.protobuf_schema import schema
-from client_cache.codec.protobuf_shapes import (
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec._protobuf_schema import schema
+from client_cache.codec._protobuf_shapes import (
     BYTES,
     Buffer,
     Message,
@@ -52,6 +51,7 @@ from client_cache.codec.protobuf_shapes import (
     small_message,
     varint,
 )
+from client_cache.codec.errors import DecodeError
 from client_cache.codec.skip_paths import SkipTree
 
 __all__ = [
@@ -105,7 +105,7 @@ def unwrap(body: Buffer) -> tuple[str, str, tuple[int, int]]:
 def decode(body: Buffer, flags: int = 0) -> dict[str, Any]:
     """One protobuf body (an object or a list) as the dict its JSON would give (an empty
     list's ``items`` is ``[]``, as the server's JSON writes it). With the
-    C part built, ``flags`` (:func:`client_cache.codec.sharing.flags`) share strings, untrack
+    C part built, ``flags`` (:func:`client_cache.codec._sharing.flags`) share strings, untrack
     and compact while decoding; without it they are not applied."""
     obj = schema().c_object(body, flags)
     if obj is None:  # without the C part
@@ -213,9 +213,9 @@ class ListReader:
     as :func:`decode` would have (``kind``, ``apiVersion``, ``metadata``, ``items``).
     ``flags`` as :func:`decode` takes them. With ``struct_class`` (the C part only) the
     items are that struct class's objects
-    (:func:`client_cache.codec.protobuf_structs.plans`); else with ``skip`` the members it
+    (:func:`client_cache.codec._protobuf_structs.plans`); else with ``skip`` the members it
     names are left out of the items (passed over where the C part's plans reach them:
-    :func:`client_cache.codec.protobuf_structs.dict_plans`). A body that is not a protobuf
+    :func:`client_cache.codec._protobuf_structs.dict_plans`). A body that is not a protobuf
     list, or ends early, raises ValueError."""
 
     def __init__(self, flags: int = 0, struct_class: type | None = None, *,

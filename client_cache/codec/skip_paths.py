@@ -21,7 +21,7 @@ every object a response holds: LIST items, watch events' objects (a watch's ``ER
 Where they are done: the C JSON decoder (``decode.c``) passes over the members, checking
 their JSON as it goes (a document malformed there fails as it would decoded whole); the C
 protobuf decoder reads the objects of the built-in kinds with plans that pass over the
-fields the paths name (:func:`client_cache.codec.protobuf_structs.dict_plans`); what neither
+fields the paths name (:func:`client_cache.codec._protobuf_structs.dict_plans`); what neither
 can do (no C part, a document the C decoder declines, a path into a protobuf map or raw
 JSON) is done by :meth:`SkipTree.drop` on the decoded object. Struct objects leave out
 what their class leaves out instead (:func:`client_cache.codec.structs.struct_type`'s

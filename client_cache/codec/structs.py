@@ -26,12 +26,12 @@ What a struct type is, generated from the model class's ``openapi_types`` and
 * the classes are frozen by default (``frozen=False`` makes mutable ones): setting a
   field raises AttributeError, ``msgspec.structs.replace(obj, field=value)`` makes a
   changed copy (a transform returns one), and the list-watch gives the cached objects
-  one shared copy of the parts they have alike (:mod:`client_cache.codec.sharing`: equal
+  one shared copy of the parts they have alike (:mod:`client_cache.codec._sharing`: equal
   immutable values). Objects from a cache are read-only by contract (Go's too);
   frozen classes enforce it for fields, not for the dicts inside (labels, annotations);
 * instances are not tracked by the cyclic garbage collector (``gc=False``) and the
   tuples holding them drop out of its sight as the list-watch decodes them
-  (:func:`client_cache.codec.sharing.untrack`; else after the collector's first pass): a
+  (:func:`client_cache.codec._sharing.untrack`; else after the collector's first pass): a
   cache of structs costs the collector almost nothing. Such objects must not be put in
   reference cycles (nothing the server sends can make one);
 * a self-referencing schema (``V1JSONSchemaProps``) holds plain JSON at the point where
@@ -42,7 +42,7 @@ classes (:class:`StructCodec`, used by the list-watch when its ``object_type`` i
 class). An ``ERROR`` event's object stays the ``Status`` dict the reflector reads. A
 list-watch asked for protobuf (``protobuf=True``) has the C protobuf decoder build these
 classes from the server's protobuf instead, to equal objects
-(:mod:`client_cache.codec.protobuf_structs`).
+(:mod:`client_cache.codec._protobuf_structs`).
 Conversions: :func:`client_cache.codec.objects.to_wire` and
 :func:`~client_cache.codec.objects.to_model` take structs as they take models and dicts
 (a wire dict with the server's field names; the ``kubernetes`` model, timestamps
@@ -57,9 +57,9 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
+from client_cache.codec._unfit import identity, unfit_from_bytes
 from client_cache.codec.skip_paths import SkipPath, Tree, skip_tree
-from client_cache.codec.unfit import identity, unfit_from_bytes
 
 __all__ = ["DEFAULT_SKIP", "StructCodec", "is_struct_type", "model_of", "msgspec_module",
            "struct_to_wire", "struct_type"]
@@ -176,7 +176,7 @@ class StructCodec:
 
     An object that is JSON but does not fit ``item_type`` (msgspec's validation error: a
     required field missing, a value of the wrong type) decodes to an
-    :class:`~client_cache.codec.unfit.UnfitObject` in its place, in a LIST and in a watch
+    :class:`~client_cache.codec._unfit.UnfitObject` in its place, in a LIST and in a watch
     alike: the other objects are not held hostage by it. A BOOKMARK's object is never
     given to ``item_type`` (it carries only metadata, which a class with a required
     ``spec`` refuses): it is the wire dict of its kind, apiVersion and metadata, as an
@@ -203,7 +203,7 @@ class StructCodec:
 
     def decode_list(self, body: bytes) -> dict[str, Any]:
         """A LIST body as the list-watch returns lists: a dict with ``metadata`` and
-        ``items`` (structs, an :class:`~client_cache.codec.unfit.UnfitObject` for each
+        ``items`` (structs, an :class:`~client_cache.codec._unfit.UnfitObject` for each
         item that does not fit). Raises ValueError for a body that is not such a list."""
         try:
             listed = self._list.decode(body)
@@ -221,7 +221,7 @@ class StructCodec:
 
     def decode_item(self, data: bytes | memoryview) -> Any:
         """One object's JSON as an ``item_type`` struct, or an
-        :class:`~client_cache.codec.unfit.UnfitObject` when it does not fit. Raises
+        :class:`~client_cache.codec._unfit.UnfitObject` when it does not fit. Raises
         ValueError when it is not JSON."""
         try:
             return self._item.decode(data)
@@ -233,7 +233,7 @@ class StructCodec:
     def decode_event(self, line: bytes) -> tuple[str, Any]:
         """One watch event line: its type and object (a struct; a ``Status`` dict for
         ``ERROR``; an identity dict for ``BOOKMARK``; an
-        :class:`~client_cache.codec.unfit.UnfitObject` for an object that does not
+        :class:`~client_cache.codec._unfit.UnfitObject` for an object that does not
         fit). Raises ValueError for a line that is not an event."""
         try:
             event = self._event.decode(line)

@@ -36,10 +36,10 @@ from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import SharedInformerFactory
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
 from client_cache.runtime._kind import PrimaryKind
+from client_cache.runtime._leading import LeadershipGate
 from client_cache.runtime._triggers import Triggers, wake_on_stop
 from client_cache.runtime._worker import Tally, Workers
 from client_cache.runtime.config import ControllerConfig
-from client_cache.runtime.leading import LeadershipGate
 from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.reconcile import ReconcileReason, RunSummary
 from client_cache.runtime.scheduler import Scheduler

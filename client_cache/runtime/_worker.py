@@ -31,7 +31,7 @@ from typing import Any
 from client_cache.api import meta
 from client_cache.errors import describe_error, find_api_error
 from client_cache.record import EventRecorder
-from client_cache.runtime.leading import LeadershipGate
+from client_cache.runtime._leading import LeadershipGate
 from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.objectref import ObjectRef
 from client_cache.runtime.reconcile import (

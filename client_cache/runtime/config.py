@@ -34,7 +34,7 @@ class ControllerConfig:
     controller in thread names, logs and metrics (default: the primary resource);
     ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
     reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
-    this replica leads (see :mod:`client_cache.runtime.leading`); ``sharding``: every
+    this replica leads (see :mod:`client_cache.runtime._leading`); ``sharding``: every
     replica reconciles its share of the keys, handed over between replicas as they come
     and go (see :mod:`client_cache.runtime.sharded`; not with ``leader_election``, which
     keeps one replica acting); ``loop``: where an

@@ -20,9 +20,9 @@ request when the key is not this replica's to start now. The key is the primary 
 * **Label mode** (``mode="labels"``). The controller's primary informer lists only the
   objects labelled for this member (:meth:`ShardGate.tweak`); the member elected among
   the ring (Lease ``<ring>-sharder``) runs the
-  :class:`~client_cache.sharding.sharder.Sharder`. An object arriving with the drain
+  :class:`~client_cache.sharding._sharder.Sharder`. An object arriving with the drain
   label is started no more; once its running reconcile ends, the gate removes its labels
-  (:func:`~client_cache.sharding.sharder.release_patch`) and the sharder gives it to its
+  (:func:`~client_cache.sharding._sharder.release_patch`) and the sharder gives it to its
   new member. A member whose Lease lapsed ends its run (``RunSummary.lost_shard``), as a
   controller-runtime manager exits when it loses its lease: its cache may still hold
   objects the sharder gave away meanwhile, and a new process lists afresh
@@ -57,7 +57,7 @@ from client_cache.leaderelection import (
 )
 from client_cache.runtime.objectref import ObjectRef
 from client_cache.sharding import ShardingConfig, ShardMember, get_sharding_metrics_provider
-from client_cache.sharding.sharder import MERGE_PATCH, Sharder, release_patch
+from client_cache.sharding._sharder import MERGE_PATCH, Sharder, release_patch
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util.stop import on_stop
 

@@ -9,21 +9,21 @@ without two reconciling one key at once. In the runtime:
 supervises N worker processes of a controller on one machine.
 """
 
+from client_cache.sharding._keys import shard_key
+from client_cache.sharding._membership import ShardingError, ShardMember
+from client_cache.sharding._ring import DEFAULT_VIRTUAL_NODES, HashRing, key_hash
 from client_cache.sharding.config import (
     RING_LABEL,
     VIEW_ANNOTATION,
     ShardingConfig,
     ShardingConfigError,
 )
-from client_cache.sharding.keys import shard_key
-from client_cache.sharding.membership import ShardingError, ShardMember
 from client_cache.sharding.metrics import (
     NoopShardingMetricsProvider,
     ShardingMetricsProvider,
     get_sharding_metrics_provider,
     set_sharding_metrics_provider,
 )
-from client_cache.sharding.ring import DEFAULT_VIRTUAL_NODES, HashRing, key_hash
 from client_cache.sharding.workers import WorkerGroup, run_workers
 
 __all__ = [

@@ -8,7 +8,7 @@ import secrets
 import socket
 from dataclasses import dataclass
 
-from client_cache.sharding.ring import DEFAULT_VIRTUAL_NODES
+from client_cache.sharding._ring import DEFAULT_VIRTUAL_NODES
 from client_cache.util.errors import ClientCacheError
 
 __all__ = ["MAX_LEASE_DURATION", "MAX_VIRTUAL_NODES", "MODES", "RING_LABEL", "VIEW_ANNOTATION",
@@ -57,18 +57,18 @@ class ShardingConfig:
     Each replica holds a Lease of its own named ``identity`` in ``namespace``, labelled
     :data:`RING_LABEL` = ``ring`` and renewed every ``retry_period`` seconds; a replica
     whose Lease this replica has not seen change for ``lease_duration`` is gone. The
-    members' identities make a :class:`~client_cache.sharding.ring.HashRing` of
+    members' identities make a :class:`~client_cache.sharding._ring.HashRing` of
     ``virtual_nodes`` points each (the same number in every replica of a ring); a replica
     reconciles the keys the ring gives it.
 
     ``mode`` (:data:`MODES`) says how a replica learns its keys. ``"hash"`` (the default):
     every replica caches every object and computes the ring itself; handovers go through
-    the views written in the members' Leases (:mod:`client_cache.sharding.membership`).
+    the views written in the members' Leases (:mod:`client_cache.sharding._membership`).
     It scales reconcile CPU, not memory. ``"labels"``: a sharder, run by the member
     elected among them (a Lease named ``<ring>-sharder``), labels each object with its
     member (:meth:`shard_label`) and each replica's informer lists only its own
     (:meth:`selector`), so memory and watch traffic scale too; handovers go through a
-    drain label (:mod:`client_cache.sharding.sharder`).
+    drain label (:mod:`client_cache.sharding._sharder`).
 
     ``ring`` defaults to the controller's name (made a valid label value) and
     ``identity`` to ``<ring>-<hostname>-<6 random hex digits>``; an identity must be a

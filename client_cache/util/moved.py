@@ -24,6 +24,7 @@ class _Aliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, moved: Mapping[str, str]) -> None:
         self._moved = dict(moved)
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -35,10 +36,14 @@ class _Aliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         new = self._moved[spec.name]
         warnings.warn(f"{spec.name} moved to {new}; the old name goes in the next minor "
                       "release", DeprecationWarning, stacklevel=2)
-        return importlib.import_module(new)
+        module = importlib.import_module(new)
+        self._specs[new] = module.__spec__
+        return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        """Nothing to run: the module is the new one, already imported."""
+        """Nothing to run: the module is the new one, already imported; the import system
+        has just set its ``__spec__`` to the old name's, so the new one is put back."""
+        module.__spec__ = self._specs[module.__name__]
 
 
 def alias_modules(moved: Mapping[str, str]) -> None:

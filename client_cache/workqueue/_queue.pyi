@@ -1,5 +1,5 @@
 """Types of client_cache.workqueue._queue, the work queue's native core (C in
-workqueue/csrc/queue.c); client_cache.workqueue.core.PyQueueCore is its specification, and
+workqueue/csrc/queue.c); client_cache.workqueue._core.PyQueueCore is its specification, and
 tests/test_stubs.py checks that this stub names exactly what the built module has."""
 
 import threading

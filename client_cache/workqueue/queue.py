@@ -21,7 +21,7 @@ Workers must call ``done(item)`` for every item they ``get``. A ``done`` for an 
 is not being processed is ignored (upstream would put a queued copy of it in line twice).
 
 A queue's state (its line, its dirty and processing sets, its sleeping getters, whether it
-is shutting down) lives in one core, :mod:`client_cache.workqueue.core`. Where the
+is shutting down) lives in one core, :mod:`client_cache.workqueue._core`. Where the
 optional C extension ``client_cache.workqueue._queue`` is built, a queue with the default
 storage and no metrics has the native ``QueueCore``, whose ``add``, ``get`` (when an item
 is waiting) and ``done`` are one C call each that takes the core's lock, does the work and
@@ -29,7 +29,7 @@ lets the lock go without letting go of the GIL (for items whose hash and equalit
 code: str, int, tuples of them). In Python, a thread could lose the GIL inside the locked
 section, and a producer and a worker then took turns on the lock through the kernel for
 every item (a lock convoy; half the throughput). Every other queue has the Python twin,
-:class:`~client_cache.workqueue.core.PyQueueCore`, which is the native core's
+:class:`~client_cache.workqueue._core.PyQueueCore`, which is the native core's
 specification; ``CLIENT_CACHE_WORKQUEUE_C=0`` (or ``CLIENT_CACHE_NATIVE=0``) makes every
 queue use it.
 """
@@ -49,7 +49,7 @@ from client_cache.util import native
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.parking import Parker
-from client_cache.workqueue.core import DefaultQueue, PyQueueCore, Queue, default_queue
+from client_cache.workqueue._core import DefaultQueue, PyQueueCore, Queue, default_queue
 from client_cache.workqueue.metrics import (
     MetricsProvider,
     NoQueueMetrics,
@@ -151,9 +151,9 @@ class Typed(QueueIteration[T]):
     """The work queue (Go ``Typed[T]``). Build it with :func:`new` or
     :func:`new_with_config`.
 
-    Its state lives in one core (:mod:`client_cache.workqueue.core`): the native
+    Its state lives in one core (:mod:`client_cache.workqueue._core`): the native
     ``QueueCore`` for the default storage without metrics, else the Python
-    :class:`~client_cache.workqueue.core.PyQueueCore`. This class blocks, wakes and
+    :class:`~client_cache.workqueue._core.PyQueueCore`. This class blocks, wakes and
     counts around it: getters park on the core until an item comes, coroutines wait on
     futures, a draining shutdown on a condition of the core's lock."""
 
@@ -199,7 +199,7 @@ class Typed(QueueIteration[T]):
     def add(self, item: T) -> None:
         """Queue ``item`` unless it is queued already or the queue is shutting down. An
         item that cannot be hashed or compared with itself is refused with TypeError
-        (:func:`~client_cache.workqueue.core.check_item`)."""
+        (:func:`~client_cache.workqueue._core.check_item`)."""
         self._woken(self._core.add(item))
 
     @property
@@ -302,7 +302,7 @@ class Typed(QueueIteration[T]):
     def done(self, item: T) -> None:
         """Mark ``item`` processed; if it was added meanwhile, queue it again. An item
         whose hash or equality fails now is taken out by identity and TypeError raised
-        (:class:`~client_cache.workqueue.core.PyQueueCore`); a draining shutdown is
+        (:class:`~client_cache.workqueue._core.PyQueueCore`); a draining shutdown is
         woken all the same."""
         try:
             woken = self._core.done(item)

@@ -31,7 +31,7 @@ from client_cache.aio import (
 )
 from client_cache.api.schema import GroupVersionResource
 from client_cache.api.watch import EventType
-from client_cache.codec.wire import gc_paused
+from client_cache.codec._wire import gc_paused
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
 from client_cache.informers import (
     SharedInformerFactoryOptions,

@@ -26,7 +26,7 @@ from client_cache.api.watch import (
     new_race_free_fake,
 )
 from client_cache.client.stream_watcher import StreamWatcher, json_lines
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
 from client_cache.delta_fifo import Delta, DeltaType
 from client_cache.util.chan import CLOSED, Chan, ChanClosedError, select
 from tests.fixtures import pod as make_pod

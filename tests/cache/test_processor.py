@@ -1,4 +1,4 @@
-"""One handler's buffer and delivery thread (client_cache.processor.ProcessorListener)."""
+"""One handler's buffer and delivery thread (client_cache._processor.ProcessorListener)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import queue
 import threading
 from typing import Any
 
-from client_cache.controller import ResourceEventHandlerFuncs
-from client_cache.processor import (
+from client_cache._processor import (
     AddNotification,
     DeleteNotification,
     ProcessorListener,
     UpdateNotification,
 )
+from client_cache.controller import ResourceEventHandlerFuncs
 from tests.fixtures import eventually
 
 

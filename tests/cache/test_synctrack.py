@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from client_cache.synctrack import AsyncTracker, Lazy, SingleFileTracker
+from client_cache._synctrack import AsyncTracker, Lazy, SingleFileTracker
 
 
 @pytest.mark.parametrize(("upstream", "finish", "synced"),

@@ -20,9 +20,13 @@ import pytest
 
 from client_cache.api.watch import Event
 from client_cache.client.stream_watcher import EVENT_TYPES
-from client_cache.codec import extension, protobuf, protobuf_structs, sharing, wire
-from client_cache.codec.list_body import ListBodyReader
-from client_cache.codec.watch_decoders import JsonLines, NativeJsonLines, object_lines
+from client_cache.codec import _extension as extension
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
+from client_cache.codec import protobuf
+from client_cache.codec._list_body import ListBodyReader
+from client_cache.codec._watch_decoders import JsonLines, NativeJsonLines, object_lines
 from tests.codec.test_protobuf import Body, objects, python_decode
 from tests.codec.test_skip_paths import rich_pod
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from client_cache import FakeCustomStore
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 

@@ -1,4 +1,4 @@
-"""Watch events read beside the object they replace (client_cache.codec.sharing.decoder's
+"""Watch events read beside the object they replace (client_cache.codec._sharing.decoder's
 ``previous``, previous.c), without a server: the result is always what the JSON says,
 whatever the previous object; what is unchanged is the previous object's own; the key
 asked for; what is refused."""
@@ -18,7 +18,9 @@ from kubernetes.client import ApiClient, Configuration
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import extension, sharing, wire
+from client_cache.codec import _extension as extension
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
 from client_cache.codec.skip_paths import skip_tree
 from tests.codec.test_skip_paths import rich_pod
 

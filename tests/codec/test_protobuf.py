@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from client_cache.codec import protobuf, sharing
-from client_cache.codec.list_body import ListBodyReader
-from client_cache.codec.protobuf_schema import schema
-from client_cache.codec.protobuf_shapes import go_duration, put_bytes
-from client_cache.codec.wire import loads as wire_loads
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import protobuf
+from client_cache.codec._list_body import ListBodyReader
+from client_cache.codec._protobuf_schema import schema
+from client_cache.codec._protobuf_shapes import go_duration, put_bytes
+from client_cache.codec._wire import loads as wire_loads
 from client_cache.errors import ApiStatusError
 from client_cache.testing.apiserver.encoding import answers_protobuf
 from tests.conformance.test_protobuf import OTHERS, POD

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client_cache.codec.protobuf_schema import SCHEMA_FILE, schema
+from client_cache.codec._protobuf_schema import SCHEMA_FILE, schema
 from tests.fixtures import go_program
 
 # the native parts and their Python twins alike (tests/conftest.py)

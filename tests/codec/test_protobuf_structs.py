@@ -1,4 +1,4 @@
-"""Struct objects decoded straight from protobuf (:mod:`client_cache.codec.protobuf_structs`)
+"""Struct objects decoded straight from protobuf (:mod:`client_cache.codec._protobuf_structs`)
 without a server: each built-in kind of the conformance suite read from its protobuf
 equals the struct its JSON gives, in watch frames and in list bodies cut anywhere,
 with skipped paths, the walk's flags and a Status among them."""
@@ -28,10 +28,12 @@ from kubernetes.client import (
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import protobuf, protobuf_structs, sharing
-from client_cache.codec.list_body import ListBodyReader
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import protobuf
+from client_cache.codec._list_body import ListBodyReader
+from client_cache.codec._wire import loads as wire_loads
 from client_cache.codec.structs import StructCodec, struct_type
-from client_cache.codec.wire import loads as wire_loads
 from tests.codec.test_protobuf import ALL_FLAGS, Body, objects
 
 pytestmark = pytest.mark.skipif(not protobuf_structs.AVAILABLE,
@@ -225,7 +227,7 @@ def test_a_struct_list_watch_asks_for_protobuf_only_where_its_kind_has_a_message
     assert ClientListerWatcher(api, pods, object_type=struct_type(V1Pod),
                                protobuf=True).protobuf
     assert not ClientListerWatcher(api, pods, object_type=struct_type(V1Pod)).protobuf
-    caplog.set_level(logging.INFO, logger="client_cache.codec.decoding")
+    caplog.set_level(logging.INFO, logger="client_cache.codec._decoding")
     elsewhere = GroupVersionResource("example.com", "v1", "pods")
     assert not ClientListerWatcher(api, elsewhere, object_type=struct_type(V1Pod),
                                    protobuf=True).protobuf

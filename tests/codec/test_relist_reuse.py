@@ -15,8 +15,8 @@ from kubernetes.client import CoreV1Api
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing
-from client_cache.codec.decoding import reuse_cached
+from client_cache.codec import _sharing as sharing
+from client_cache.codec._decoding import reuse_cached
 from client_cache.shared_informer import (
     SharedIndexInformerOptions,
     new_shared_index_informer_with_options,

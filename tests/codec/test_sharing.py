@@ -1,4 +1,4 @@
-"""client_cache.codec.sharing: the C walker that gives decoded objects one copy of each
+"""client_cache.codec._sharing: the C walker that gives decoded objects one copy of each
 repeated short string, takes them out of the cyclic collector's sight and gives dicts of
 the same keys one key table, and the list-watch that applies it."""
 
@@ -22,7 +22,8 @@ from kubernetes.client import ApiClient, Configuration, CoreV1Api, V1Pod
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing, wire
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
 from client_cache.codec.objects import to_struct
 from client_cache.codec.structs import struct_type
 from client_cache.testing.apiserver import EmbeddedApiServer

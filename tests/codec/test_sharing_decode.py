@@ -1,4 +1,4 @@
-"""client_cache.codec.sharing.decoder: the C decoder that does the walk while it parses, checked
+"""client_cache.codec._sharing.decoder: the C decoder that does the walk while it parses, checked
 against the JSON decoder followed by the walk (what it stands in for)."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from kubernetes.client import CoreV1Api
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing, wire
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import missing, threads_amid_collections
 

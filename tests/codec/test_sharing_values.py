@@ -1,4 +1,4 @@
-"""Equal immutable values, one object (client_cache.codec.sharing, values.c): a SHARE walk puts
+"""Equal immutable values, one object (client_cache.codec._sharing, values.c): a SHARE walk puts
 in place of each frozen struct and tuple of immutable values below the top an equal one
 seen before."""
 
@@ -17,7 +17,7 @@ from kubernetes.client import CoreV1Api, V1Pod, V1Toleration
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing
+from client_cache.codec import _sharing as sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
 from tests.fixtures import missing, threads_amid_collections
 

@@ -15,12 +15,15 @@ from kubernetes.client import ApiClient, Configuration, V1Pod
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import extension, protobuf, protobuf_structs, sharing
-from client_cache.codec.list_body import ListBodyReader
-from client_cache.codec.protobuf_schema import schema
+from client_cache.codec import _extension as extension
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import protobuf
+from client_cache.codec._list_body import ListBodyReader
+from client_cache.codec._protobuf_schema import schema
+from client_cache.codec._wire import loads as wire_loads
 from client_cache.codec.skip_paths import SkipTree, drop_members, skip_tree
 from client_cache.codec.structs import struct_type
-from client_cache.codec.wire import loads as wire_loads
 from tests.codec.test_protobuf import ALL_FLAGS, Body, objects
 
 # the native parts and their Python twins alike (tests/conftest.py)

@@ -11,12 +11,13 @@ import pytest
 
 from client_cache.api.watch import Event
 from client_cache.client.stream_watcher import EVENT_TYPES
-from client_cache.codec import protobuf, wire
+from client_cache.codec import _wire as wire
+from client_cache.codec import protobuf
+from client_cache.codec._list_body import ListBodyReader
+from client_cache.codec._protobuf_schema import schema
+from client_cache.codec._protobuf_shapes import VARINT, put_bytes, varint
+from client_cache.codec._watch_decoders import ProtobufFrames
 from client_cache.codec.errors import DecodeError, WatchDecodeError
-from client_cache.codec.list_body import ListBodyReader
-from client_cache.codec.protobuf_schema import schema
-from client_cache.codec.protobuf_shapes import VARINT, put_bytes, varint
-from client_cache.codec.watch_decoders import ProtobufFrames
 from tests.codec.test_protobuf import Body, objects
 
 pytestmark = pytest.mark.usefixtures("native_impl")

@@ -17,10 +17,10 @@ import msgspec
 import pytest
 from kubernetes.client import CustomObjectsApi
 
+from client_cache.codec._unfit import UnfitObject
+from client_cache.codec._watch_decoders import object_lines
+from client_cache.codec._wire import loads
 from client_cache.codec.structs import StructCodec, struct_type
-from client_cache.codec.unfit import UnfitObject
-from client_cache.codec.watch_decoders import object_lines
-from client_cache.codec.wire import loads
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.crd import CustomResource, custom_resource, install_crd, resource_info
 from client_cache.informers import SharedInformerFactoryOptions

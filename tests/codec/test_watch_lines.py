@@ -1,4 +1,4 @@
-"""A JSON watch's lines decoded a buffer at a time (client_cache.codec.sharing.line_decoder,
+"""A JSON watch's lines decoded a buffer at a time (client_cache.codec._sharing.line_decoder,
 codec/csrc/lines.c, and the NativeJsonLines watch decoder): the same events and the same
 errors as the lines decoded one by one (JsonLines), the lines it cannot take left to the
 caller at the right place, the previous object's parts reused as the line decoder reuses them."""
@@ -16,9 +16,11 @@ from client_cache.api.schema import GroupVersionResource
 from client_cache.api.watch import Event, EventType
 from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.client.stream_watcher import EVENT_TYPES, StreamWatcher, json_lines
-from client_cache.codec import extension, sharing, wire
+from client_cache.codec import _extension as extension
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
+from client_cache.codec._watch_decoders import JsonLines, NativeJsonLines, ProtobufFrames
 from client_cache.codec.skip_paths import skip_tree
-from client_cache.codec.watch_decoders import JsonLines, NativeJsonLines, ProtobufFrames
 from client_cache.util.chan import CLOSED
 from tests.codec.test_previous import same
 from tests.codec.test_skip_paths import rich_pod

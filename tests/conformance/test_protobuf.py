@@ -19,7 +19,8 @@ import urllib3
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 
 from bench.bench_compare import real_pod
-from client_cache.codec import protobuf, sharing
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import protobuf
 from tests.conformance.util import Backend, RealBackend, parallel
 
 JSON = "application/json"

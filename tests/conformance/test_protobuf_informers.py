@@ -1,7 +1,7 @@
 """Informers asked for protobuf (``SharedInformerFactoryOptions(protobuf=True)``) on both
 servers: on each initial-sync path and in each object form, the cache holds what an
 informer reading JSON holds, through the sync and the watch events after it (struct
-mode's structs decoded from protobuf straight, :mod:`client_cache.codec.protobuf_structs`)."""
+mode's structs decoded from protobuf straight, :mod:`client_cache.codec._protobuf_structs`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Watch events share with the objects they replace the parts an update left unchanged
-(client_cache.codec.sharing.decoder's ``previous``), in a shared informer on each server: not
+(client_cache.codec._sharing.decoder's ``previous``), in a shared informer on each server: not
 with a transform set, nor with ``CLIENT_CACHE_REUSE_UNCHANGED=0``; so do the items of a
 LIST read beside the cached objects (a relist's: ``whole``)."""
 
@@ -14,7 +14,7 @@ from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.api.watch import EventType
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing
+from client_cache.codec import _sharing as sharing
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from tests.conformance.util import collect, initial_events_ended, synced

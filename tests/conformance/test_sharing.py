@@ -1,4 +1,4 @@
-"""String sharing, untracking and shared key tables (client_cache.codec.sharing) on what a
+"""String sharing, untracking and shared key tables (client_cache.codec._sharing) on what a
 list-watch decodes from each server: LIST items and watch events, as dicts and as structs."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from kubernetes.client import CoreV1Api, V1Pod
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing, wire
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
 from client_cache.codec.structs import struct_type
 from tests.conformance.util import collect, rv
 from tests.fixtures import containers, missing
@@ -27,7 +28,7 @@ if not sharing.AVAILABLE:
 def create_pods(api: Any, ns: str, count: int) -> None:
     """Pods alike but for their names. The container's resource limits (a dict) keep it
     and the tuple holding it from being shared as immutable values between the pods
-    (client_cache.codec.sharing): a shared part is the one first seen, tracked by the
+    (client_cache.codec._sharing): a shared part is the one first seen, tracked by the
     collector or not as that walk left it, so only a pod's own parts say what its own
     list-watch did."""
     core = CoreV1Api(api)

@@ -1,5 +1,5 @@
 """A dicts lister-watcher's JSON watch reads its lines a buffer at a time
-(client_cache.codec.sharing.line_decoder; tests/codec/test_watch_lines.py checks the decoder
+(client_cache.codec._sharing.line_decoder; tests/codec/test_watch_lines.py checks the decoder
 itself), on both servers."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.api.watch import Event, EventType
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import sharing
+from client_cache.codec import _sharing as sharing
 
 pytestmark = pytest.mark.skipif(not sharing.AVAILABLE,
                                 reason="the C part of client_cache is not built")

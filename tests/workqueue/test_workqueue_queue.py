@@ -18,7 +18,7 @@ import pytest
 from client_cache import workqueue
 from client_cache.util import native
 from client_cache.workqueue import DefaultQueue, QueueConfig
-from client_cache.workqueue.core import PyQueueCore
+from client_cache.workqueue._core import PyQueueCore
 from tests.fixtures import eventually, missing
 from tests.workqueue.test_workqueue_metrics import RecordingProvider
 
@@ -517,7 +517,7 @@ def test_a_shut_down_queue_and_its_core_are_freed() -> None:
 
 
 def test_the_native_core_has_exactly_its_python_specifications_methods() -> None:
-    """client_cache.workqueue.core.PyQueueCore is the native QueueCore's specification:
+    """client_cache.workqueue._core.PyQueueCore is the native QueueCore's specification:
     the same methods and attributes, and the queue keeps no state beside its core."""
     module = native.load("workqueue._queue")
     if module is None:

@@ -1,7 +1,7 @@
 /* client_cache.codec._codec.decode: JSON to Python objects with the walk done while parsing.
  *
  * decode(flags, data) gives what walk(flags, json.loads(data)) gives (the flags of
- * strtable.h; client_cache.codec.sharing says what each does), in one pass: a string that is
+ * strtable.h; client_cache.codec._sharing says what each does), in one pass: a string that is
  * already in the table is never made a second time, a dict whose keys have a shape is
  * made straight from its prototype instead of being built and then copied, and a
  * container is taken out of the collector's sight as soon as it is whole.

@@ -1,5 +1,5 @@
 /* JSON decoded with the walk done while parsing: part of client_cache.codec._codec (see
- * decode.c and client_cache.codec.sharing). */
+ * decode.c and client_cache.codec._sharing). */
 #ifndef CLIENT_CACHE_DECODE_H
 #define CLIENT_CACHE_DECODE_H
 

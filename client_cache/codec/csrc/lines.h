@@ -1,5 +1,5 @@
 /* The watch events of a buffer of JSON lines: part of client_cache.codec._codec (see
- * lines.c and client_cache.codec.sharing.line_decoder). */
+ * lines.c and client_cache.codec._sharing.line_decoder). */
 #ifndef CLIENT_CACHE_LINES_H
 #define CLIENT_CACHE_LINES_H
 

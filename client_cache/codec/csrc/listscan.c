@@ -1,5 +1,5 @@
 /* Finding a LIST body's items without decoding it: part of client_cache.codec._codec (see
- * client_cache.codec.sharing and client_cache.liststream).
+ * client_cache.codec._sharing and client_cache.liststream).
  *
  * list_items splits a whole body. list_head and list_scan do the same for a body that
  * arrives in pieces: list_head finds where the items array begins once enough of the

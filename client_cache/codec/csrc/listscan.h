@@ -1,5 +1,5 @@
 /* Finding a LIST body's items without decoding it: part of client_cache.codec._codec
- * (see listscan.c and client_cache.codec.sharing). */
+ * (see listscan.c and client_cache.codec._sharing). */
 #ifndef CLIENT_CACHE_LISTSCAN_H
 #define CLIENT_CACHE_LISTSCAN_H
 

@@ -13,7 +13,7 @@
 #include "pbstruct.h"
 #include "strtable.h"
 
-/* What a type reads as (client_cache.codec.protobuf_shapes names them: PROTOBUF_KINDS). */
+/* What a type reads as (client_cache.codec._protobuf_shapes names them: PROTOBUF_KINDS). */
 enum {
     T_STRING, T_BOOL, T_INT32, T_INT64, T_UINT32, T_UINT64, T_BYTES, T_FLOAT64, T_FLOAT32,
     T_MESSAGE, T_TIME, T_MICROTIME, T_DURATION, T_INTORSTRING, T_QUANTITY, T_RAWJSON,

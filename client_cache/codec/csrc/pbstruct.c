@@ -3,7 +3,7 @@
  * struct has, under which attribute name, and which plan reads the messages they hold;
  * the decoder (protobuf.c) reads a message with a plan into its struct, calling the
  * class with the fields as keywords, instead of into a dict. The plans are made by
- * client_cache.codec.protobuf_structs from the struct classes of client_cache.codec.structs. */
+ * client_cache.codec._protobuf_structs from the struct classes of client_cache.codec.structs. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "pbstruct.h"

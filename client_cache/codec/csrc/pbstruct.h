@@ -1,5 +1,5 @@
 /* Struct plans: how the protobuf decoder of client_cache.codec._codec builds msgspec structs
- * instead of dicts (see pbstruct.c and client_cache.codec.protobuf_structs). */
+ * instead of dicts (see pbstruct.c and client_cache.codec._protobuf_structs). */
 #ifndef CLIENT_CACHE_PBSTRUCT_H
 #define CLIENT_CACHE_PBSTRUCT_H
 

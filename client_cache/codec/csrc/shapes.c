@@ -1,5 +1,5 @@
 /* Dicts of the same keys sharing one key table (the COMPACT walk of client_cache.codec._codec;
- * client_cache.codec.sharing says why and what it costs).
+ * client_cache.codec._sharing says why and what it costs).
  *
  * A dict built by a JSON decoder has its own key table: a hash index and one entry per
  * slot, 184 bytes for up to five keys on CPython 3.11, 272 for up to ten. CPython keeps

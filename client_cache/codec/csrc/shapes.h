@@ -1,5 +1,5 @@
 /* Dicts of the same keys sharing one key table: part of client_cache.codec._codec
- * (see shapes.c and client_cache.codec.sharing). */
+ * (see shapes.c and client_cache.codec._sharing). */
 #ifndef CLIENT_CACHE_SHAPES_H
 #define CLIENT_CACHE_SHAPES_H
 

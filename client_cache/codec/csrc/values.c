@@ -1,5 +1,5 @@
 /* The value table of client_cache.codec._codec: one object for each immutable value seen
- * (see client_cache.codec.sharing). A SHARE walk puts in place of each frozen msgspec struct and
+ * (see client_cache.codec._sharing). A SHARE walk puts in place of each frozen msgspec struct and
  * each tuple that holds only immutable values (None, exact bools, ints, floats and strs,
  * and such structs and tuples, already shared: the walk goes innermost first) the equal
  * one held here, so a cache of structs keeps one copy of what many objects have alike

@@ -1,4 +1,4 @@
-/* The walk of client_cache.codec._codec (walk.h; client_cache.codec.sharing says what it is
+/* The walk of client_cache.codec._codec (walk.h; client_cache.codec._sharing says what it is
  * for): walk(flags, obj) goes through a freshly decoded object in place (dicts, lists,
  * tuples and msgspec structs, to a depth of MAX_DEPTH). With SHARE it replaces every str
  * value of at most SHARED_LENGTH code points with the equal one of the string table

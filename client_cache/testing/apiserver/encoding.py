@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from client_cache.codec import protobuf
-from client_cache.codec.protobuf_schema import schema
+from client_cache.codec._protobuf_schema import schema
 from client_cache.errors import ApiStatusError
 
 __all__ = ["GARBLED_FRAME", "answers_protobuf", "body_bytes", "watch_bytes"]

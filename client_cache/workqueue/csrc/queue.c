@@ -1,5 +1,5 @@
 /* client_cache.workqueue._queue.QueueCore: a work queue's state and the operations on it,
- * in C. client_cache.workqueue.core.PyQueueCore is its specification, method for method
+ * in C. client_cache.workqueue._core.PyQueueCore is its specification, method for method
  * (read that first); this type does the same for the default storage without metrics.
  *
  * It owns its lock (a _thread lock, handed out as .lock for the waiting the Python queue
@@ -505,7 +505,7 @@ static PyTypeObject QueueCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "client_cache.workqueue._queue.QueueCore",
     .tp_doc = "QueueCore()\n--\n\na work queue's state and operations "
-              "(client_cache.workqueue.core.PyQueueCore is its specification).",
+              "(client_cache.workqueue._core.PyQueueCore is its specification).",
     .tp_basicsize = sizeof(QueueCore),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_weaklistoffset = offsetof(QueueCore, weakrefs),
@@ -523,7 +523,7 @@ static PyTypeObject QueueCoreType = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "client_cache.workqueue._queue",
-    "The native work queue core (client_cache.workqueue.core says what it does).", -1,
+    "The native work queue core (client_cache.workqueue._core says what it does).", -1,
     NULL, NULL, NULL, NULL, NULL,
 };
 

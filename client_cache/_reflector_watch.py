@@ -22,7 +22,7 @@ from client_cache.api import meta
 from client_cache.api.lists import INITIAL_EVENTS_ANNOTATION_KEY
 from client_cache.api.watch import Event, EventType, Watch
 from client_cache.client.stream_watcher import BurstTake, StreamWatcher
-from client_cache.codec.unfit import UnfitObject
+from client_cache.codec._unfit import UnfitObject
 from client_cache.errors import ClientCacheError, MetaAccessError, StopRequestedError, from_status
 from client_cache.expected_type import TypeCheck
 from client_cache.reflector_metrics import ReflectorMetrics

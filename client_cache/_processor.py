@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from client_cache._synctrack import SingleFileTracker
 from client_cache.api import meta
 from client_cache.api.errors import describe_error, find_api_error
 from client_cache.controller import ResourceEventHandler
 from client_cache.store import DeletedFinalStateUnknown
-from client_cache.synctrack import SingleFileTracker
 from client_cache.util.clock import PassiveClock
 from client_cache.util.logs import FailureEpisodes, log_visibly
 from client_cache.util.parking import Parker

@@ -68,9 +68,9 @@ from client_cache.client.rest import request_json
 from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import new_filtered_list_watch_from_client
+from client_cache.sharding._ring import HashRing, key_hash
 from client_cache.sharding.config import RING_LABEL, VIEW_ANNOTATION, ShardingConfig
 from client_cache.sharding.metrics import get_sharding_metrics_provider
-from client_cache.sharding.ring import HashRing, key_hash
 from client_cache.shared_informer import (
     SharedIndexInformer,
     SharedIndexInformerOptions,

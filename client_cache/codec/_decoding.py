@@ -3,10 +3,10 @@ server sends into its objects (the port's own; client-go decodes with its codecs
 
 :class:`ObjectDecoding` holds, for one lister-watcher, the decoders of each kind of
 document: a LIST item, a whole LIST body, a watch line, a protobuf watch frame. Each is
-JSON or protobuf into dicts (the walk of :mod:`client_cache.codec.sharing` done while
+JSON or protobuf into dicts (the walk of :mod:`client_cache.codec._sharing` done while
 decoding), then into ``kubernetes`` models when asked, or straight into struct classes
-(:mod:`client_cache.codec.structs`, :mod:`client_cache.codec.protobuf_structs`), with the members of
-:mod:`client_cache.codec.skip_paths` left out.
+(:mod:`client_cache.codec.structs`, :mod:`client_cache.codec._protobuf_structs`), with the
+members of :mod:`client_cache.codec.skip_paths` left out.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
-from client_cache.codec import protobuf, protobuf_structs, sharing, wire
-from client_cache.codec.list_body import ListBodyReader
-from client_cache.codec.protobuf_schema import schema
-from client_cache.codec.skip_paths import SkipPath, Tree, drop_members, skip_tree
-from client_cache.codec.structs import StructCodec, is_struct_type, struct_to_wire
-from client_cache.codec.unfit import unfit_from_wire
-from client_cache.codec.watch_decoders import (
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
+from client_cache.codec import protobuf
+from client_cache.codec._list_body import ListBodyReader
+from client_cache.codec._protobuf_schema import schema
+from client_cache.codec._unfit import unfit_from_wire
+from client_cache.codec._watch_decoders import (
     JsonLines,
     NativeJsonLines,
     ProtobufFrames,
@@ -29,7 +30,9 @@ from client_cache.codec.watch_decoders import (
     bookmark_object,
     object_lines,
 )
-from client_cache.codec.wire import Loads
+from client_cache.codec._wire import Loads
+from client_cache.codec.skip_paths import SkipPath, Tree, drop_members, skip_tree
+from client_cache.codec.structs import StructCodec, is_struct_type, struct_to_wire
 
 __all__ = ["ObjectDecoding", "Resource", "dropped", "model_decoder", "reuse_cached",
            "walked", "walked_events"]
@@ -75,7 +78,7 @@ def dropped(loads: Loads, tree: Tree) -> Loads:
 
 
 def walked(loads: Loads, walk: Callable[[Any], Any]) -> Loads:
-    """``loads`` followed by ``walk`` (a :func:`client_cache.codec.sharing.walker`) of what it
+    """``loads`` followed by ``walk`` (a :func:`client_cache.codec._sharing.walker`) of what it
     decoded."""
     def decode(data: bytes) -> Any:
         return walk(loads(data))
@@ -189,7 +192,7 @@ class ObjectDecoding:
     def event_loads_reusing(self, previous: Callable[[str], Any] | None,
                             added: bool = False) -> Loads:
         """The watch line decoder whose event objects take the parts equal to those of
-        the object ``previous`` gives for their key (:func:`client_cache.codec.sharing.decoder`
+        the object ``previous`` gives for their key (:func:`client_cache.codec._sharing.decoder`
         says how): dict objects read by the C decoder only; :attr:`event_loads` for the
         others, or when ``previous`` is None. ``ADDED`` events are looked up too with
         ``added`` (a watch-list's relist)."""
@@ -228,7 +231,7 @@ class ObjectDecoding:
         """The LIST item decoder whose objects take the parts equal to those of the
         object ``previous`` gives for their key, an item equal to it decoding to that
         object itself (a relist then builds only what changed; see
-        :func:`client_cache.codec.sharing.decoder`'s ``whole``): dict objects read by the C
+        :func:`client_cache.codec._sharing.decoder`'s ``whole``): dict objects read by the C
         decoder only. None where that is not so, or when ``previous`` is None: the
         lister-watcher's own item decoder then reads the items."""
         if previous is None or not self._reusable:
@@ -269,7 +272,7 @@ class ObjectDecoding:
 
     def decode_model(self, obj: Any) -> Any:
         """Wire dict ``obj`` as the lister-watcher's model, or an
-        :class:`~client_cache.codec.unfit.UnfitObject` when the model refuses it."""
+        :class:`~client_cache.codec._unfit.UnfitObject` when the model refuses it."""
         assert self.decode is not None
         try:
             return self.decode(obj)

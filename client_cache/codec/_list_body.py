@@ -4,7 +4,7 @@
 :class:`~client_cache.client.lister_watcher.ClientListerWatcher` reads a LIST body, in JSON
 or in protobuf (the answer's ``Content-Type`` says which), item by item as the body
 arrives, with the decoded objects' strings shared, containers untracked and dicts
-compacted as the lister-watcher was asked (:mod:`client_cache.codec.sharing`). It is the
+compacted as the lister-watcher was asked (:mod:`client_cache.codec._sharing`). It is the
 port's own (client-go decodes the whole body with its codec).
 """
 
@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from client_cache.codec import protobuf, protobuf_structs, sharing, wire
+from client_cache.codec import _protobuf_structs as protobuf_structs
+from client_cache.codec import _sharing as sharing
+from client_cache.codec import _wire as wire
+from client_cache.codec import protobuf
+from client_cache.codec._wire import Loads
 from client_cache.codec.skip_paths import SkipTree
-from client_cache.codec.wire import Loads
 
 __all__ = ["LIST_READ_SIZE", "ListBodyReader"]
 
@@ -31,7 +34,7 @@ class ListBodyReader:
     ``loads`` decodes a JSON document with the walk done (the lister-watcher's decoder:
     each item's), ``plain_loads`` without it, ``body_loads`` a whole body (default:
     ``loads``); ``codec`` is the struct codec when objects are structs (a protobuf body is then
-    decoded into them by the C part: :mod:`client_cache.codec.protobuf_structs`), ``walk`` the
+    decoded into them by the C part: :mod:`client_cache.codec._protobuf_structs`), ``walk`` the
     walk asked for (None: none) and ``flags`` its C flags, applied while decoding
     protobuf items that stay dicts (``dicts``) or become structs. ``skip``: the members
     left out of protobuf items that are not structs (the JSON decoders leave out their
@@ -52,10 +55,10 @@ class ListBodyReader:
     def read(self, response: Any, item_loads: Loads | None = None) -> Any:
         """A LIST response's body, decoded. Where the C part is installed a JSON body is
         read :data:`LIST_READ_SIZE` bytes at a time and each item is decoded as soon as
-        it has arrived (:class:`~client_cache.codec.sharing.ListSplitter`), so decoding
+        it has arrived (:class:`~client_cache.codec._sharing.ListSplitter`), so decoding
         overlaps the server's sending instead of following it, and the body is never held
         whole; each item's decoder copies are freed before the next is decoded
-        (:func:`client_cache.codec.sharing.split_list` says why that matters). A JSON body
+        (:func:`client_cache.codec._sharing.split_list` says why that matters). A JSON body
         that is not a list is decoded whole. A protobuf body is read the same way by
         :class:`client_cache.codec.protobuf.ListReader`. ``item_loads`` (dict objects only)
         decodes each JSON item in place of the reader's own decoder (a relist's, reading
@@ -105,7 +108,7 @@ class ListBodyReader:
     def _decode_whole(self, body: bytes) -> Any:
         """A body decoded whole, and walked if at all: dicts as a whole, structs item by
         item, so that each cached object is the top of its walk (never replaced by an
-        equal one: :mod:`client_cache.codec.sharing`)."""
+        equal one: :mod:`client_cache.codec._sharing`)."""
         if self._codec is None:
             return self._body_loads(body)
         result = self._codec.decode_list(body)

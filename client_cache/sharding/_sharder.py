@@ -6,7 +6,7 @@ One member of the ring runs it at a time (the runtime elects it on a Lease named
 while it answers True). It watches the metadata of every object of the resource
 (a metadata-only informer: names, labels, owner references), and on every change of an
 object or of the members it compares the object's shard label with the ring's choice
-(by :func:`~client_cache.sharding.keys.shard_key`, so an object goes with its controller
+(by :func:`~client_cache.sharding._keys.shard_key`, so an object goes with its controller
 owner):
 
 * **unassigned** (no shard label; a new object): it sets the label;
@@ -35,9 +35,9 @@ from client_cache.client.rest import request_json, resource_path
 from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError, StopRequestedError
 from client_cache.listwatch import new_filtered_list_watch_from_client
-from client_cache.sharding.keys import shard_key
-from client_cache.sharding.membership import ShardMember
-from client_cache.sharding.ring import HashRing
+from client_cache.sharding._keys import shard_key
+from client_cache.sharding._membership import ShardMember
+from client_cache.sharding._ring import HashRing
 from client_cache.shared_informer import SharedIndexInformer, new_shared_informer
 from client_cache.store import DeletedFinalStateUnknown, meta_namespace_key_func
 from client_cache.workqueue import (

@@ -11,7 +11,7 @@ and returns the events of the frames the chunk completed. Three implementations:
   the same);
 - :class:`ProtobufFrames`: the length-delimited frames of a protobuf watch.
 
-:meth:`~client_cache.codec.decoding.ObjectDecoding.watch_decoder` chooses one for a
+:meth:`~client_cache.codec._decoding.ObjectDecoding.watch_decoder` chooses one for a
 lister-watcher. The codec does not know the cache layer's event type: a decoder is given
 ``event_class`` and ``types`` (each event type by its name on the wire) and makes
 ``event_class(types[name], object)``.
@@ -27,9 +27,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
+from client_cache.codec._unfit import identity, unfit_from_wire
 from client_cache.codec.errors import WatchDecodeError
 from client_cache.codec.protobuf import FrameReader
-from client_cache.codec.unfit import identity, unfit_from_wire
 
 __all__ = ["JsonLines", "LineDecoder", "NativeJsonLines", "ProtobufFrames", "WatchDecoder",
            "bookmark_object", "object_lines", "split_lines"]
@@ -44,7 +44,7 @@ ValueError, KeyError or TypeError when it is not an event."""
 
 NativeLines = Callable[[bytes, int], tuple[list[Any], int, int]]
 """The native decoder of a buffer's whole lines from an offset:
-``(events, pos, stuck)`` (:func:`client_cache.codec.sharing.line_decoder`)."""
+``(events, pos, stuck)`` (:func:`client_cache.codec._sharing.line_decoder`)."""
 
 
 class WatchDecoder(Protocol[E]):
@@ -88,7 +88,7 @@ def object_lines(loads: Callable[[bytes], Any],
     object stays the ``Status`` dict; a ``BOOKMARK``'s is reduced by
     :func:`bookmark_object` and never given to ``decode_object`` (a typed class may
     require what a bookmark lacks). An object ``decode_object`` refuses becomes an
-    :class:`~client_cache.codec.unfit.UnfitObject` naming ``object_type``."""
+    :class:`~client_cache.codec._unfit.UnfitObject` naming ``object_type``."""
     def decode(line: bytes) -> tuple[str, Any]:
         raw = loads(line)
         type_name, obj = raw["type"], raw["object"]
@@ -189,7 +189,7 @@ class JsonLines(_Events[E]):
 
 class NativeJsonLines(Generic[E]):
     """JSON lines decoded by the native decoder a buffer at a time (``lines``,
-    :func:`client_cache.codec.sharing.line_decoder`, which makes the events itself); each
+    :func:`client_cache.codec._sharing.line_decoder`, which makes the events itself); each
     line it leaves (too long, declined, not an event) goes through ``fallback``, so the
     events and the errors are those of the Python decoder."""
 

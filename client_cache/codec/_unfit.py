@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
 
 __all__ = ["UnfitObject"]
 

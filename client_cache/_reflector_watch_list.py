@@ -3,7 +3,7 @@ by a watch with ``sendInitialEvents=true`` instead of a LIST.
 
 :func:`watch_list` fills a temporary store from the watch until the
 ``k8s.io/initial-events-end`` bookmark, checks it against a LIST when the consistency check
-is asked for (:mod:`client_cache.reflector_consistency`), swaps it into the reflector's
+is asked for (:mod:`client_cache._reflector_consistency`), swaps it into the reflector's
 store and returns the still-open watch, which the reflector then goes on reading. A watch
 that closes before the bookmark is asked again; 410 Expired/Gone and "too large
 resourceVersion" ask again from a consistent read (resourceVersion ""); a refused
@@ -17,9 +17,11 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING
 
+from client_cache._reflector_consistency import check_watch_list_consistency_if_requested
+from client_cache._reflector_watch import handle_watch, random_watch_timeout
 from client_cache.api.lists import RESOURCE_VERSION_MATCH_NOT_OLDER_THAN, ListOptions
 from client_cache.api.watch import Watch
-from client_cache.codec import wire
+from client_cache.codec import _wire as wire
 from client_cache.errors import (
     ClientCacheError,
     StopRequestedError,
@@ -30,8 +32,6 @@ from client_cache.errors import (
     is_too_many_requests,
 )
 from client_cache.listwatch import to_lister_watcher_with_context
-from client_cache.reflector_consistency import check_watch_list_consistency_if_requested
-from client_cache.reflector_watch import handle_watch, random_watch_timeout
 from client_cache.store import deletion_handling_meta_namespace_key_func, new_store
 from client_cache.util.chan import Chan
 
@@ -46,7 +46,7 @@ def watch_list(r: Reflector, stop: threading.Event) -> Watch | None:
     when stopped.
 
     The cyclic garbage collector is paused from each attempt's request until the
-    streamed state is in the queue, as over a LIST (:func:`client_cache.codec.wire.gc_paused`:
+    streamed state is in the queue, as over a LIST (:func:`client_cache.codec._wire.gc_paused`:
     the stream allocates the whole cache, and every full collection meanwhile would walk
     all it has built so far), but never over a backoff between attempts."""
     with contextlib.ExitStack() as pause:

@@ -144,7 +144,8 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from client_cache.codec import extension, wire
+from client_cache.codec import _extension as extension
+from client_cache.codec import _wire as wire
 from client_cache.codec.errors import DecodeError
 from client_cache.codec.skip_paths import drop_members
 
@@ -247,7 +248,7 @@ def decoder(loads: Callable[[bytes], Any], strings: bool, untrack: bool,
     integer of more than 18 digits, a float not finite or written in more than 63
     characters, a lone surrogate escape, invalid UTF-8, a repeated key, nesting deeper
     than the walk goes, a ``str``); those, and documents of
-    :data:`client_cache.codec.wire.GC_PAUSE_THRESHOLD` bytes or more (which ``loads`` decodes
+    :data:`client_cache.codec._wire.GC_PAUSE_THRESHOLD` bytes or more (which ``loads`` decodes
     with the collector paused), go through ``loads`` and the walk, which give the same
     result or raise ``loads``'s error. ``skip`` (a node of a
     :class:`~client_cache.codec.skip_paths.SkipTree`) leaves its members out: passed over by
@@ -317,7 +318,7 @@ def line_decoder(strings: bool, untrack: bool, compact: bool = False,
     passed over. It returns ``(events, pos, stuck)``: ``stuck`` is -1 when it read every
     whole line (``pos`` is then where the unfinished rest begins), else the offset of the
     newline ending the line at ``pos``, which it leaves to the caller: a line of
-    :data:`client_cache.codec.wire.GC_PAUSE_THRESHOLD` bytes or more, one the C decoder
+    :data:`client_cache.codec._wire.GC_PAUSE_THRESHOLD` bytes or more, one the C decoder
     declines or fails on, or one that is not such an event. The caller decodes that line
     its own way (what the C decoder declines, the JSON decoder decodes or rejects) and
     calls again after it. None when :func:`decoder` would be None."""

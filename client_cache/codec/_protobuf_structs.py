@@ -11,7 +11,7 @@ those fields hold, and whose lists become tuples. Fields the class left out
 (``metadata.managedFields`` by default) are passed over without being decoded. Where a
 struct class holds plain JSON (``Any``: a recursive schema's inner part, free-form
 fields), the decoder builds the dicts and lists JSON would give. With the walk's flags
-the decoder does the walk as it goes (:mod:`client_cache.codec.sharing`): strings shared,
+the decoder does the walk as it goes (:mod:`client_cache.codec._sharing`): strings shared,
 maps compacted, containers out of the collector's sight, and each frozen struct or
 tuple of immutable values below the top replaced by the equal one seen before, exactly
 as the list-watch's walk treats structs decoded from JSON.
@@ -28,9 +28,9 @@ import types
 import typing
 from typing import Any
 
-from client_cache.codec import extension
-from client_cache.codec.protobuf_schema import schema
-from client_cache.codec.protobuf_shapes import Items, Map, Message, Pointer, Repeated, Shape
+from client_cache.codec import _extension as extension
+from client_cache.codec._protobuf_schema import schema
+from client_cache.codec._protobuf_shapes import Items, Map, Message, Pointer, Repeated, Shape
 from client_cache.codec.skip_paths import SkipTree, Tree
 from client_cache.codec.structs import is_struct_type, model_of
 

@@ -144,6 +144,15 @@ ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU"
 GO_KEYWORDS = {"select"}
 # Python name -> Go name ("—" when there is none) and an optional remark.
 OVERRIDES: dict[str, tuple[str, str]] = {
+    "kube_server": ("—", "pytest fixture: the embedded server (controller-runtime envtest's "
+                    "Environment, kopf's KopfRunner)"),
+    "kube_control_plane": ("—", "pytest fixture: envtest.Environment.Start, for the session"),
+    "kube_cluster": ("—", "pytest fixture: the embedded server, then the real one"),
+    "kube_api": ("—", "pytest fixture: the API client of kube_cluster"),
+    "run_controller": ("—", "pytest fixture: the manager's Start on a goroutine, stopped "
+                       "after the test"),
+    "RunningController": ("—", "what run_controller starts"),
+    "STOP_WITHIN": ("—", "the 1 s a controller under test has to stop"),
     "BACKEND": ("—", "which JSON decoder is in use (orjson or the standard library)"),
     "WatchReconnectRequested": ("—", "port addition: what ends a watch Reflector.reconnect "
                                 "re-establishes"),

@@ -41,10 +41,12 @@ BAD_LISTS = ("html", "truncated", "cut")
 
 
 class _Fault:
-    def __init__(self, count: int, status: ApiStatusError, watch_only: bool) -> None:
+    def __init__(self, count: int, status: ApiStatusError, watch_only: bool,
+                 method: str) -> None:
         self.count = count
         self.status = status
         self.watch_only = watch_only
+        self.method = method
 
 
 class FaultInjection:
@@ -68,28 +70,30 @@ class FaultInjection:
 
     def fail_next(
         self, count: int, code: int = 500, *, retry_after: int = 0, watch_only: bool = False,
-        message: str = "injected failure",
+        message: str = "injected failure", method: str = "",
     ) -> None:
-        """Answer the next ``count`` requests (only watches with ``watch_only``) with
-        ``code``: 429 TooManyRequests (with Retry-After), 500 InternalError, 504 Timeout,
-        or any other code as a plain Status."""
-        reasons = {429: "TooManyRequests", 500: "InternalError", 504: "Timeout",
+        """Answer the next ``count`` requests (only watches with ``watch_only``; only
+        requests of the HTTP ``method`` when given, e.g. ``"PATCH"`` for the writes a
+        reconcile makes) with ``code``: 429 TooManyRequests (with Retry-After), 409
+        Conflict, 500 InternalError, 504 Timeout, or any other code as a plain Status."""
+        reasons = {429: "TooManyRequests", 500: "InternalError", 504: "Timeout", 409: "Conflict",
                    503: "ServiceUnavailable", 410: "Expired", 403: "Forbidden"}
         details = {"retryAfterSeconds": retry_after} if retry_after else {}
         status = ApiStatusError(code, reasons.get(code, ""), message, details)
         with self._fault_lock:
-            self._faults.append(_Fault(count, status, watch_only))
+            self._faults.append(_Fault(count, status, watch_only, method.upper()))
 
     def clear_faults(self) -> None:
         """Forget the injected failures not served yet (:meth:`fail_next`)."""
         with self._fault_lock:
             self._faults.clear()
 
-    def take_fault(self, is_watch: bool) -> ApiStatusError | None:
-        """The injected error the next request (a watch or not) must get, if any."""
+    def take_fault(self, is_watch: bool, method: str = "GET") -> ApiStatusError | None:
+        """The injected error the next request (a watch or not, of ``method``) must get,
+        if any."""
         with self._fault_lock:
             for fault in self._faults:
-                if fault.watch_only and not is_watch:
+                if (fault.watch_only and not is_watch) or fault.method not in ("", method):
                     continue
                 fault.count -= 1
                 if fault.count <= 0:

@@ -213,7 +213,7 @@ class Handler(BaseHTTPRequestHandler):
             if owner.latency:
                 time.sleep(owner.latency)
             is_watch = query.get("watch") in ("true", "1")
-            fault = owner.take_fault(is_watch)
+            fault = owner.take_fault(is_watch, method)
             if fault is not None:
                 self._send_error(fault)
                 return
@@ -553,7 +553,7 @@ class Handler(BaseHTTPRequestHandler):
             "fail": lambda: owner.fail_next(
                 int(query.get("count", "1")), int(query.get("code", "500")),
                 retry_after=int(query.get("retryAfter", "0")),
-                watch_only=query.get("watchOnly") == "true"),
+                watch_only=query.get("watchOnly") == "true", method=query.get("method", "")),
             "latency": lambda: setattr(owner, "latency", float(query.get("seconds", "0"))),
             "drop-connections": owner.drop_all_connections,
             "load": lambda: owner.start_load(int(query.get("count", "1000")),

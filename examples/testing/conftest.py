@@ -1,0 +1,1 @@
+pytest_plugins = ["client_cache.testing.pytest_plugin"]

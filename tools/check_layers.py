@@ -41,6 +41,8 @@ UPPER_EDGES: dict[str, set[str]] = {
     "metrics": {"runtime", "leaderelection", "sharding"},
     # the events.k8s.io recorder shares client-go record's broadcaster
     "events": {"record"},
+    # label-mode sharding elects the one member that runs the sharder (a Lease election)
+    "sharding": {"leaderelection"},
 }
 """The imports allowed between two layers above the cache, and why."""
 

@@ -131,6 +131,12 @@ class Sharder:
         labels = md.get("labels") or {}
         with self._lock:
             ring = self._ring
+        members = self._member.members()
+        if ring.members != frozenset(members):
+            # the member's view moved on and its listener has not rebuilt the ring yet: an
+            # object that arrives in that window goes where the new view puts it, not
+            # where the old one did (to be moved again a moment later)
+            ring = HashRing(members, self._virtual_nodes)
         desired = ring.owner(shard_key(obj))
         current = labels.get(self._shard, "")
         if not desired or current == desired:

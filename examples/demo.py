@@ -197,16 +197,21 @@ def demo(args: Any, stop: threading.Event, finished: threading.Event, api_client
     try:
         total = args.pods if server is not None else None
         view.phase = "initial list"
-        while not stop.is_set() and not controller.synced.is_set():
+        def progress_row() -> None:
             # the LIST fills the cache at once; its pods reach the handlers one by one
             delivered = enqueued["add"]
             progress = f"{delivered}/{total}" if total else f"{delivered}"
             print(f"{chr(13) if view.tty else ''}syncing the initial list: {progress} pods "
                   "delivered", end="" if view.tty else "\n", flush=True)
+
+        while not stop.is_set() and not controller.synced.is_set():
+            progress_row()
             stop.wait(0.2)
         if stop.is_set():
             return 0
-        print()
+        progress_row()  # the row ends on the count at sync, not on the last tick's
+        if view.tty:
+            print()
         view.show()
         if server is None:
             view.phase = "watching (read-only)"

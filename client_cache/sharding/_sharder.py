@@ -88,7 +88,8 @@ class Sharder:
         # the labels' writes on connections of its own: a stop abandons one in flight
         self._transport = Transport(api_client)
         self._stop = threading.Event()
-        self._ring = HashRing([])
+        self._ring = HashRing([])  # the view every object was last reviewed against
+        self._latest = self._ring  # the member's newest view, built once per view
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -112,8 +113,19 @@ class Sharder:
             informer.join(1.0)
             self._transport.close()
 
+    def _current_ring(self) -> HashRing:
+        """The ring of the member's current view, built once per view."""
+        members = frozenset(self._member.members())
+        with self._lock:
+            latest = self._latest
+        if latest.members != members:
+            latest = HashRing(members, self._virtual_nodes)
+            with self._lock:
+                self._latest = latest
+        return latest
+
     def _members_changed(self) -> None:
-        ring = HashRing(self._member.members(), self._virtual_nodes)
+        ring = self._current_ring()
         with self._lock:
             if ring == self._ring:
                 return
@@ -129,14 +141,10 @@ class Sharder:
             return
         md = obj.get("metadata") or {}
         labels = md.get("labels") or {}
-        with self._lock:
-            ring = self._ring
-        members = self._member.members()
-        if ring.members != frozenset(members):
-            # the member's view moved on and its listener has not rebuilt the ring yet: an
-            # object that arrives in that window goes where the new view puts it, not
-            # where the old one did (to be moved again a moment later)
-            ring = HashRing(members, self._virtual_nodes)
+        # the member's current view, not the last reviewed one: an object arriving before
+        # the listener's review goes where the new view puts it, not where the old one
+        # did (to be moved again a moment later)
+        ring = self._current_ring()
         desired = ring.owner(shard_key(obj))
         current = labels.get(self._shard, "")
         if not desired or current == desired:

@@ -398,6 +398,19 @@ def test_fault_watch_only_failure(server: EmbeddedApiServer) -> None:
     source.watch(ListOptions(resource_version="1")).stop()
 
 
+def test_fault_of_one_method_waits_for_a_request_of_that_method(
+        server: EmbeddedApiServer) -> None:
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}})
+    server.fail_next(1, 409, method="PATCH")
+    core.read_namespaced_config_map("cm", "default")  # a GET: not the one
+    lw(server).watch(ListOptions(resource_version="1")).stop()  # nor a watch
+    with pytest.raises(ApiException) as caught:
+        core.patch_namespaced_config_map("cm", "default", {"data": {"a": "1"}})
+    assert caught.value.status == 409 and json.loads(caught.value.body)["reason"] == "Conflict"
+    core.patch_namespaced_config_map("cm", "default", {"data": {"a": "1"}})  # served once
+
+
 def test_fault_stall_then_stop_and_idle_timeout(server: EmbeddedApiServer) -> None:
     w = lw(server).watch(ListOptions(resource_version="1", allow_watch_bookmarks=True))
     wait_for_watches(server, 1)

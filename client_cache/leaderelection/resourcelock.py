@@ -11,12 +11,19 @@ lost round, not a failure.
 writes it (holderIdentity, leaseDurationSeconds, acquireTime, renewTime,
 leaseTransitions), so Go and Python candidates can share one Lease. Times are written as
 RFC 3339 with microseconds in UTC (Kubernetes ``MicroTime``).
+
+Beyond Go's lock, :class:`LeaseLock` can label its Lease, write annotations with a record
+and delete its Lease on a resourceVersion precondition: what a shard member needs of a
+Lease that is both its liveness and its published view (kube-rs and controller-runtime
+sharders write such Leases too; client-go's lock only ever releases by writing an empty
+holder).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -44,7 +51,13 @@ LEASES_RESOURCE_LOCK = "leases"
 
 
 class LockError(ClientCacheError):
-    """Reading or writing the lock failed (a server error or no answer)."""
+    """Reading or writing the lock failed (a server error or no answer). ``status`` is
+    the HTTP status of the server's answer, None when there was none (a timeout, a
+    refused connection, a stop)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class LockNotFoundError(LockError):
@@ -139,23 +152,46 @@ class Interface(Protocol):
 
 class LeaseLock:
     """A lock on ``coordination.k8s.io/v1`` Lease ``namespace/name`` (Go ``LeaseLock``).
-    ``timeout`` bounds each request whose caller gives none (seconds)."""
+    ``timeout`` bounds each request whose caller gives none, and caps those that do
+    (seconds).
+
+    Port additions, all optional: ``labels`` are written on the Lease when it is created
+    and kept on every update (a label selector then finds a group of Leases);
+    ``transport`` is a :class:`~client_cache.client.transport.Transport` the caller owns
+    and shares between locks (:meth:`close` leaves it open); ``stop`` is an event that,
+    once set, abandons the request in flight and refuses new ones with
+    :class:`LockError` (what :meth:`abort` does once, for good)."""
 
     def __init__(self, namespace: str, name: str, api_client: Any,
-                 lock_config: ResourceLockConfig, timeout: float = 10.0) -> None:
+                 lock_config: ResourceLockConfig, timeout: float = 10.0, *,
+                 labels: Mapping[str, str] | None = None,
+                 transport: Transport | None = None,
+                 stop: threading.Event | None = None) -> None:
         if not lock_config.identity:
             raise ValueError("a lease lock needs a non-empty identity")
+        if not name or "/" in name:
+            raise ValueError(f"a lease name must be a non-empty name without '/': {name!r}")
         self.namespace = namespace
         self.name = name
         self.api_client = api_client
         self.lock_config = lock_config
         self.timeout = timeout
+        self.labels = dict(labels or {})
         self._lease: dict[str, Any] | None = None
-        self._transport: Transport | None = None  # made at the first request
+        self._shared = transport is not None
+        self._transport: Transport | None = transport  # else made at the first request
         self._transport_lock = threading.Lock()
+        self._stop = stop
 
     def __repr__(self) -> str:
         return f"<LeaseLock {self.describe()} as {self.identity()!r}>"
+
+    @property
+    def lease(self) -> dict[str, Any] | None:
+        """The Lease (wire form) as last read or written, None before the first read or
+        after the server said it is gone. Do not change it: the next update starts from
+        it."""
+        return self._lease
 
     def _path(self, named: bool = True) -> str:
         base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
@@ -166,7 +202,8 @@ class LeaseLock:
         limit = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
         try:
             return request_json(self.api_client, method, self._path(named), body,
-                                timeout=limit, transport=self._own_transport())
+                                timeout=limit, transport=self._own_transport(),
+                                stop=self._stop)
         except ClientCacheError as err:
             raise LockError(f"{method} lease {self.describe()}: no answer") from err
 
@@ -187,19 +224,22 @@ class LeaseLock:
             transport.abort()
 
     def close(self) -> None:
-        """Close the lock's connections."""
+        """Close the lock's connections (not those of a transport the caller gave)."""
         with self._transport_lock:
+            if self._shared:
+                return
             transport, self._transport = self._transport, None
         if transport is not None:
             transport.close()
 
     def _keep(self, status: int, lease: Any, what: str) -> LeaderElectionRecord:
         if status == 409:
-            raise LockConflictError(f"{what} lease {self.describe()}: conflict")
+            raise LockConflictError(f"{what} lease {self.describe()}: conflict", status)
         if status == 404:
-            raise LockNotFoundError(f"lease {self.describe()} not found")
+            self._lease = None
+            raise LockNotFoundError(f"lease {self.describe()} not found", status)
         if not 200 <= status < 300 or not isinstance(lease, dict):
-            raise LockError(f"{what} lease {self.describe()}: HTTP {status}")
+            raise LockError(f"{what} lease {self.describe()}: HTTP {status}", status)
         self._lease = lease
         return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
 
@@ -209,21 +249,59 @@ class LeaseLock:
         record = self._keep(*self._request("GET", True, None, timeout), "get")
         return record, record.raw()
 
-    def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
-        """Create the lock holding ``record``; a lost race raises :class:`LockConflictError`
-        (Go ``Create``)."""
+    def create(self, record: LeaderElectionRecord, timeout: float | None = None, *,
+               annotations: Mapping[str, str] | None = None) -> None:
+        """Create the lock holding ``record``, with the lock's labels and ``annotations``;
+        a lost race raises :class:`LockConflictError` (Go ``Create``)."""
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace},
-                "spec": record.to_lease_spec()}
+                "metadata": metadata, "spec": record.to_lease_spec()}
         self._keep(*self._request("POST", False, body, timeout), "create")
 
-    def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
-        """Write ``record`` over the version last read; a lost race raises
-        :class:`LockConflictError` (Go ``Update``)."""
+    def update(self, record: LeaderElectionRecord, timeout: float | None = None, *,
+               annotations: Mapping[str, str] | None = None) -> None:
+        """Write ``record`` over the version last read, setting ``annotations`` (others
+        stay) and the lock's labels; a lost race raises :class:`LockConflictError`, a
+        Lease deleted meanwhile :class:`LockNotFoundError` (Go ``Update``)."""
         if self._lease is None:
             raise LockError("lease not initialized, call get or create first")
-        body = dict(self._lease, spec=record.to_lease_spec())  # the whole spec, as Go
+        metadata = dict(self._lease.get("metadata") or {})
+        if self.labels:
+            metadata["labels"] = {**(metadata.get("labels") or {}), **self.labels}
+        if annotations:
+            metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+        body = dict(self._lease, metadata=metadata, spec=record.to_lease_spec())
         self._keep(*self._request("PUT", True, body, timeout), "update")
+
+    def delete(self, timeout: float | None = None, *,
+               resource_version: str | None = None) -> bool:
+        """Delete the Lease if it is still at ``resource_version`` (by default the version
+        last read or written): a server-side precondition, so a Lease someone renewed
+        since is kept and :class:`LockConflictError` raised. True when this call deleted
+        it, False when it was already gone. A port addition (Go's lock has no delete)."""
+        version = resource_version
+        if version is None and self._lease is not None:
+            version = str((self._lease.get("metadata") or {}).get("resourceVersion") or "")
+        if not version:
+            raise LockError(f"delete lease {self.describe()}: no resourceVersion to "
+                            "hold it to; call get first or pass resource_version")
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"resourceVersion": version}}
+        status, _ = self._request("DELETE", True, body, timeout)
+        if status == 404:
+            self._lease = None
+            return False
+        if status == 409:
+            raise LockConflictError(f"delete lease {self.describe()}: changed since "
+                                    f"resourceVersion {version}", status)
+        if not 200 <= status < 300:
+            raise LockError(f"delete lease {self.describe()}: HTTP {status}", status)
+        self._lease = None
+        return True
 
     def record_event(self, message: str) -> None:
         """Post an Event about the lock, when a recorder is configured (Go ``RecordEvent``)."""

@@ -64,9 +64,16 @@ from typing import Any
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.cache_sync import wait_for_cache_sync
-from client_cache.client.rest import request_json
 from client_cache.client.transport import Transport
 from client_cache.errors import ClientCacheError
+from client_cache.leaderelection.resourcelock import (
+    LeaderElectionRecord,
+    LeaseLock,
+    LockConflictError,
+    LockError,
+    LockNotFoundError,
+    ResourceLockConfig,
+)
 from client_cache.listwatch import new_filtered_list_watch_from_client
 from client_cache.sharding._ring import HashRing, key_hash
 from client_cache.sharding.config import RING_LABEL, VIEW_ANNOTATION, ShardingConfig
@@ -77,8 +84,8 @@ from client_cache.shared_informer import (
     new_shared_index_informer_with_options,
 )
 from client_cache.store import DeletedFinalStateUnknown
-from client_cache.util.logs import log_visibly
-from client_cache.util.timestamps import format_micro_time
+from client_cache.util._logs import log_visibly
+from client_cache.util.timestamps import parse_micro_time
 from client_cache.util.wait import jitter
 
 __all__ = ["ShardMember", "ShardingError"]
@@ -136,7 +143,6 @@ class ShardMember:
         self.identity = config.identity
         self._api = api_client
         self._listeners: list[Callable[[], None]] = [] if on_change is None else [on_change]
-        self._path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._stop = threading.Event()
@@ -174,6 +180,7 @@ class ShardMember:
         self._threads: list[threading.Thread] = []
         # the Lease writes' own connections, so that a stop can abandon one in flight
         self._transport = Transport(api_client)
+        self._own = self._lock_of(self.identity, self._stop)
 
     def __repr__(self) -> str:
         return (f"<ShardMember {self.identity!r} of ring {self.config.ring!r} in "
@@ -329,7 +336,7 @@ class ShardMember:
             thread.join(max(0.5, deadline - time.monotonic()))
         if self._lease is not None and not still:  # best effort, within the budget
             self._delete(self.identity, str(self._lease["metadata"]["resourceVersion"]),
-                         timeout=LEAVE_TIMEOUT)
+                         timeout=LEAVE_TIMEOUT, leaving=True)
         self._informer_stop.set()
         for thread in self._threads[:1]:
             thread.join(1.0)
@@ -436,7 +443,7 @@ class ShardMember:
         for name, rv in expired:
             _log.info("shard %s: member %s's lease expired; removing it", self.identity, name)
             self._deleting.add(rv)
-            self._delete(name, rv, stop=self._stop)
+            self._delete(name, rv)
         if changed:
             self._metrics.set_members(self.config.ring, len(target.members))
             self._changed()
@@ -507,38 +514,33 @@ class ShardMember:
                 else:
                     _log.info("shard %s: the watch of the ring's Leases delivers again",
                               self.identity)
-        wall = format_micro_time(datetime.now(timezone.utc))
-        spec = {"holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.config.lease_duration),
-                "renewTime": wall}
-        md: dict[str, Any] = {"name": self.identity, "namespace": self.config.namespace,
-                              "labels": {RING_LABEL: self.config.ring},
-                              "annotations": {VIEW_ANNOTATION: ",".join(sorted(view.members))}}
-        if lease is None:
-            method, path, spec["acquireTime"] = "POST", self._path, wall
-        else:
-            md["resourceVersion"] = lease["metadata"]["resourceVersion"]
-            spec["acquireTime"] = (lease.get("spec") or {}).get("acquireTime", wall)
-            method, path = "PUT", f"{self._path}/{self.identity}"
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": md,
-                "spec": spec}
+        now = datetime.now(timezone.utc)
+        acquired = None if lease is None else parse_micro_time(
+            (lease.get("spec") or {}).get("acquireTime"))
+        record = LeaderElectionRecord(holder_identity=self.identity,
+                                      lease_duration_seconds=int(self.config.lease_duration),
+                                      acquire_time=acquired or now, renew_time=now)
+        annotations = {VIEW_ANNOTATION: ",".join(sorted(view.members))}
         sent = time.monotonic()
         left = self._held_until - sent
         timeout = left if left > 0.05 else self.config.renew_deadline
         try:
-            status, answer = request_json(self._api, method, path, body,
-                                          timeout=min(timeout, self.config.renew_deadline),
-                                          transport=self._transport, stop=self._stop)
-        except ClientCacheError as err:
-            _log.debug("shard %s: renewing failed: %s", self.identity, err)
-            return False
-        if status in (404, 409) or (status == 200 and not isinstance(answer, dict)):
+            if lease is None:
+                self._own.create(record, timeout, annotations=annotations)
+            else:
+                self._own.update(record, timeout, annotations=annotations)
+        except (LockConflictError, LockNotFoundError):
             self._lease = self._read_own()  # re-read (409) or create next time (404)
             return False
-        if not 200 <= status < 300 or not isinstance(answer, dict):
-            _log.warning("shard %s: renewing lease %s/%s: HTTP %d", self.identity,
-                         self.config.namespace, self.identity, status)
+        except LockError as err:
+            if err.status is None:
+                _log.debug("shard %s: renewing failed: %s", self.identity, err)
+            else:
+                _log.warning("shard %s: renewing lease %s/%s: HTTP %d", self.identity,
+                             self.config.namespace, self.identity, err.status)
             return False
+        answer = self._own.lease
+        assert answer is not None  # a successful write keeps the server's answer
         rv = str(answer["metadata"]["resourceVersion"])
         caught_up = False
         with self._lock:
@@ -571,32 +573,41 @@ class ShardMember:
             self._changed()
         return True
 
+    def _lock_of(self, name: str, stop: threading.Event | None) -> LeaseLock:
+        """A lock on the ring's Lease ``name``, sending through this member's
+        connections; ``stop`` abandons its request in flight when set."""
+        return LeaseLock(self.config.namespace, name, self._api,
+                         ResourceLockConfig(identity=self.identity),
+                         timeout=self.config.renew_deadline,
+                         labels={RING_LABEL: self.config.ring},
+                         transport=self._transport, stop=stop)
+
     def _read_own(self) -> dict[str, Any] | None:
         try:
-            status, answer = request_json(self._api, "GET", f"{self._path}/{self.identity}",
-                                          timeout=self.config.renew_deadline,
-                                          transport=self._transport, stop=self._stop)
-        except ClientCacheError:
+            self._own.get()
+        except LockNotFoundError:
+            return None
+        except LockError:
             return self._lease
-        return answer if status == 200 and isinstance(answer, dict) else None
+        return self._own.lease
 
-    def _delete(self, name: str, rv: str, timeout: float | None = None,
-                stop: threading.Event | None = None) -> None:
-        """Delete Lease ``name`` if still at ``rv``; the membership thread's deletes of
-        expired Leases end with its stop, the member's own at leaving is bounded by
-        ``timeout`` (the stop's budget)."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"resourceVersion": rv}}
+    def _delete(self, name: str, rv: str, timeout: float | None = None, *,
+                leaving: bool = False) -> None:
+        """Delete Lease ``name`` if still at ``rv``. The membership thread's deletes of
+        expired Leases end with its stop; the member's own at ``leaving`` comes after the
+        stop and is bounded by ``timeout`` (the stop's budget) alone."""
+        lock = self._lock_of(name, None if leaving else self._stop)
         try:
-            status, _ = request_json(self._api, "DELETE", f"{self._path}/{name}", body,
-                                     timeout=timeout or self.config.renew_deadline,
-                                     transport=self._transport, stop=stop)
-        except ClientCacheError as err:
-            _log.debug("shard %s: deleting lease %s failed: %s", self.identity, name, err)
-            return
-        if status not in (200, 404, 409):
-            log_visibly(_log, logging.WARNING, "shard %s: deleting lease %s/%s: HTTP %d",
-                        self.identity, self.config.namespace, name, status)
+            lock.delete(timeout, resource_version=rv)
+        except LockConflictError:
+            pass  # renewed meanwhile: alive after all
+        except LockError as err:
+            if err.status is None:
+                _log.debug("shard %s: deleting lease %s failed: %s", self.identity, name,
+                           err)
+            else:
+                log_visibly(_log, logging.WARNING, "shard %s: deleting lease %s/%s: HTTP %d",
+                            self.identity, self.config.namespace, name, err.status)
 
     # -- what the informer says ------------------------------------------------------------
     def _saw(self, lease: Any, gone: bool) -> None:

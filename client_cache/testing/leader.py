@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,14 +121,16 @@ def main(argv: list[str] | None = None) -> int:
                   renew=record.renew_time.isoformat() if record.renew_time else "")
             return found
 
-        def create(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        def create(self, record: LeaderElectionRecord, timeout: float | None = None, *,
+                   annotations: Mapping[str, str] | None = None) -> None:
             _emit("writing", holder=record.holder_identity)
-            super().create(record, timeout)
+            super().create(record, timeout, annotations=annotations)
             _emit("wrote", holder=record.holder_identity)
 
-        def update(self, record: LeaderElectionRecord, timeout: float | None = None) -> None:
+        def update(self, record: LeaderElectionRecord, timeout: float | None = None, *,
+                   annotations: Mapping[str, str] | None = None) -> None:
             _emit("writing", holder=record.holder_identity)
-            super().update(record, timeout)
+            super().update(record, timeout, annotations=annotations)
             _emit("wrote", holder=record.holder_identity)
 
     def lead(stop: threading.Event) -> None:

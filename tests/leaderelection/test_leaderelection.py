@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from client_cache.client.rest import request_json
+from client_cache.client.transport import Transport
 from client_cache.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
@@ -27,6 +28,7 @@ from client_cache.leaderelection import (
     LeaderElectionRecord,
     LeaseLock,
     LockConflictError,
+    LockError,
     LockNotFoundError,
     ResourceLockConfig,
     format_micro_time,
@@ -37,7 +39,7 @@ from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.testing.leader import CandidateProcess, Timing
 from client_cache.util import wait as wait_module
 from client_cache.util.clock import FakeClock
-from tests.fixtures import eventually
+from tests.fixtures import HungServer, eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/ctl"
 FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.1}
@@ -461,3 +463,69 @@ def test_a_release_that_conflicts_reads_the_lock_again(holder: str) -> None:
     finally:
         stop.set()
         thread.join(5)
+
+
+def test_a_lease_lock_labels_annotates_and_deletes_on_a_precondition(
+        server: EmbeddedApiServer) -> None:
+    """The port's additions for shard members: labels written at create and kept,
+    annotations merged, a delete held to a resourceVersion."""
+    api = server.api_client()
+    lock = LeaseLock("default", "member", api, ResourceLockConfig("me"),
+                     labels={"ring": "r1"})
+    now = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    record = LeaderElectionRecord("me", 10, now, now, 0)
+    lock.create(record, annotations={"view": "a,b"})
+    first = lock.lease
+    assert first is not None
+    assert first["metadata"]["labels"] == {"ring": "r1"}
+    lock.update(record, annotations={"other": "x"})
+    _, lease = request_json(api, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/"
+                            "leases/member")
+    assert lease["metadata"]["labels"] == {"ring": "r1"}
+    assert lease["metadata"]["annotations"] == {"view": "a,b", "other": "x"}
+    stale = first["metadata"]["resourceVersion"]
+    with pytest.raises(LockConflictError, match="changed since"):
+        lock.delete(resource_version=stale)
+    assert lock.get()[0].holder_identity == "me"  # kept: it was renewed after `stale`
+    assert lock.delete() is True  # held to the version just read
+    assert lock.lease is None
+    with pytest.raises(LockNotFoundError):
+        lock.get()
+    assert lock.delete(resource_version=lease["metadata"]["resourceVersion"]) is False
+    with pytest.raises(LockError, match="no resourceVersion"):
+        lock.delete()
+    with pytest.raises(ValueError, match="without '/'"):
+        LeaseLock("default", "a/b", api, ResourceLockConfig("me"))
+    lock.close()
+
+
+def test_lease_locks_share_a_transport_and_a_stop_ends_their_requests() -> None:
+    """Locks given one transport leave it open when closed; a set ``stop`` abandons the
+    request in flight on a hung server at once (a LockError with no status)."""
+    with HungServer() as hung:
+        api = hung.api_client()
+        transport = Transport(api)
+        stop = threading.Event()
+        lock = LeaseLock("default", "hung", api, ResourceLockConfig("me"), timeout=30.0,
+                         transport=transport, stop=stop)
+        errors: queue.Queue[BaseException] = queue.Queue()
+
+        def read() -> None:
+            try:
+                lock.get()
+            except BaseException as err:  # handed to the test thread
+                errors.put(err)
+        reader = threading.Thread(target=read, name="test-lock-read", daemon=True)
+        reader.start()
+        assert hung.connected.wait(5)
+        stop.set()
+        err = errors.get(timeout=1.0)
+        assert isinstance(err, LockError) and err.status is None
+        reader.join(1.0)
+        assert not reader.is_alive()
+        lock.close()
+        other = LeaseLock("default", "hung", api, ResourceLockConfig("me"),
+                          transport=transport)
+        assert other._own_transport() is transport  # still open, still shared
+        transport.close()
+        api.close()

@@ -45,7 +45,7 @@ from client_cache.sharding import (
     ShardingError,
     ShardMember,
     WorkerGroup,
-    membership,
+    _membership,
     run_workers,
     set_sharding_metrics_provider,
     shard_key,
@@ -323,7 +323,7 @@ def test_a_member_whose_lease_watch_hangs_never_stalls_the_ring(
     key, no key has two owners at any moment, and it rejoins when its watch is opened
     again (after a lease duration of silence; "blind": never, within the test)."""
     if not rewatch:
-        monkeypatch.setattr(membership, "lease_watch_idle_timeout", lambda config: 600.0)
+        monkeypatch.setattr(_membership, "lease_watch_idle_timeout", lambda config: 600.0)
     proxy = TcpProxy("127.0.0.1", server.port).start()
     try:
         half = ring.add_behind(proxy, "half")
@@ -755,7 +755,7 @@ def test_claims_read_before_the_own_write_are_in_force_when_it_is_caught_up(
     member = ShardMember(ShardingConfig("default", "r", "m0", **FAST), server.api_client())
     both = HashRing(["m0", "m1"])
     member._held_until = time.monotonic() + 60  # it holds its Lease
-    member._state = membership._State(both, both, (), False)  # it published {m0, m1}
+    member._state = _membership._State(both, both, (), False)  # it published {m0, m1}
     member._lease = {"metadata": {"resourceVersion": "5"}}
     member._awaiting = {"5"}
     mine = [k for k in KEYS if both.owner(k) == "m0"]

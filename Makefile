@@ -69,25 +69,12 @@ test-pythons:
 	for v in $(OTHER_PYTHONS); do echo "=== Python $$v"; cat .venv-$$v/pytest.log; done; \
 	exit $$rc
 
-# The test modules of the codec, the watch, LIST bodies and the work queue, which the
-# native_impl fixture runs on the native parts and on their Python twins.
-NATIVE_TESTS := $(addprefix tests/codec/test_,json.py protobuf.py protobuf_schema.py \
-	  skip_paths.py structs.py objects.py strict_parsers.py codec_differential.py) \
-	$(addprefix tests/workqueue/test_,workqueue_queue.py delaying_queue.py \
-	  workqueue_stress.py rate_limiters.py) \
-	tests/api/test_watch.py tests/client/test_listwatch.py tests/client/test_pager.py \
-	tests/test_native.py tests/test_stubs.py
-# The C-path tests: the codec's and the work queue's native parts and the differential
-# corpus (each marked test that needs the C part, plus the modules that test it alone).
-C_PATH_TESTS := $(addprefix tests/codec/test_,sharing.py sharing_decode.py sharing_values.py \
-	  previous.py list_stream.py watch_lines.py protobuf.py protobuf_structs.py skip_paths.py \
-	  json.py relist_reuse.py strict_parsers.py codec_differential.py structs.py) \
-	tests/workqueue/test_workqueue_queue.py
-
-# Those modules with every native part off (CLIENT_CACHE_NATIVE=0): the Python twins
-# alone, as on a machine without a C compiler (about a minute).
+# The tests marked native_twins (every test taking the native_impl fixture, and the
+# loader's) with every native part off (CLIENT_CACHE_NATIVE=0): the Python twins alone,
+# as on a machine without a C compiler (about a minute).
 test-no-native: $(STAMP)
-	CLIENT_CACHE_NATIVE=0 $(PY) -m pytest -p no:cacheprovider -q $(NATIVE_TESTS) $(PYTEST_ARGS)
+	CLIENT_CACHE_NATIVE=0 $(PY) -m pytest -p no:cacheprovider -q -m "native_twins and not slow" \
+	  $(PYTEST_ARGS)
 
 # The C-path tests and a larger differential corpus against the native parts built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (gcc), in a copy of the tracked tree
@@ -103,10 +90,10 @@ test-sanitize: $(STAMP)
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYTHONPATH=. \
 	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  CLIENT_CACHE_FUZZ_CASES=3000 && \
-	$(CURDIR)/$(PY) -c "import os; from client_cache.codec import extension as e; \
+	$(CURDIR)/$(PY) -c "import os; from client_cache.codec import _extension as e; \
 	  from client_cache.workqueue import queue as q; \
 	  assert all(m.__file__.startswith(os.getcwd()) for m in (e.codec, q._queue))" && \
-	$(CURDIR)/$(PY) -m pytest -p no:cacheprovider -q -m "not slow" $(C_PATH_TESTS) $(PYTEST_ARGS)
+	$(CURDIR)/$(PY) -m pytest -p no:cacheprovider -q -m "c_path and not slow" $(PYTEST_ARGS)
 
 # One example on the embedded server: make example NAME=workqueue_controller
 example: $(STAMP)

@@ -2,7 +2,7 @@
 client_cache/codec/csrc) and the work queue (``client_cache.workqueue._queue``, C in
 client_cache/workqueue/csrc); everything else is in pyproject.toml. Both are optional:
 where no C compiler is found the package installs without them and runs their Python
-twins. Each is built from the sources ``client_cache/util/native.py`` lists, with their
+twins. Each is built from the sources ``client_cache/util/_native.py`` lists, with their
 hash compiled in (``SOURCE_HASH``), which ``native.load`` checks against the sources beside
 it."""
 
@@ -14,7 +14,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 _spec = importlib.util.spec_from_file_location(
-    "client_cache_native", Path(__file__).resolve().parent / "client_cache" / "util" / "native.py")
+    "client_cache_native", Path(__file__).resolve().parent / "client_cache" / "util" / "_native.py")
 assert _spec is not None and _spec.loader is not None
 native = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(native)

@@ -220,7 +220,7 @@ from client_cache.undelta_store import (
     UndeltaStore,
     new_undelta_store,
 )
-from client_cache.util.moved import alias_modules as _alias_modules
+from client_cache.util._moved import alias_modules as _alias_modules
 
 # A library logs, an application configures logging: with a handler of its own the
 # package's records no longer reach Python's last-resort stderr handler unasked.
@@ -416,6 +416,8 @@ _alias_modules({f"client_cache.{old}": f"client_cache.{new}" for old, new in {
     "workqueue.core": "workqueue._core", "runtime.leading": "runtime._leading",
     "sharding.membership": "sharding._membership", "sharding.ring": "sharding._ring",
     "sharding.keys": "sharding._keys", "sharding.sharder": "sharding._sharder",
+    **{f"util.{name}": f"util._{name}" for name in (
+        "env", "logs", "moved", "native", "parking", "server_answers", "sync_signal")},
     **{f"codec.{name}": f"codec._{name}" for name in (
         "decoding", "extension", "list_body", "protobuf_shapes", "protobuf_structs",
         "protobuf_schema", "sharing", "unfit", "watch_decoders", "wire")}}.items()})

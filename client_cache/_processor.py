@@ -22,9 +22,9 @@ from client_cache.api import meta
 from client_cache.api.errors import describe_error, find_api_error
 from client_cache.controller import ResourceEventHandler
 from client_cache.store import DeletedFinalStateUnknown
+from client_cache.util._logs import FailureEpisodes, log_visibly
+from client_cache.util._parking import Parker
 from client_cache.util.clock import PassiveClock
-from client_cache.util.logs import FailureEpisodes, log_visibly
-from client_cache.util.parking import Parker
 from client_cache.util.runtime import handle_error
 
 __all__ = [
@@ -223,8 +223,8 @@ class ProcessorListener:
         the process). The first failure of an episode (this handler, one reason) is an
         ERROR with the traceback and the object's kind and namespace/name, visible with
         no logging configured; while it goes on failing so, one ERROR every
-        :data:`~client_cache.util.logs.FAILURE_REPEAT_SECONDS` with the count, DEBUG for
-        the rest (:class:`~client_cache.util.logs.FailureEpisodes`). An API error is
+        :data:`~client_cache.util._logs.FAILURE_REPEAT_SECONDS` with the count, DEBUG for
+        the rest (:class:`~client_cache.util._logs.FailureEpisodes`). An API error is
         summarised without its traceback (its text may quote a response body)."""
         kind = type(notification)
         obj = notification.new if kind is UpdateNotification else (

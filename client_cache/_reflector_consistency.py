@@ -17,7 +17,7 @@ from client_cache.api.lists import RESOURCE_VERSION_MATCH_EXACT, ListOptions, li
 from client_cache.errors import ClientCacheError
 from client_cache.listwatch import ListerWatcher
 from client_cache.store import meta_namespace_key_func
-from client_cache.util.env import env_true
+from client_cache.util._env import env_true
 
 __all__ = [
     "DataInconsistencyError",

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from client_cache.util.sync_signal import notify_sync_changed
+from client_cache.util._sync_signal import notify_sync_changed
 
 __all__ = ["AsyncTracker", "Lazy", "SingleFileTracker"]
 

@@ -2,7 +2,7 @@
 ``tools/cache/shared_informer.go``), re-exported by :mod:`client_cache.shared_informer`.
 
 A port choice: :func:`wait_for_cache_sync` wakes as soon as a queue or handler turns
-synced (:mod:`client_cache.util.sync_signal`) instead of polling every 100 ms; it still
+synced (:mod:`client_cache.util._sync_signal`) instead of polling every 100 ms; it still
 re-checks every :data:`SYNCED_POLL_PERIOD` for arbitrary ``synced`` functions.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from client_cache.errors import CacheSyncTimeoutError
 from client_cache.reflector_status import ReflectorStatus
+from client_cache.util._sync_signal import sync_generation, wait_sync_changed
 from client_cache.util.runtime import handle_error
-from client_cache.util.sync_signal import sync_generation, wait_sync_changed
 
 __all__ = [
     "SYNCED_POLL_PERIOD",

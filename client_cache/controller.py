@@ -61,8 +61,8 @@ from client_cache.store import (
 )
 from client_cache.the_real_fifo import ProcessBatchFunc
 from client_cache.transaction import Transaction, TransactionError, TransactionType
+from client_cache.util._env import env_bool
 from client_cache.util.clock import REAL_CLOCK, WithTicker
-from client_cache.util.env import env_bool
 from client_cache.util.runtime import handle_error
 from client_cache.util.stop import on_stop
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from client_cache.errors import FIFOClosedError, RequeueError
 from client_cache.store import KeyFunc, Store, checked_key
-from client_cache.util.sync_signal import notify_sync_changed
+from client_cache.util._sync_signal import notify_sync_changed
 
 __all__ = [
     "FIFO",

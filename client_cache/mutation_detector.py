@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from client_cache.api import meta
 from client_cache.errors import ClientCacheError, MetaAccessError
 from client_cache.store import DeletedFinalStateUnknown
-from client_cache.util.env import env_true
+from client_cache.util._env import env_true
 
 __all__ = [
     "ENV_VAR",

@@ -111,6 +111,8 @@ from client_cache.store import (
     new_indexer,
 )
 from client_cache.util import gc_policy
+from client_cache.util._env import env_true
+from client_cache.util._server_answers import claim_probe, on_answer
 from client_cache.util.chan import (
     STOPPED,
     Chan,
@@ -118,9 +120,7 @@ from client_cache.util.chan import (
     select_or_stop,
 )
 from client_cache.util.clock import REAL_CLOCK, WithTicker
-from client_cache.util.env import env_true
 from client_cache.util.runtime import handle_error
-from client_cache.util.server_answers import claim_probe, on_answer
 from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
 
 __all__ = [
@@ -159,7 +159,7 @@ ANSWER_JITTER = 0.25
 PROBE_PERIOD = 1.0
 """How often a process asks an unreachable server whether it answers again (seconds):
 one ``GET /version`` per server and period, however many reflectors wait on it
-(:func:`~client_cache.util.server_answers.claim_probe`)."""
+(:func:`~client_cache.util._server_answers.claim_probe`)."""
 
 PROBE_TIMEOUT = 0.5
 """How long one probe of an unreachable server may take (seconds)."""
@@ -385,7 +385,7 @@ class Reflector:
         When ``cause`` says the server is not serving (no answer, 429, 5xx:
         :func:`~client_cache.api.errors.server_unreachable`), the wait also ends as
         soon as the server answers anyone in this process
-        (:mod:`client_cache.util.server_answers`: a Lease renewal, another informer, a
+        (:mod:`client_cache.util._server_answers`: a Lease renewal, another informer, a
         write), a moment of jitter later, with the backoff reset: after an API server
         restart the cache is re-established within about a second, not after up to 30 s
         (jittered to 60 s, reset only after 120 s without a failure) as client-go's is.

@@ -36,8 +36,8 @@ from client_cache.errors import (
     is_not_found,
     is_unauthorized,
 )
+from client_cache.util._logs import log_visibly
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
-from client_cache.util.logs import log_visibly
 from client_cache.util.stop import on_stop
 
 __all__ = [

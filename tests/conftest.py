@@ -13,9 +13,9 @@ from client_cache.codec import _extension as extension
 from client_cache.codec import _protobuf_structs as protobuf_structs
 from client_cache.codec import _sharing as sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
-from client_cache.util import native
+from client_cache.util import _native as native
 from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
-from tests.fixtures import missing
+from tests.fixtures import missing, missing_native
 
 # freezegun scans every loaded module when it starts; touching the kubernetes client's lazily
 # loaded pydantic models then makes pydantic build schemas against freezegun's fake datetime
@@ -79,15 +79,35 @@ def server(embedded_server: EmbeddedApiServer) -> EmbeddedApiServer:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A ``native_only`` test is of the native part itself: its Python-twin variant
-    (``native_impl`` = ``"python"``) is dropped at collection, not run to skip."""
-    def twin_of_native_only(item: pytest.Item) -> bool:
+    (``native_impl`` = ``"python"``) is dropped at collection, not run to skip. With the
+    native parts turned off (``CLIENT_CACHE_NATIVE=0``, ``make test-no-native``) the
+    native variants and the ``needs_native`` tests are dropped the same way: in that leg
+    they cannot run. Every test
+    that takes ``native_impl`` is marked ``native_twins`` (the leg selects by it)."""
+    for item in items:
+        if "native_impl" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.native_twins)
+    off = not native.enabled()
+
+    def cannot_run(item: pytest.Item) -> bool:
+        if off and item.get_closest_marker("needs_native") is not None:
+            return True
         callspec = getattr(item, "callspec", None)
-        return (callspec is not None and callspec.params.get("native_impl") == "python"
-                and item.get_closest_marker("native_only") is not None)
-    dropped = [item for item in items if twin_of_native_only(item)]
+        variant = callspec.params.get("native_impl") if callspec is not None else None
+        if variant == "native":
+            return off
+        return variant == "python" and item.get_closest_marker("native_only") is not None
+    dropped = [item for item in items if cannot_run(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not twin_of_native_only(item)]
+        items[:] = [item for item in items if not cannot_run(item)]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``needs_native`` test runs only on the built codec: skipped without it, failed
+    under ``CI=true`` (:func:`tests.fixtures.missing_native`)."""
+    if item.get_closest_marker("needs_native") is not None and not sharing.AVAILABLE:
+        missing_native("client_cache.codec._codec")
 
 
 @pytest.fixture(params=["native", "python"])
@@ -97,11 +117,9 @@ def native_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     Python run turns the codec's native part off for every codec module
     (``extension.AVAILABLE`` and the flags derived from it) and makes every work queue
     run its Python code. Without the native parts the native run is skipped, except
-    under ``CI=true``, where they must have been built, unless ``CLIENT_CACHE_NATIVE=0``
-    turned them off (the CI leg that runs without them)."""
+    under ``CI=true``, where they must have been built; ``CLIENT_CACHE_NATIVE=0`` drops
+    the native runs at collection (the CI leg that runs without them)."""
     if request.param == "native":
-        if not native.enabled():
-            pytest.skip(f"{native.NATIVE_ENV}=0: the native parts are turned off")
         if not (extension.AVAILABLE and C_CORE_AVAILABLE):
             missing("the native parts were not built (no C compiler)")
         monkeypatch.delenv(C_CORE_ENV, raising=False)

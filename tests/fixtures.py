@@ -25,7 +25,7 @@ from bench import go_programs
 from client_cache import FIFOClosedError
 from client_cache.record import CoreV1EventSink
 from client_cache.testing.envtest import Binaries, find_binaries
-from client_cache.util import native
+from client_cache.util import _native as native
 
 
 def eventually(predicate: Callable[[], object], timeout: float = 10.0,
@@ -351,6 +351,14 @@ def missing(message: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true" and native.enabled():
         pytest.fail(f"CI=true and {message}", pytrace=False)
     pytest.skip(message, allow_module_level=True)
+
+
+def missing_native(name: str) -> NoReturn:
+    """:func:`missing` for native module ``name``: "turned off" in the leg that turns the
+    native parts off (``make test-no-native``), "not built" elsewhere."""
+    if not native.enabled():
+        missing(f"{name} is turned off ({native.NATIVE_ENV}=0)")
+    missing(f"{name} was not built (no C compiler)")
 
 
 #: JSON values for property tests of code that follows JSON's structure without decoding

@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from client_cache.util.native import SOURCES
+from client_cache.util._native import SOURCES
 from tests.runtime.test_user_typing import check_user_scripts
 from tools import build_dist
 from tools.build_dist import run

@@ -60,3 +60,27 @@ def test_the_block_runs_as_written(where: str, code: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=ROOT, check=False)
     assert done.returncode == 0, f"{where}:\n{done.stderr[-3000:]}"
+
+
+ANY_FENCE = re.compile(r"^```[^\n]*\n(?P<body>.*?)^```", re.M | re.S)
+COLUMNS = 80
+"""What the site's content column shows of a code line without scrolling (Material's
+default width at a laptop's 1280 px): a longer line hides its end, usually a comment."""
+
+
+def test_code_lines_fit_the_content_column() -> None:
+    """Every line of every code block, and of every file a block includes, is at most
+    80 characters, so that no comment is cut off in the rendered site."""
+    long = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in ANY_FENCE.finditer(text):
+            body = match["body"]
+            snippet = SNIPPET.match(body.strip())
+            source = ROOT / snippet["path"] if snippet else page
+            if snippet:
+                body = source.read_text(encoding="utf-8")
+            first = 1 if snippet else text.count("\n", 0, match.start()) + 2
+            long += [f"{source.relative_to(ROOT)}:{first + n}: {len(line)} columns"
+                     for n, line in enumerate(body.splitlines()) if len(line) > COLUMNS]
+    assert not long, "\n".join(long)

@@ -152,6 +152,8 @@ MOVED = {"meta": "api.meta", "schema": "api.schema", "labels": "api.labels",
          "runtime.leading": "runtime._leading", "sharding.membership": "sharding._membership",
          "sharding.ring": "sharding._ring", "sharding.keys": "sharding._keys",
          "sharding.sharder": "sharding._sharder",
+         **{f"util.{name}": f"util._{name}" for name in (
+             "env", "logs", "moved", "native", "parking", "server_answers", "sync_signal")},
          **{f"codec.{name}": f"codec._{name}" for name in (
              "decoding", "extension", "list_body", "protobuf_shapes", "protobuf_structs",
              "protobuf_schema", "sharing", "unfit", "watch_decoders", "wire")}}

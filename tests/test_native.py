@@ -1,4 +1,4 @@
-"""client_cache.util.native: a C part is loaded only when it was built from the sources beside
+"""client_cache.util._native: a C part is loaded only when it was built from the sources beside
 it, so a checkout pulled without a rebuild runs the Python code instead of calling
 functions its old build lacks."""
 
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from client_cache.util import native
+from client_cache.util import _native as native
+
+pytestmark = pytest.mark.native_twins  # make test-no-native runs it: the loader itself
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +49,7 @@ def test_a_part_built_from_other_sources_is_refused_with_a_warning(
         stale: object, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(native.importlib, "import_module", lambda _name: stale)
-    with caplog.at_level(logging.WARNING, logger="client_cache.util.native"):
+    with caplog.at_level(logging.WARNING, logger="client_cache.util._native"):
         assert native.load("codec._codec") is None
         assert native.load("codec._codec") is None  # asked again: no second warning
     (record,) = caplog.records
@@ -64,7 +66,7 @@ def test_a_part_that_is_not_built_is_none_and_said_once(
     monkeypatch.setattr(native.importlib, "import_module", missing)
     native._say_pure_python.cache_clear()
     try:
-        with caplog.at_level(logging.WARNING, logger="client_cache.util.native"), \
+        with caplog.at_level(logging.WARNING, logger="client_cache.util._native"), \
                 pytest.warns(RuntimeWarning, match="pure-Python path") as said:
             assert native.load("workqueue._queue") is None
             assert native.load("codec._codec") is None

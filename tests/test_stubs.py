@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from client_cache.util import native
+from client_cache.util import _native as native
 
 
 def stub_of(name: str) -> Path:

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from client_cache.util.logs import FailureEpisodes, Repeat
+from client_cache.util._logs import FailureEpisodes, Repeat
 
 APP = textwrap.dedent('''
     import asyncio, threading

@@ -52,6 +52,9 @@ def problems() -> tuple[list[str], int]:
     wrong = [f"private module documented: {name}" for name in sorted(pages)
              if any(part.startswith("_") for part in name.split("."))]
     shown: dict[int, list[str]] = {}
+    wrong += [f"a class's private or special member documented: {ident}"
+              for ident in sorted(documented)
+              if ident.rpartition(".")[2].startswith("_") and ident not in modules]
     for ident in documented:
         module_name, _, name = ident.rpartition(".")
         module = modules.get(module_name)
@@ -81,7 +84,8 @@ def main() -> int:
     if wrong:
         print(f"{len(wrong)} problem(s) in the API reference", file=sys.stderr)
         return 1
-    print(f"API reference: {count} exported names documented, 0 raw role markers")
+    print(f"API reference: {count} exported names documented, 0 raw role markers, "
+          "0 private or special members")
     return 0
 
 

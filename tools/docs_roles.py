@@ -62,9 +62,13 @@ class SphinxRoles(griffe.Extension if griffe is not None else object):  # type: 
     def _rewrite(self, obj: griffe.Object) -> None:
         if obj.docstring is not None:
             obj.docstring.value = markdown(obj.docstring.value)
-        for name, member in obj.members.items():
+        for name, member in list(obj.members.items()):
             if member.is_alias:
                 continue  # rewritten where it is defined
-            if obj.is_class and name.startswith("_"):
-                member.public = False
+            if obj.is_class and name.startswith("_") and name != "__init__":
+                # removed, not marked private: a class re-exported by a package face is
+                # shown through alias members griffe makes anew, which do not keep a
+                # ``public = False`` (``__init__`` stays: it is merged into the class)
+                del obj.members[name]
+                continue
             self._rewrite(member)

@@ -25,9 +25,9 @@ PACKAGES = {
     "client_cache": f"{CLIENT_GO}/tools/cache",
     "client_cache.codec._wire": "(port only: JSON decoding of wire bodies)",
     "client_cache.util.gc_policy": "(port only: the collector's full passes while caches run)",
-    "client_cache.util.native": "(port only: loading the native parts built from the sources "
+    "client_cache.util._native": "(port only: loading the native parts built from the sources "
                                 "beside them)",
-    "client_cache.util.server_answers": "(port only: a reflector's backoff ends when its "
+    "client_cache.util._server_answers": "(port only: a reflector's backoff ends when its "
                                         "server answers anyone again)",
     "client_cache.codec._sharing": "(port only: one copy of each repeated string in cached "
                                    "objects; decoded objects out of the cyclic collector's sight)",
@@ -68,10 +68,10 @@ PACKAGES = {
     "client_cache.util.clock": "k8s.io/utils/clock, k8s.io/utils/clock/testing",
     "client_cache.util.runtime": f"{APIMACHINERY}/util/runtime",
     "client_cache.util.stop": "Go stop channels / context cancellation (the language)",
-    "client_cache.util.parking": "a goroutine parked on a channel (the language)",
+    "client_cache.util._parking": "a goroutine parked on a channel (the language)",
     "client_cache.client.transport": f"{CLIENT_GO}/rest, net/http (the transport under a request)",
     "client_cache.util.wait": f"{APIMACHINERY}/util/wait",
-    "client_cache.util.env": "os.Getenv + strconv.ParseBool (the language)",
+    "client_cache.util._env": "os.Getenv + strconv.ParseBool (the language)",
     "client_cache.workqueue": f"{CLIENT_GO}/util/workqueue",
     "client_cache.util.flowcontrol": f"{CLIENT_GO}/util/flowcontrol",
     "client_cache.leaderelection": f"{CLIENT_GO}/tools/leaderelection, "
@@ -84,9 +84,9 @@ PACKAGES = {
                                           "REST-client half)",
     "client_cache.client": f"{CLIENT_GO}/rest, {CLIENT_GO}/discovery",
     "client_cache.api": f"{APIMACHINERY}",
-    "client_cache.util.sync_signal": "(port only: wait_for_cache_sync woken instead of "
+    "client_cache.util._sync_signal": "(port only: wait_for_cache_sync woken instead of "
                                      "polling)",
-    "client_cache.util.moved": "(port only: old module names of moved modules)",
+    "client_cache.util._moved": "(port only: old module names of moved modules)",
     "client_cache.record": f"{CLIENT_GO}/tools/record",
     "client_cache.record.broadcast": f"{CLIENT_GO}/tools/record, {APIMACHINERY}/watch "
                                      "(what both event APIs share)",
@@ -338,7 +338,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "on_answer": ("—", "call back when a server answers again"),
     "claim_probe": ("—", "take this period's turn to probe a silent server"),
     "busy": ("—", "a fixed amount of pure-Python work (a benchmark reconcile's)"),
-    "client_cache.util.server_answers.Registration": ("—", "an on_answer callback, to "
+    "client_cache.util._server_answers.Registration": ("—", "an on_answer callback, to "
                                                            "cancel"),
     "builtin_kind": ("—", "a built-in resource's kind and scope, without a server"),
     "leader_election_check": ("leaderelection.HealthzAdaptor.Check", ""),
@@ -440,7 +440,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "factor": ("—", "the current factor (adapts to what full passes free)"),
     "set_enabled": ("—", "turn the spacing of full collections on or off"),
     "client_cache.util.gc_policy.enabled": ("—", "is the spacing of full collections on?"),
-    "client_cache.util.native.enabled": ("—", "are the native parts on (CLIENT_CACHE_NATIVE)?"),
+    "client_cache.util._native.enabled": ("—", "are the native parts on (CLIENT_CACHE_NATIVE)?"),
     "active": ("—", "how many spacing blocks run (one per reflector)"),
     "AVAILABLE": ("—", "is the C string-sharing walker installed?"),
     "SHARE_STRINGS_ENV": ("—", "CLIENT_CACHE_SHARE_STRINGS=0 turns sharing off"),

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from client_cache.api.watch import EventType
 from client_cache.errors import ClientCacheError
-from client_cache.util.parking import Parker
+from client_cache.util._parking import Parker
 
 __all__ = ["EventsOverflowError", "InformerEvent", "Overflow", "events"]
 
@@ -56,7 +56,7 @@ class _Bridge:
     The loop never waits for a lock a thread holds (a thread holding one may be waiting
     for the interpreter lock, which would stall the loop for several switch intervals):
     the room left is ``max_size - (sent - taken)``, each count written by one side only,
-    and a producer out of room parks (:class:`~client_cache.util.parking.Parker`),
+    and a producer out of room parks (:class:`~client_cache.util._parking.Parker`),
     which anyone may wake without waiting. A spurious wake-up only makes the producer
     look again. A sleeping producer is woken once at most half of ``max_size`` is held,
     not at every take: woken at every take, it and the loop would trade the interpreter

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from client_cache.cache_sync import SYNCED_POLL_PERIOD, unsynced_details
 from client_cache.errors import CacheSyncTimeoutError
-from client_cache.util.sync_signal import on_sync_changed
+from client_cache.util._sync_signal import on_sync_changed
 
 __all__ = ["wait_for_cache_sync_async"]
 

@@ -281,13 +281,13 @@ class ClientListerWatcher:
     @property
     def server_host(self) -> str:
         """The server's ``host:port`` (the label its requests are measured under; a
-        reflector waits on it answering again: :mod:`client_cache.util.server_answers`)."""
+        reflector waits on it answering again: :mod:`client_cache.util._server_answers`)."""
         return host_of(str(self.api_client.configuration.host))
 
     def probe(self, stop: threading.Event, timeout: float) -> None:
         """Ask the server for ``/version``, for its answer's sake only: any HTTP answer
         wakes the reflectors waiting for this server (the request is measured like any
-        other: :mod:`client_cache.util.server_answers`); failures are ignored. Bounded
+        other: :mod:`client_cache.util._server_answers`); failures are ignored. Bounded
         by ``timeout`` and ended at once by ``stop``."""
         host = str(self.api_client.configuration.host).rstrip("/")
         try:

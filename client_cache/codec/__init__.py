@@ -21,7 +21,7 @@ The native part, ``client_cache.codec._codec``, is built from ``codec/csrc/`` (o
 per concern: the string table, the walk, the JSON decoder, the line decoder, the LIST
 scanner, the protobuf decoder, the tables of shapes, values and layouts, and the module
 init) and has a pure-Python twin for everything it does; ``CLIENT_CACHE_NATIVE=0`` runs
-the twins (:mod:`client_cache.util.native`).
+the twins (:mod:`client_cache.util._native`).
 
 What users call is exported here: :func:`struct_type` (the struct mode's classes),
 :func:`to_model`, :func:`to_wire`, :func:`to_struct` and :data:`WireObject` (an object's

@@ -3,7 +3,7 @@ module: :data:`codec` (typed by ``_codec.pyi``) and :data:`AVAILABLE`.
 
 The modules that use it read both at call time (``extension.codec.decode``), so a test
 can turn the native part off for the whole codec at once (``AVAILABLE = False``, the
-``codec_impl`` fixture) and run the Python twins. :mod:`client_cache.util.native` says
+``codec_impl`` fixture) and run the Python twins. :mod:`client_cache.util._native` says
 when the part is not loaded: not built, built from other sources, or
 ``CLIENT_CACHE_NATIVE=0``.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from client_cache.util import native
+from client_cache.util import _native as native
 
 __all__ = ["AVAILABLE", "codec"]
 

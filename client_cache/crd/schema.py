@@ -143,8 +143,7 @@ class _Walker:
         if isinstance(info, mi.StructType):
             return self._struct(info, path)
         raise UnsupportedSchemaError(
-            f"{path or 'the type'}: {type(info).__name__.removesuffix('Type')} has no "
-            "structural schema here")
+            f"{path or 'the type'}: {_python_name(info)} has no structural schema here")
 
     def _struct(self, info: mi.StructType, path: str) -> dict[str, Any]:
         properties: dict[str, Any] = {}
@@ -178,9 +177,10 @@ class _Walker:
         elif len(types) == 1:
             out = self.node(types[0], path)
         else:
+            union = " | ".join(sorted(_python_name(_strip(t)) for t in types))
             raise UnsupportedSchemaError(
-                f"{path or 'the type'}: a union of {', '.join(sorted(k.__name__ for k in kinds))}"
-                " has no structural schema (only X | None and int | str)")
+                f"{path or 'the type'}: the union {union} has no structural schema (only "
+                "X | None and int | str)")
         if nullable:
             out["nullable"] = True
         return out
@@ -192,6 +192,25 @@ class _Walker:
             return {"type": "integer", "enum": values}
         raise UnsupportedSchemaError(f"{path or 'the type'}: an enum must be all strings or "
                                      "all integers")
+
+
+_NAMES = {"DateTime": "datetime", "Time": "datetime.time", "Date": "datetime.date",
+          "TimeDelta": "datetime.timedelta", "UUID": "uuid.UUID",
+          "Decimal": "decimal.Decimal", "ByteArray": "bytearray",
+          "MemoryView": "memoryview", "Raw": "msgspec.Raw", "Ext": "msgspec.msgpack.Ext",
+          "VarTuple": "tuple", "FrozenSet": "frozenset"}
+
+
+def _python_name(info: mi.Type) -> str:
+    """How the annotation was written in Python (``bytes``, ``float``, a class's name),
+    not msgspec's name for its type info (``BytesType``, ``FloatType``)."""
+    cls = getattr(info, "cls", None)
+    if isinstance(cls, type):
+        return cls.__name__
+    if isinstance(info, mi.LiteralType):
+        return f"Literal[{', '.join(repr(v) for v in info.values)}]"
+    kind = type(info).__name__.removesuffix("Type")
+    return _NAMES.get(kind, kind.lower())
 
 
 def _strip(info: mi.Type) -> mi.Type:

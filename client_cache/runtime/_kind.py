@@ -18,7 +18,7 @@ from client_cache.client.discovery import DISCOVERY_TIMEOUT, discover
 from client_cache.errors import StopRequestedError, describe_error
 from client_cache.informers.accessors import builtin_group, builtin_kind
 from client_cache.informers.factory import UnknownResourceError
-from client_cache.util.logs import log_visibly
+from client_cache.util._logs import log_visibly
 
 __all__ = ["PrimaryKind"]
 

@@ -45,9 +45,9 @@ from client_cache.runtime.reconcile import ReconcileReason, RunSummary
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
 from client_cache.shared_informer import SharedIndexInformer
+from client_cache.util._logs import FailureEpisodes, log_visibly
 from client_cache.util.clock import WithTicker
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
-from client_cache.util.logs import FailureEpisodes, log_visibly
 from client_cache.util.rest_metrics import instrument_client
 from client_cache.util.signals import SignalWaker
 from client_cache.util.stop import on_stop

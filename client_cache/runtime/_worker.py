@@ -46,7 +46,7 @@ from client_cache.runtime.reconcile import (
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
 from client_cache.shared_informer import SharedIndexInformer
-from client_cache.util.logs import FailureEpisodes, log_visibly
+from client_cache.util._logs import FailureEpisodes, log_visibly
 
 __all__ = ["PlainErrorPolicy", "PlainReconciler", "Tally", "Workers"]
 
@@ -202,12 +202,12 @@ class Workers:
         one reason, until it reconciles again or fails for another reason) at ERROR with
         its traceback (an API error without: see below), then, while it goes on failing
         the same way, one ERROR line every
-        :data:`~client_cache.util.logs.FAILURE_REPEAT_SECONDS` with the count
+        :data:`~client_cache.util._logs.FAILURE_REPEAT_SECONDS` with the count
         (DEBUG for the others). A failure for another reason than the last one logged
         starts a new episode: it is logged at ERROR at once. The object is named by kind,
         namespace/name and resourceVersion, an API error by its status, reason and
         message; the ERROR lines reach stderr when the application configured no logging
-        (:func:`client_cache.util.logs.log_visibly`)."""
+        (:func:`client_cache.util._logs.log_visibly`)."""
         text = describe_error(err)
         repeat = self.failing.failed(ref, text)
         if repeat.first:

@@ -5,7 +5,7 @@ consistency checks and the real kube-apiserver harness (:mod:`client_cache.testi
 from client_cache.testing.apiserver import EmbeddedApiServer, EmbeddedApiServerProcess
 from client_cache.testing.consistency import check_indexer_consistency
 from client_cache.testing.fake_controller_source import FakeControllerSource
-from client_cache.util.moved import alias_modules as _alias_modules
+from client_cache.util._moved import alias_modules as _alias_modules
 
 __all__ = ["EmbeddedApiServer", "EmbeddedApiServerProcess", "FakeControllerSource",
            "check_indexer_consistency"]

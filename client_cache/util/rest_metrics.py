@@ -36,8 +36,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from client_cache.util._server_answers import answered
 from client_cache.util.provider import ProviderSlot
-from client_cache.util.server_answers import answered
 
 __all__ = [
     "ERROR_CODE",

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from client_cache.util.parking import Parker
+from client_cache.util._parking import Parker
 from client_cache.util.runtime import handle_error
 from client_cache.workqueue.metrics import NoQueueMetrics, QueueMetrics
 

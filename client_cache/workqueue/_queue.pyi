@@ -5,7 +5,7 @@ tests/test_stubs.py checks that this stub names exactly what the built module ha
 import threading
 from typing import Any, Final, Literal, final
 
-from client_cache.util.parking import Parker
+from client_cache.util._parking import Parker
 
 SOURCE_HASH: Final[str]
 

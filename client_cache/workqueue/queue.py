@@ -45,10 +45,10 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from client_cache.util import native
+from client_cache.util import _native as native
+from client_cache.util._parking import Parker
 from client_cache.util.chan import DoneChan, select
 from client_cache.util.clock import REAL_CLOCK, WithTicker
-from client_cache.util.parking import Parker
 from client_cache.workqueue._core import DefaultQueue, PyQueueCore, Queue, default_queue
 from client_cache.workqueue.metrics import (
     MetricsProvider,

@@ -25,7 +25,7 @@ from client_cache.informers import new_shared_informer_factory
 from client_cache.listwatch import ListWatch
 from client_cache.reflector import PROBE_PERIOD, new_reflector_with_options
 from client_cache.testing.apiserver import EmbeddedApiServerProcess
-from client_cache.util import server_answers
+from client_cache.util import _server_answers as server_answers
 from client_cache.util.clock import FakeClock
 from tests.fixtures import eventually
 

@@ -30,7 +30,7 @@ from client_cache.codec._watch_decoders import JsonLines, NativeJsonLines, objec
 from tests.codec.test_protobuf import Body, objects, python_decode
 from tests.codec.test_skip_paths import rich_pod
 
-pytestmark = [pytest.mark.native_only, pytest.mark.usefixtures("native_impl")]
+pytestmark = [pytest.mark.native_only, pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 CASES = int(os.environ.get("CLIENT_CACHE_FUZZ_CASES", "400"))
 SPECIAL = [b'"', b"\\", b"\\u", b"\\ud800", b"{", b"}", b"[", b"]", b",", b":", b"-", b"0",

@@ -18,7 +18,7 @@ from client_cache.listwatch import ListWatch
 from client_cache.reflector import ReflectorOptions, new_reflector_with_options
 
 # the native parts and their Python twins alike (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("native_impl")
+pytestmark = [pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 
 @pytest.fixture

@@ -21,15 +21,14 @@ from kubernetes.client import ApiClient, Configuration, V1Pod
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import _sharing as sharing
+from client_cache.codec import _list_body as list_body_module
 from client_cache.codec import _wire as wire
-from client_cache.codec import list_body as list_body_module
 from client_cache.codec._sharing import ListSplitter
 from client_cache.codec.structs import struct_type
-from tests.fixtures import json_values, missing
+from tests.fixtures import json_values
 
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
+pytestmark = [pytest.mark.c_path, pytest.mark.needs_native]
+
 
 PODS = GroupVersionResource("", "v1", "pods")
 

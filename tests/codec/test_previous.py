@@ -24,8 +24,9 @@ from client_cache.codec import _wire as wire
 from client_cache.codec.skip_paths import skip_tree
 from tests.codec.test_skip_paths import rich_pod
 
-pytestmark = pytest.mark.skipif(not sharing.AVAILABLE,
-                                reason="the C part of client_cache is not built")
+pytestmark = [pytest.mark.c_path,
+              pytest.mark.skipif(not sharing.AVAILABLE,
+                                 reason="the C part of client_cache is not built")]
 
 FLAGS = [(False, False, False), (True, True, True), (True, False, True), (False, True, False)]
 

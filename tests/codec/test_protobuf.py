@@ -21,7 +21,7 @@ from client_cache.testing.apiserver.encoding import answers_protobuf
 from tests.conformance.test_protobuf import OTHERS, POD
 
 # the native parts and their Python twins alike (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("native_impl")
+pytestmark = [pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 ALL_FLAGS = sharing.walk_flags(True, True, True)
 

@@ -36,8 +36,9 @@ from client_cache.codec._wire import loads as wire_loads
 from client_cache.codec.structs import StructCodec, struct_type
 from tests.codec.test_protobuf import ALL_FLAGS, Body, objects
 
-pytestmark = pytest.mark.skipif(not protobuf_structs.AVAILABLE,
-                                reason="the C part of client_cache is not built")
+pytestmark = [pytest.mark.c_path,
+              pytest.mark.skipif(not protobuf_structs.AVAILABLE,
+                                 reason="the C part of client_cache is not built")]
 
 MODELS = {"Pod": V1Pod, "ConfigMap": V1ConfigMap, "Secret": V1Secret, "Service": V1Service,
           "Deployment": V1Deployment, "ControllerRevision": V1ControllerRevision,

@@ -23,12 +23,12 @@ from client_cache.shared_informer import (
     wait_for_cache_sync,
 )
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import UpdateQueue, eventually, missing, running
+from tests.fixtures import UpdateQueue, eventually, running
+
+pytestmark = [pytest.mark.c_path, pytest.mark.needs_native]
 
 PODS = GroupVersionResource("", "v1", "pods")
 
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
 
 
 def name_of(obj: Any) -> str:

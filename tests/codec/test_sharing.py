@@ -27,13 +27,11 @@ from client_cache.codec import _wire as wire
 from client_cache.codec.objects import to_struct
 from client_cache.codec.structs import struct_type
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import containers, json_values, missing, threads_amid_collections
-
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
+from tests.fixtures import containers, json_values, threads_amid_collections
 
 PODS = GroupVersionResource("", "v1", "pods")
-pytestmark = pytest.mark.usefixtures("empty_sharing_tables")
+pytestmark = [pytest.mark.usefixtures("empty_sharing_tables"), pytest.mark.c_path,
+              pytest.mark.needs_native]
 
 
 def pod(i: int) -> dict[str, Any]:

@@ -18,15 +18,13 @@ from kubernetes.client import CoreV1Api
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
+from client_cache.codec import _codec as _sharing  # type: ignore[attr-defined]
 from client_cache.codec import _sharing as sharing
 from client_cache.codec import _wire as wire
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import missing, threads_amid_collections
+from tests.fixtures import threads_amid_collections
 
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
-
-from client_cache.codec import _codec as _sharing  # type: ignore[attr-defined]
+pytestmark = [pytest.mark.c_path, pytest.mark.needs_native]
 
 ALL_FLAGS = range(8)  # every combination of SHARE, UNTRACK and COMPACT
 

@@ -19,17 +19,16 @@ from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.codec import _sharing as sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
-from tests.fixtures import missing, threads_amid_collections
+from tests.fixtures import threads_amid_collections
 
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
 msgspec = pytest.importorskip("msgspec")
 
 from client_cache.codec.objects import to_struct  # noqa: E402 - needs msgspec
 from client_cache.codec.structs import struct_type  # noqa: E402 - needs msgspec
 
 PODS = GroupVersionResource("", "v1", "pods")
-pytestmark = pytest.mark.usefixtures("empty_sharing_tables")
+pytestmark = [pytest.mark.usefixtures("empty_sharing_tables"), pytest.mark.c_path,
+              pytest.mark.needs_native]
 
 
 def pod(i: int, port: int = 8080) -> dict[str, Any]:

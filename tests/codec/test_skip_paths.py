@@ -27,7 +27,7 @@ from client_cache.codec.structs import struct_type
 from tests.codec.test_protobuf import ALL_FLAGS, Body, objects
 
 # the native parts and their Python twins alike (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("native_impl")
+pytestmark = [pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 needs_c = pytest.mark.native_only  # the native_impl fixture skips it without the C part
 

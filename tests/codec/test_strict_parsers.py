@@ -20,7 +20,7 @@ from client_cache.codec._watch_decoders import ProtobufFrames
 from client_cache.codec.errors import DecodeError, WatchDecodeError
 from tests.codec.test_protobuf import Body, objects
 
-pytestmark = pytest.mark.usefixtures("native_impl")
+pytestmark = [pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 
 def read_list(body: bytes, content_type: str = "application/json") -> Any:

@@ -19,7 +19,7 @@ from client_cache.informers import new_shared_informer_factory
 from client_cache.testing.apiserver import EmbeddedApiServer
 
 # the native parts and their Python twins alike (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("native_impl")
+pytestmark = [pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 pytest.importorskip("msgspec")
 

@@ -25,8 +25,9 @@ from client_cache.util.chan import CLOSED
 from tests.codec.test_previous import same
 from tests.codec.test_skip_paths import rich_pod
 
-pytestmark = pytest.mark.skipif(not sharing.AVAILABLE,
-                                reason="the C part of client_cache is not built")
+pytestmark = [pytest.mark.c_path,
+              pytest.mark.skipif(not sharing.AVAILABLE,
+                                 reason="the C part of client_cache is not built")]
 
 
 def line(kind: str, obj: Any) -> bytes:

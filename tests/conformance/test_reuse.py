@@ -18,12 +18,12 @@ from client_cache.codec import _sharing as sharing
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
 from tests.conformance.util import collect, initial_events_ended, synced
-from tests.fixtures import UpdateQueue, missing
+from tests.fixtures import UpdateQueue
+
+pytestmark = pytest.mark.needs_native
 
 PODS = GroupVersionResource("", "v1", "pods")
 
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
 
 
 def relabelled(api: Any, ns: str, **options: Any) -> tuple[Any, Any, dict[str, Any]]:

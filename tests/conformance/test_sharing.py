@@ -13,16 +13,15 @@ from kubernetes.client import CoreV1Api, V1Pod
 from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
-from client_cache.codec import _sharing as sharing
 from client_cache.codec import _wire as wire
 from client_cache.codec.structs import struct_type
 from tests.conformance.util import collect, rv
-from tests.fixtures import containers, missing
+from tests.fixtures import containers
+
+pytestmark = pytest.mark.needs_native
 
 PODS = GroupVersionResource("", "v1", "pods")
 
-if not sharing.AVAILABLE:
-    missing("client_cache.codec._codec was not built (no C compiler)")
 
 
 def create_pods(api: Any, ns: str, count: int) -> None:

@@ -1,10 +1,10 @@
-"""client_cache.util.env: environment switches read with Go's ParseBool spellings."""
+"""client_cache.util._env: environment switches read with Go's ParseBool spellings."""
 
 from __future__ import annotations
 
 import pytest
 
-from client_cache.util.env import env_bool, env_true, parse_bool
+from client_cache.util._env import env_bool, env_true, parse_bool
 
 
 @pytest.mark.parametrize("value", ["1", "t", "T", "TRUE", "true", "True"])

@@ -1,10 +1,10 @@
-"""The one-sleeper wake-up (client_cache.util.parking.Parker)."""
+"""The one-sleeper wake-up (client_cache.util._parking.Parker)."""
 
 from __future__ import annotations
 
 import threading
 
-from client_cache.util.parking import Parker
+from client_cache.util._parking import Parker
 
 
 def test_park_sleeps_until_unpark() -> None:

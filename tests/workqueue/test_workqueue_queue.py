@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 
 from client_cache import workqueue
-from client_cache.util import native
+from client_cache.util import _native as native
 from client_cache.workqueue import DefaultQueue, QueueConfig
 from client_cache.workqueue._core import PyQueueCore
 from tests.fixtures import eventually, missing
 from tests.workqueue.test_workqueue_metrics import RecordingProvider
 
-pytestmark = pytest.mark.usefixtures("native_impl")  # the C core and the Python code
+# the C core and the Python code
+pytestmark = [pytest.mark.usefixtures("native_impl"), pytest.mark.c_path]
 
 
 @pytest.mark.parametrize("drain", [False, True], ids=["shut_down", "shut_down_with_drain"])
@@ -516,6 +517,7 @@ def test_a_shut_down_queue_and_its_core_are_freed() -> None:
     assert [r() for r in refs] == [None] * len(refs)
 
 
+@pytest.mark.native_only
 def test_the_native_core_has_exactly_its_python_specifications_methods() -> None:
     """client_cache.workqueue._core.PyQueueCore is the native QueueCore's specification:
     the same methods and attributes, and the queue keeps no state beside its core."""

@@ -243,6 +243,9 @@ class _EventSink:
         # the store's writes, bound once rather than looked up on every event
         self.add, self.update, self.delete = (self.target.add, self.target.update,
                                               self.target.delete)
+        # a store that hears of bookmarks (Go ReflectorBookmarkStore: a RealFIFO that
+        # queues them for the informer's store, v0.36)
+        self.bookmark: Callable[[str], None] | None = getattr(self.target, "bookmark", None)
 
     def apply(self, event: Event) -> bool | None:
         """Apply ``event``; returns whether it was the initial-events-end bookmark, or
@@ -274,6 +277,12 @@ class _EventSink:
             self.status.bookmark()
             annotations = meta.accessor(obj).annotations
             bookmark_end = annotations.get(INITIAL_EVENTS_ANNOTATION_KEY) == "true"
+            if self.bookmark is not None:
+                try:
+                    self.bookmark(rv)
+                except Exception as err:
+                    handle_error(f"{self.name}: unable to send bookmark event to store: "
+                                 f"{err}")
         if op is not None:
             if self.status.any_unfit():
                 self._fits_again(obj)

@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache.delta_fifo import (
+    BookmarkInfo,
     Delta,
     DeltaFIFOOptions,
     Deltas,
     DeltaType,
     ReplacedAllInfo,
+    SyncAllInfo,
     TransformFunc,
     new_delta_fifo_with_options,
 )
@@ -61,8 +63,8 @@ from client_cache.store import (
 )
 from client_cache.the_real_fifo import ProcessBatchFunc
 from client_cache.transaction import Transaction, TransactionError, TransactionType
-from client_cache.util._env import env_bool
 from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.features import IN_ORDER_INFORMERS_BATCH_PROCESS, feature_gates
 from client_cache.util.runtime import handle_error
 from client_cache.util.stop import on_stop
 
@@ -321,7 +323,7 @@ class _Controller:
 
         pop_batch = getattr(cfg.queue, "pop_batch", None)
         if (cfg.process_batch is not None and callable(pop_batch)
-                and env_bool(BATCH_PROCESS_GATE, True)):
+                and feature_gates().enabled(IN_ORDER_INFORMERS_BATCH_PROCESS)):
             step, what = functools.partial(pop_batch, cfg.process_batch), "a batch"
         else:
             step, what = functools.partial(cfg.queue.pop, process), "an item"
@@ -354,6 +356,20 @@ def new_controller(config: Config) -> Controller:
     return _Controller(config)
 
 
+def _never_held(client_state: Store, tombstone: DeletedFinalStateUnknown) -> bool:
+    """Whether the store does not hold the tombstone's key: the deletion of an object it
+    never cached (one that did not fit the informer's class, whose DELETED the reflector
+    passes on as a tombstone). A port choice: such a delete reaches no handler, with a
+    RealFIFO as with a DeltaFIFO, which drops it for want of a known key; Go's RealFIFO
+    consumer calls ``OnDelete`` all the same."""
+    _, exists = client_state.get_by_key(tombstone.key)
+    return not exists
+
+
+_ALONE = frozenset({DeltaType.REPLACED_ALL, DeltaType.SYNC_ALL, DeltaType.BOOKMARK})
+"""The delta types a RealFIFO pops alone, which a batch hands to :func:`process_deltas`."""
+
+
 def process_deltas(
     handler: ResourceEventHandler[Any], client_state: Store, deltas: Deltas,
     is_in_initial_list: bool,
@@ -370,7 +386,24 @@ def process_deltas(
         if d.type is DeltaType.REPLACED_ALL:
             replace_all(handler, client_state, obj, is_in_initial_list)
             continue
+        if d.type is DeltaType.SYNC_ALL:  # a resync: every stored object, as an update
+            if not isinstance(obj, SyncAllInfo):
+                raise ClientCacheError(f"SyncAll did not contain SyncAllInfo: "
+                                       f"{type(obj).__name__}")
+            for stored in client_state.list():
+                handler.on_update(stored, stored)
+            continue
+        if d.type is DeltaType.BOOKMARK:
+            if not isinstance(obj, BookmarkInfo):
+                raise ClientCacheError(f"bookmark delta did not contain BookmarkInfo: "
+                                       f"{type(obj).__name__}")
+            bookmark = getattr(client_state, "bookmark", None)
+            if bookmark is not None:
+                bookmark(obj.resource_version)
+            continue
         if d.type is DeltaType.DELETED:
+            if type(obj) is DeletedFinalStateUnknown and _never_held(client_state, obj):
+                continue
             client_state.delete(obj)
             handler.on_delete(obj)
             continue
@@ -403,9 +436,9 @@ def process_deltas_in_batch(
     ``TransactionError``). Any other store gets each delta through :func:`process_deltas`,
     every failure collected into one error.
     A batch may hold Added, Updated, Replaced, Sync and Deleted deltas (a ``ReplacedAll``,
-    always popped alone, goes to :func:`process_deltas`, a port choice); another type
-    raises before anything is applied."""
-    if len(deltas) == 1 and deltas[0].type is DeltaType.REPLACED_ALL:
+    ``SyncAll`` or ``Bookmark``, always popped alone, goes to :func:`process_deltas`, as
+    Go's ``processSingle``); another type raises before anything is applied."""
+    if len(deltas) == 1 and deltas[0].type in _ALONE:
         process_deltas(handler, client_state, Deltas(deltas), is_in_initial_list)
         return
     # what isinstance(client_state, TransactionStore) checks, at 0.07 us against 4.3 us: a
@@ -426,6 +459,8 @@ def process_deltas_in_batch(
     for d in deltas:
         obj = d.object
         if d.type is DeltaType.DELETED:
+            if type(obj) is DeletedFinalStateUnknown and _never_held(client_state, obj):
+                continue
             txns.append(Transaction(obj, TransactionType.DELETE))
             callbacks.append((handler.on_delete, (obj,)))
         elif d.type in _BATCH_WRITES:

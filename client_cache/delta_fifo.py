@@ -50,14 +50,18 @@ from client_cache.store import (
 )
 
 __all__ = [
+    "BookmarkInfo",
     "Delta",
     "DeltaFIFO",
     "DeltaFIFOOptions",
     "DeltaType",
     "Deltas",
     "DeletedFinalStateUnknown",
+    "BOOKMARK_KEY",
     "REPLACED_ALL_KEY",
+    "SYNC_ALL_KEY",
     "ReplacedAllInfo",
+    "SyncAllInfo",
     "TransformFunc",
     "new_delta_fifo",
     "new_delta_fifo_with_options",
@@ -85,8 +89,14 @@ class DeltaType(str, enum.Enum):
     """A periodic resync, or a relist without ``emit_delta_type_replaced``."""
     REPLACED_ALL = "ReplacedAll"
     """A whole relist as one item (its object a :class:`ReplacedAllInfo`), queued by a
-    :class:`~client_cache.the_real_fifo.RealFIFO` with ``atomic_replace`` (Go's
+    :class:`~client_cache.the_real_fifo.RealFIFO` with ``atomic_events`` (Go's
     ``AtomicFIFO``)."""
+    SYNC_ALL = "SyncAll"
+    """A whole resync as one item (its object a :class:`SyncAllInfo`): the consumer
+    notifies an update of every stored object (a RealFIFO with ``atomic_events``)."""
+    BOOKMARK = "Bookmark"
+    """A watch bookmark (its object a :class:`BookmarkInfo`): the consumer's store notes
+    the resourceVersion (a RealFIFO with ``emit_delta_type_bookmark``)."""
 
     def __str__(self) -> str:
         return self.value
@@ -110,6 +120,27 @@ class ReplacedAllInfo:
 
 REPLACED_ALL_KEY = "\x00replaced-all"
 """The queue key of a :class:`ReplacedAllInfo` (no object key can contain a NUL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncAllInfo:
+    """The object of a ``SyncAll`` delta (Go ``SyncAllInfo``); its queue key is
+    :data:`SYNC_ALL_KEY`."""
+
+
+@dataclass(frozen=True, slots=True)
+class BookmarkInfo:
+    """The object of a ``Bookmark`` delta: the bookmark's resourceVersion (Go
+    ``BookmarkInfo``); its queue key is :data:`BOOKMARK_KEY`."""
+
+    resource_version: str
+
+
+SYNC_ALL_KEY = "\x00sync-all"
+"""The queue key of a :class:`SyncAllInfo`."""
+
+BOOKMARK_KEY = "\x00bookmark"
+"""The queue key of a :class:`BookmarkInfo`."""
 
 
 @dataclass(frozen=True, slots=True, repr=False, init=False)
@@ -195,6 +226,10 @@ def queue_key_of(key_func: KeyFunc, obj: Any) -> str:
         return obj.key
     if isinstance(obj, ReplacedAllInfo):
         return REPLACED_ALL_KEY
+    if isinstance(obj, BookmarkInfo):
+        return BOOKMARK_KEY
+    if isinstance(obj, SyncAllInfo):
+        return SYNC_ALL_KEY
     if type(obj) is cls and len(_OBJECT_CLASSES) < 512:  # not unwrapped: none of them
         _OBJECT_CLASSES.add(cls)
     return checked_key(key_func, obj)

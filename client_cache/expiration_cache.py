@@ -188,9 +188,9 @@ class _FakeThreadSafeMap(ThreadSafeMap):
         super().__init__()
         self._deleted_keys = deleted_keys
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, obj: Any = None) -> None:
         if self._deleted_keys is not None:
-            super().delete(key)
+            super().delete(key, obj)
             self._deleted_keys.put(key)
 
 

@@ -149,6 +149,14 @@ class ListWatch:
     list_func: ListFunc
     watch_func: WatchFunc
     disable_chunking: bool = False
+    unsupported_watch_list_semantics: bool = False
+    """True when ``watch_func`` ignores ``send_initial_events`` (a fake's watch): a
+    reflector then lists even with the ``WatchListClient`` gate on (Go wraps a
+    ``ListWatch`` with ``ToListWatcherWithWatchListSemantics`` for that)."""
+
+    def is_watch_list_semantics_unsupported(self) -> bool:
+        """``unsupported_watch_list_semantics`` (Go ``IsWatchListSemanticsUnSupported``)."""
+        return self.unsupported_watch_list_semantics
 
     def list(self, options: ListOptions) -> Any:
         """Call ``list_func`` with ``options`` (Go ``List``)."""

@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from client_cache._reflector_consistency import DataInconsistencyError
 from client_cache._reflector_watch import (
@@ -120,6 +120,7 @@ from client_cache.util.chan import (
     select_or_stop,
 )
 from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.features import WATCH_LIST_CLIENT, feature_gates
 from client_cache.util.runtime import handle_error
 from client_cache.util.wait import backoff_until, new_exponential_backoff_manager
 
@@ -135,10 +136,12 @@ __all__ = [
     "ResourceVersionUpdater",
     "VeryShortWatchError",
     "WatchErrorHandler",
+    "WatchListSemanticsUnsupported",
     "WatchReconnectRequested",
     "WatchStalledError",
     "default_watch_error_handler",
     "describe_expected_type",
+    "does_client_not_support_watch_list_semantics",
     "new_namespace_keyed_indexer_and_reflector",
     "new_named_reflector",
     "new_reflector",
@@ -176,6 +179,26 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 """Called with each error ``list_and_watch`` ends with (Go ``WatchErrorHandler``)."""
+
+
+@runtime_checkable
+class WatchListSemanticsUnsupported(Protocol):
+    """A lister-watcher that says whether it does *not* support watch-list semantics
+    (``sendInitialEvents`` and the initial-events-end bookmark): Go's
+    ``unSupportedWatchListSemantics``. Fakes that ignore those options say True, so a
+    reflector lists from them even with the ``WatchListClient`` gate on."""
+
+    def is_watch_list_semantics_unsupported(self) -> bool:
+        """True when this lister-watcher does not support watch-list semantics."""
+        ...
+
+
+def does_client_not_support_watch_list_semantics(client: Any) -> bool:
+    """Whether ``client`` says it does not support watch-list semantics (Go
+    ``watchlist.DoesClientNotSupportWatchListSemantics``): only one that has
+    ``is_watch_list_semantics_unsupported()`` and answers True."""
+    check = getattr(client, "is_watch_list_semantics_unsupported", None)
+    return bool(check()) if callable(check) else False
 
 
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
@@ -256,9 +279,13 @@ class Reflector:
         self.watch_list_page_size = 0
         self.should_resync: Callable[[], bool] | None = None
         self.max_internal_error_retry_duration = 0.0
-        self.use_watch_list = env_true("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") or env_true(
-            "KUBE_FEATURE_WatchListClient"
-        )
+        self.use_watch_list = env_true("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") or (
+            feature_gates().enabled(WATCH_LIST_CLIENT))
+        if self.use_watch_list and does_client_not_support_watch_list_semantics(
+                lister_watcher):
+            _log.debug("%s: the lister-watcher does not support watch-list semantics; "
+                       "the reflector lists", self.name)
+            self.use_watch_list = False
         self.watch_error_handler: WatchErrorHandler = default_watch_error_handler
         self.metrics = ReflectorMetrics(self.name)
         self.status = options.status or ReflectorStatus(self.type_description, self.clock)
@@ -458,10 +485,10 @@ class Reflector:
             except DataInconsistencyError:
                 raise
             except Exception as err:
-                self.log.warning(
-                    "The watchlist request ended with an error, falling back to the standard "
-                    "LIST/WATCH semantics because making progress is better than deadlocking, "
-                    "err = %s", err)
+                # expected where the server does not serve watch-list (Go logs it at V(4))
+                self.log.debug(
+                    "Data couldn't be fetched in watchlist mode, falling back to a regular "
+                    "list: %s", err)
                 watch = None
             else:
                 if watch is None:

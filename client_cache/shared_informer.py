@@ -21,8 +21,9 @@ Rules, as upstream:
   ``add_indexers`` raise once it has stopped.
 
 Port choices: an exception from a handler is logged with the handler's name and that one
-notification is skipped (client-go v0.33+); the informer can run on RealFIFO (in-order
-informers) with ``use_real_fifo``. Waiting for caches to sync
+notification is skipped (client-go v0.33+). The informer's queue is client-go v0.36's
+default, an atomic :class:`~client_cache.the_real_fifo.RealFIFO`, unless its options or
+the feature gates say otherwise (:class:`SharedIndexInformerOptions`). Waiting for caches to sync
 (:func:`~client_cache.cache_sync.wait_for_cache_sync` and its kin) has a module of its own,
 :mod:`client_cache.cache_sync`; this one re-exports it.
 """
@@ -80,6 +81,12 @@ from client_cache.reflector_status import InformerHealth, ReflectorStatus
 from client_cache.store import Store, deletion_handling_meta_namespace_key_func, new_indexer
 from client_cache.the_real_fifo import RealFIFOOptions, new_real_fifo_with_options
 from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.features import (
+    ATOMIC_FIFO,
+    IN_ORDER_INFORMERS,
+    UNLOCK_WHILE_PROCESSING_FIFO,
+    feature_gates,
+)
 
 __all__ = [
     "MINIMUM_RESYNC_PERIOD",
@@ -183,36 +190,57 @@ class SharedInformer(Protocol[T_co]):
 @dataclass
 class SharedIndexInformerOptions:
     """Go ``SharedIndexInformerOptions``; ``clock``, ``use_real_fifo``,
-    ``watch_idle_timeout`` and ``atomic_relist`` are port additions (a fake clock for tests;
-    client-go's in-order informers; how long a silent watch is trusted, see
+    ``watch_idle_timeout``, ``atomic_relist``, ``use_watch_list`` and ``max_backoff`` are
+    port additions (a fake clock for tests; how long a silent watch is trusted, see
     :class:`~client_cache.controller.Config`).
 
-    ``atomic_relist`` (kube-rs's store swap, client-go's ``AtomicFIFO``): a relist (the
-    first LIST, a LIST or watch-list after a 410, a forced relist) is applied to the indexer
-    in one step when it is complete; until then listers keep answering from the previous
-    complete state. Handlers still get one notification per object, after the swap. It uses
-    a :class:`~client_cache.the_real_fifo.RealFIFO` (so implies ``use_real_fifo``). Off by
-    default: the default queue stays the DeltaFIFO that client-go users know.
+    The queue, as client-go v0.36 chooses it from its feature gates
+    (:mod:`client_cache.util.features`): ``use_real_fifo`` None follows
+    ``InOrderInformers`` (on: a :class:`~client_cache.the_real_fifo.RealFIFO`, every event
+    in order), ``atomic_relist`` None follows ``AtomicFIFO`` (on: a relist, the first LIST
+    or watch-list, one after a 410, a forced relist, is applied to the indexer in one step
+    when it is complete, listers answering from the previous complete state until then,
+    and a resync is one ``SyncAll``; handlers still get one notification per object, after
+    the swap; the queue is then unlocked while an item is processed when
+    ``UnlockWhileProcessingFIFO`` is on, and passes bookmarks to the indexer). All on by
+    default. ``use_real_fifo=False`` (or ``KUBE_FEATURE_InOrderInformers=false``) is the
+    v0.32 informer: a :class:`~client_cache.delta_fifo.DeltaFIFO`, which groups a key's
+    changes; ``atomic_relist=True`` implies the RealFIFO (``ValueError`` beside
+    ``use_real_fifo=False``).
 
-    ``use_watch_list`` (a port addition; client-go has only its ``WatchListClient``
-    feature gate): True fills the cache from a watch-list stream (one small event per
-    object), False from a LIST (one response); None follows the feature-gate environment
-    variables, as client-go's, and is LIST when they are unset.
+    ``use_watch_list``: True fills the cache from a watch-list stream (one small event per
+    object), False from a LIST (one response); None follows the ``WatchListClient`` gate
+    (on by default since client-go v0.35), falling back to LIST where the server or the
+    lister-watcher does not support the stream.
 
-    ``max_backoff`` (a port addition): the reflector's longest unjittered wait between
-    failed rounds, 30 s as client-go's unless lowered (see
-    :class:`~client_cache.reflector.ReflectorOptions`); the informer refuses one that is
-    not positive with ``ValueError`` when it is built."""
+    ``max_backoff``: the reflector's longest unjittered wait between failed rounds, 30 s
+    as client-go's unless lowered (see :class:`~client_cache.reflector.ReflectorOptions`);
+    the informer refuses one that is not positive with ``ValueError`` when it is built."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
     object_description: str = ""
     clock: WithTicker | None = None
-    use_real_fifo: bool = False
+    use_real_fifo: bool | None = None
     watch_idle_timeout: float | None = None
-    atomic_relist: bool = False
+    atomic_relist: bool | None = None
     use_watch_list: bool | None = None
     max_backoff: float = DEFAULT_MAX_BACKOFF
+
+
+def _queue_mode(use_real_fifo: bool | None,
+                        atomic_relist: bool | None) -> tuple[bool, bool]:
+    """``(real_fifo, atomic)`` for an informer's options, the gates deciding what is None
+    (see :class:`SharedIndexInformerOptions`)."""
+    gates = feature_gates()
+    if atomic_relist and use_real_fifo is False:
+        raise ValueError("atomic_relist needs the RealFIFO: it cannot go with "
+                         "use_real_fifo=False")
+    real = (use_real_fifo if use_real_fifo is not None
+            else bool(atomic_relist) or gates.enabled(IN_ORDER_INFORMERS))
+    atomic = atomic_relist if atomic_relist is not None else (
+        real and gates.enabled(ATOMIC_FIFO))
+    return real or atomic, atomic
 
 
 class _InformerController:
@@ -252,8 +280,8 @@ class SharedIndexInformer(Generic[T]):
         self.object_description = options.object_description or description
         self.resync_check_period = options.resync_period
         self.default_event_handler_resync_period = options.resync_period
-        self.use_real_fifo = options.use_real_fifo or options.atomic_relist
-        self.atomic_relist = options.atomic_relist
+        self.use_real_fifo, self.atomic_relist = _queue_mode(
+            options.use_real_fifo, options.atomic_relist)
         self.watch_idle_timeout = options.watch_idle_timeout
         self.use_watch_list = options.use_watch_list
         self.max_backoff = check_max_backoff(options.max_backoff)  # refused here, not on
@@ -303,10 +331,14 @@ class SharedIndexInformer(Generic[T]):
     # -- run ------------------------------------------------------------------------------------
     def _new_queue(self) -> Queue:
         queue: QueueBase
-        if self.use_real_fifo:
+        if self.atomic_relist:
             queue = new_real_fifo_with_options(RealFIFOOptions(
-                known_objects=self.indexer, transformer=self._transform,
-                atomic_replace=self.atomic_relist))
+                transformer=self._transform, atomic_events=True,
+                unlock_while_processing=feature_gates().enabled(UNLOCK_WHILE_PROCESSING_FIFO),
+                emit_delta_type_bookmark=True))
+        elif self.use_real_fifo:
+            queue = new_real_fifo_with_options(RealFIFOOptions(
+                known_objects=self.indexer, transformer=self._transform))
         else:
             queue = new_delta_fifo_with_options(DeltaFIFOOptions(
                 known_objects=self.indexer, emit_delta_type_replaced=True,

@@ -265,8 +265,21 @@ class _Cache:
             raise TransactionError(done, len(txns), errors)
 
     def delete(self, obj: Any) -> None:
-        """Remove the object stored under ``obj``'s key; a missing key is not an error."""
-        self._storage.delete(self._key(obj))
+        """Remove the object stored under ``obj``'s key; a missing key is not an error.
+        ``obj``'s resourceVersion becomes the store's unless it is a tombstone."""
+        self._storage.delete(self._key(obj),
+                             None if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    def bookmark(self, resource_version: str) -> None:
+        """Note ``resource_version`` as the store's (Go ``Bookmark``, v0.36): an
+        informer's store hears of each watch bookmark."""
+        self._storage.bookmark(resource_version)
+
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the newest state the store holds (Go
+        ``LastStoreSyncResourceVersion``, v0.36; ``""`` unless the ``AtomicFIFO`` gate is
+        on): what a controller compares with the version of its own last write."""
+        return self._storage.last_store_sync_resource_version()
 
     def list(self) -> _Objects:
         """A snapshot list of every stored object (no defined order)."""
@@ -288,7 +301,7 @@ class _Cache:
         """Replace the whole content with ``items`` (later duplicates of a key win).
 
         Every key is computed first: a key error raises and leaves the store unchanged.
-        ``resource_version`` is accepted for the interface and otherwise ignored.
+        ``resource_version`` becomes the store's (:meth:`last_store_sync_resource_version`).
         """
         new = {checked_key(self._key_func, item): item for item in items}
         self._storage.replace(new, resource_version)

@@ -15,12 +15,17 @@ hands the consumer a one-element :class:`~client_cache.delta_fifo.Deltas`. Conse
 * ``resync`` queues ``Sync`` for known keys that have nothing queued;
 * known objects are required.
 
-With ``atomic_replace`` (Go's ``AtomicFIFO``), ``replace(list)`` queues the whole list as one
-``ReplacedAll`` item (a :class:`~client_cache.delta_fifo.ReplacedAllInfo`) instead of
-tombstones and ``Replaced`` items: the consumer (``process_deltas``) swaps its store to the
+With ``atomic_events`` (Go's ``AtomicEvents``, set by an informer when the
+``AtomicFIFO`` gate is on, the client-go v0.36 default) the queue keeps no link to the
+consumer's store (``known_objects`` must be None): ``replace(list)`` queues the whole list
+as one ``ReplacedAll`` item (a :class:`~client_cache.delta_fifo.ReplacedAllInfo`) and
+``resync`` one ``SyncAll`` item; the consumer (``process_deltas``) swaps its store to the
 new content in one step and then notifies per object, so readers of the store never see a
-half-applied relist. A ``ReplacedAll`` item is popped alone (never part of a larger
-batch).
+half-applied relist. Two options need it: ``unlock_while_processing`` (writers are not
+held up while ``pop`` processes an item, as long as fewer than two batches are queued; one
+consumer thread only) and ``emit_delta_type_bookmark`` (:meth:`RealFIFO.bookmark` queues a
+``Bookmark`` item, which the consumer hands to its store's ``bookmark``). ``ReplacedAll``,
+``SyncAll`` and ``Bookmark`` items are popped alone (never part of a larger batch).
 
 :meth:`RealFIFO.pop_batch` pops up to ``batch_size`` (default 1000) items with distinct keys
 at once: the batch stops before a key already in it, never mixes initial-list items with
@@ -35,17 +40,19 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from client_cache.delta_fifo import (
-    REPLACED_ALL_KEY,
+    BookmarkInfo,
     Delta,
     Deltas,
     DeltaType,
     ReplacedAllInfo,
+    SyncAllInfo,
     TransformFunc,
     queue_key_of,
 )
@@ -77,37 +84,82 @@ ProcessBatchFunc = Callable[[list[Delta], bool], None]
 """``process(deltas, is_in_initial_list)`` for :meth:`RealFIFO.pop_batch`."""
 
 
+_BATCHABLE = frozenset({DeltaType.SYNC, DeltaType.REPLACED, DeltaType.ADDED,
+                        DeltaType.UPDATED, DeltaType.DELETED})
+"""The delta types a batch may hold (Go ``batchable``); the others are popped alone."""
+
+_SYNC_ALL = SyncAllInfo()
+
+
 @dataclass
 class RealFIFOOptions:
     """Options of :func:`new_real_fifo_with_options` (Go ``RealFIFOOptions``).
 
-    ``known_objects`` is required. ``batch_size`` bounds ``pop_batch`` (Go keeps it
-    unexported at 1000). ``atomic_replace``: queue a relist as one ``ReplacedAll`` item
-    (see the module documentation; Go's ``AtomicFIFO`` feature).
+    ``known_objects`` is required unless ``atomic_events``, and must then be None (Go
+    panics; ``ValueError`` here). ``batch_size`` bounds ``pop_batch`` (Go keeps it
+    unexported at 1000). ``atomic_events``, ``unlock_while_processing`` and
+    ``emit_delta_type_bookmark``: see the module documentation (the last two need
+    ``atomic_events``). ``atomic_replace`` is this package's 0.6 spelling of
+    ``atomic_events`` (deprecated; a ``known_objects`` given with it is not used).
     """
 
     key_function: KeyFunc | None = None
     known_objects: KeyListerGetter | None = None
     transformer: TransformFunc | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    atomic_events: bool = False
+    unlock_while_processing: bool = False
+    emit_delta_type_bookmark: bool = False
     atomic_replace: bool = False
+
+
+def _checked(opts: RealFIFOOptions) -> RealFIFOOptions:
+    if opts.atomic_replace:
+        warnings.warn("RealFIFOOptions.atomic_replace is now atomic_events (client-go's "
+                      "name); known_objects is not used with it", DeprecationWarning,
+                      stacklevel=4)
+        opts = RealFIFOOptions(opts.key_function, None, opts.transformer, opts.batch_size,
+                               True, opts.unlock_while_processing,
+                               opts.emit_delta_type_bookmark)
+    if opts.batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if opts.atomic_events:
+        if opts.known_objects is not None:
+            raise ValueError("coding error: known_objects must not be provided when "
+                             "atomic_events is true")
+        return opts
+    if opts.unlock_while_processing:
+        raise ValueError("coding error: unlock_while_processing must be false when "
+                         "atomic_events is false")
+    if opts.known_objects is None:
+        raise ValueError("coding error: known_objects must be provided when atomic_events "
+                         "is false")
+    if opts.emit_delta_type_bookmark:
+        raise ValueError("coding error: emit_delta_type_bookmark must be false when "
+                         "atomic_events is false")
+    return opts
 
 
 class RealFIFO(QueueBase):
     """See the module documentation. Build with :func:`new_real_fifo_with_options`."""
 
     def __init__(self, opts: RealFIFOOptions) -> None:
-        if opts.known_objects is None:
-            raise ValueError("coding error: known_objects must be provided")
-        if opts.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+        opts = _checked(opts)
         super().__init__()
         self._key_func: KeyFunc = opts.key_function or meta_namespace_key_func
-        self._known_objects: KeyListerGetter = opts.known_objects
+        self._known_objects: KeyListerGetter | None = opts.known_objects
         self._transformer = opts.transformer
         self._batch_size = opts.batch_size
-        self._atomic_replace = opts.atomic_replace
+        self._atomic = opts.atomic_events
+        self._unlock = opts.unlock_while_processing
+        self._bookmarks = opts.emit_delta_type_bookmark
         self._items: deque[Delta] = deque()
+
+    @property
+    def atomic_events(self) -> bool:
+        """Whether a relist and a resync are one item each (see the module
+        documentation)."""
+        return self._atomic
 
     def _empty_locked(self) -> bool:
         return not self._items
@@ -151,9 +203,9 @@ class RealFIFO(QueueBase):
 
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
         """Queue tombstones for what is gone, then ``Replaced`` for each listed object (or,
-        with ``atomic_replace``, one ``ReplacedAll`` item)."""
-        if self._atomic_replace:
-            prepared = [(self.key_of(item), self._prepare(item)) for item in items]
+        with ``atomic_events``, one ``ReplacedAll`` item)."""
+        prepared = [(self.key_of(item), self._prepare(item)) for item in items]
+        if self._atomic:
             info = ReplacedAllInfo([obj for _, obj in prepared], resource_version,
                                    [key for key, _ in prepared])
             with self._lock:
@@ -162,7 +214,8 @@ class RealFIFO(QueueBase):
                     self._initial_population_count = len(self._items)
                     self._mark_populated_locked()
             return
-        prepared = [(self.key_of(item), self._prepare(item)) for item in items]
+        known = self._known_objects
+        assert known is not None  # required without atomic_events
         new_keys = {key for key, _ in prepared}
         with self._lock:
             last_for_key: dict[str, Delta] = {}
@@ -172,11 +225,11 @@ class RealFIFO(QueueBase):
                 if key in new_keys or last.type is DeltaType.DELETED:
                     continue
                 self._append_locked(DeltaType.DELETED, DeletedFinalStateUnknown(key, last.object))
-            for key in self._known_objects.list_keys():
+            for key in known.list_keys():
                 if key in new_keys or key in last_for_key:
                     continue
                 try:
-                    deleted, exists = self._known_objects.get_by_key(key)
+                    deleted, exists = known.get_by_key(key)
                 except Exception as err:
                     deleted = None
                     handle_error(
@@ -198,18 +251,20 @@ class RealFIFO(QueueBase):
                 self._mark_populated_locked()
 
     def resync(self) -> None:
-        """Queue ``Sync`` for each known object whose key has nothing queued (nothing at all
-        while a ``ReplacedAll`` is queued: it will notify every object anyway, and a Sync
-        queued behind it would carry the object it replaces)."""
+        """With ``atomic_events``, queue one ``SyncAll`` item; otherwise queue ``Sync``
+        for each known object whose key has nothing queued (Go ``Resync``)."""
         with self._lock:
-            queued = {self.key_of(d.object) for d in self._items}
-            if REPLACED_ALL_KEY in queued:
+            if self._atomic:
+                self._append_locked(DeltaType.SYNC_ALL, _SYNC_ALL)
                 return
-            for key in self._known_objects.list_keys():
+            known = self._known_objects
+            assert known is not None  # required without atomic_events
+            queued = {self.key_of(d.object) for d in self._items}
+            for key in known.list_keys():
                 if key in queued:
                     continue
                 try:
-                    obj, exists = self._known_objects.get_by_key(key)
+                    obj, exists = known.get_by_key(key)
                 except Exception as err:
                     handle_error(f"unable to queue object for sync: key={key!r}, err={err}")
                     continue
@@ -221,6 +276,29 @@ class RealFIFO(QueueBase):
                     continue
                 self._append_locked(DeltaType.SYNC, obj)
 
+    def bookmark(self, resource_version: str) -> None:
+        """Queue a ``Bookmark`` item with ``emit_delta_type_bookmark``; otherwise nothing
+        (Go ``Bookmark``). The reflector calls it for each watch bookmark."""
+        if not self._bookmarks:
+            return
+        with self._lock:
+            self._append_locked(DeltaType.BOOKMARK, BookmarkInfo(resource_version))
+
+    def _unlocked(self, process: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
+        """``process``, run with the queue's lock released when
+        ``unlock_while_processing`` is set and fewer than two batches are queued (Go
+        ``whileProcessing_locked``); the pop takes the lock back before it goes on."""
+        if not self._unlock or len(self._items) >= 2 * self._batch_size:
+            return process
+
+        def released(item: Any, in_initial_list: bool) -> None:
+            self._lock.release()
+            try:
+                process(item, in_initial_list)
+            finally:
+                self._lock.acquire()
+        return released
+
     def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Deltas:
         """Wait for the oldest item, remove it and run ``process(Deltas([item]),
         is_in_initial_list)`` under the lock; returns that one-element ``Deltas``."""
@@ -230,7 +308,8 @@ class RealFIFO(QueueBase):
             deltas = Deltas((item,))
             key = self.key_of(item) if len(self._items) > 10 else ""
             self._process_locked(
-                process, deltas, in_initial_list, key=key, depth=len(self._items), requeue=None
+                self._unlocked(process), deltas, in_initial_list, key=key,
+                depth=len(self._items), requeue=None
             )
             return deltas
 
@@ -248,14 +327,14 @@ class RealFIFO(QueueBase):
             for item in self._items:
                 if len(batch) >= limit:
                     break
+                if item.type not in _BATCHABLE:  # a whole relist, resync or a bookmark
+                    if not batch:
+                        batch.append(item)
+                    break
                 try:
                     key = self.key_of(item)
                 except KeyFuncError:
                     batch.append(item)  # the broken item still leaves the queue, last
-                    break
-                if key == REPLACED_ALL_KEY:  # a whole relist goes alone
-                    if not batch:
-                        batch.append(item)
                     break
                 if key in seen:
                     break
@@ -267,7 +346,7 @@ class RealFIFO(QueueBase):
                 self._count_popped_locked(len(batch))
             start = time.monotonic()
             try:
-                process(batch, in_initial_list)
+                self._unlocked(process)(batch, in_initial_list)
             finally:
                 self._after_process_locked()
             elapsed = time.monotonic() - start

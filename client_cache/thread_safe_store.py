@@ -53,6 +53,7 @@ from client_cache.transaction import (
     TransactionError,
     TransactionType,
 )
+from client_cache.util.features import ATOMIC_FIFO, feature_gates
 from client_cache.util.stop import on_stop
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ class ThreadSafeMap:
     """The :class:`ThreadSafeStore` implementation (Go ``threadSafeMap``)."""
 
     __slots__ = ("_indexers", "_indices", "_items", "_lock", "_on_index_error", "_ready",
-                 "_ready_cond", "_subscribers", "_values")
+                 "_ready_cond", "_rv_source", "_subscribers", "_values")
 
     def __init__(self, indexers: Indexers | None = None) -> None:
         self._lock = threading.Lock()
@@ -253,6 +254,9 @@ class ThreadSafeMap:
         # index name -> key -> the values that key is indexed under (non-empty only).
         self._values: dict[str, dict[str, Sequence[str]]] = {name: {} for name in self._indexers}
         self._on_index_error: IndexErrorHandler | None = None
+        # what last_store_sync_resource_version reads: the last object written (its
+        # resourceVersion is read when asked, not on every write) or a version as given
+        self._rv_source: Any = ""
 
     def set_index_error_handler(self, handler: IndexErrorHandler | None) -> None:
         """From now on, store an object an index function fails on, without that index's
@@ -306,10 +310,38 @@ class ThreadSafeMap:
             return None, False
         return old, True
 
-    def delete(self, key: str) -> None:
-        """Remove ``key`` and its index entries; a missing key is not an error."""
+    def delete(self, key: str, obj: Any = None) -> None:
+        """Remove ``key`` and its index entries; a missing key is not an error. ``obj``,
+        the deleted object as the server last sent it, makes its resourceVersion the
+        store's (Go ``DeleteWithObject``)."""
         with self._lock:
             self._delete_locked(key)
+            if obj is not None:
+                self._rv_source = obj
+
+    def bookmark(self, resource_version: str) -> None:
+        """Note ``resource_version`` as the store's: the server has sent everything up to
+        it (Go ``Bookmark``, v0.36)."""
+        with self._lock:
+            self._rv_source = resource_version
+
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the newest state this store holds: the last object
+        written, deleted with its object, the version a ``replace`` or a bookmark gave
+        (Go ``LastStoreSyncResourceVersion``, v0.36; ``""`` unless the ``AtomicFIFO`` gate
+        is on, as there: without it a relist's deltas are applied one by one and the
+        version would run ahead of the content). A port choice: a transaction's deletes
+        do not set it, its adds and updates do."""
+        if not feature_gates().enabled(ATOMIC_FIFO):
+            return ""
+        with self._lock:
+            source = self._rv_source
+        if type(source) is str:
+            return source
+        try:
+            return meta.get_resource_version(source)
+        except Exception:  # an object without metadata (a test's, a tombstone's)
+            return ""
 
     def transaction(self, *txns: ThreadSafeStoreTransaction) -> None:
         """Apply ``txns`` in order under one lock (Go ``Transaction``): each adds, updates
@@ -334,6 +366,7 @@ class ThreadSafeMap:
             raise TransactionError(done, len(txns), errors)
 
     def _add_locked(self, key: str, obj: Any) -> None:
+        self._rv_source = obj
         existed = key in self._items if self._subscribers else False
         if self._indexers:
             new_values = self._compute_locked(key, obj)
@@ -370,6 +403,7 @@ class ThreadSafeMap:
                     continue  # add_indexers ran meanwhile: build again with all of them
                 old_items = self._items
                 self._items = new_items
+                self._rv_source = resource_version
                 self._values = new_values
                 self._indices = new_indices
                 if self._subscribers:

@@ -25,6 +25,7 @@ PACKAGES = {
     "client_cache": f"{CLIENT_GO}/tools/cache",
     "client_cache.codec._wire": "(port only: JSON decoding of wire bodies)",
     "client_cache.util.gc_policy": "(port only: the collector's full passes while caches run)",
+    "client_cache.util.features": f"{CLIENT_GO}/features",
     "client_cache.util._native": "(port only: loading the native parts built from the sources "
                                 "beside them)",
     "client_cache.util._server_answers": "(port only: a reflector's backoff ends when its "
@@ -441,6 +442,17 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "set_enabled": ("—", "turn the spacing of full collections on or off"),
     "client_cache.util.gc_policy.enabled": ("—", "is the spacing of full collections on?"),
     "client_cache.util._native.enabled": ("—", "are the native parts on (CLIENT_CACHE_NATIVE)?"),
+    "client_cache.util.features.env_var_name": ("—", "KUBE_FEATURE_<Name>, the variable of a gate"),
+    "client_cache.util.features.KNOWN_FEATURES": ("defaultVersionedKubernetesFeatureGates",
+                                                  "the gates at v0.36"),
+    "client_cache.util.features.CLIENTS_ALLOW_CBOR": ("ClientsAllowCBOR", "no effect here"),
+    "client_cache.util.features.CLIENTS_PREFER_CBOR": ("ClientsPreferCBOR", "no effect here"),
+    "client_cache.util.features.feature_gates": ("FeatureGates()", ""),
+    "client_cache.util.features.FeatureGates": ("envVarFeatureGates", ""),
+    "client_cache.reflector.WatchListSemanticsUnsupported": (
+        "watchlist.unSupportedWatchListSemantics", ""),
+    "client_cache.reflector.does_client_not_support_watch_list_semantics": (
+        "watchlist.DoesClientNotSupportWatchListSemantics", ""),
     "active": ("—", "how many spacing blocks run (one per reflector)"),
     "AVAILABLE": ("—", "is the C string-sharing walker installed?"),
     "SHARE_STRINGS_ENV": ("—", "CLIENT_CACHE_SHARE_STRINGS=0 turns sharing off"),

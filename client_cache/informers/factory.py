@@ -78,11 +78,12 @@ class SharedInformerFactoryOptions:
     watch is abandoned and re-established from its resourceVersion, without a relist
     (None: the watch's server timeout plus one minute); ``request_timeout`` (a port
     addition): how long a LIST waits for data and a WATCH for its headers (Go's client
-    timeout; default 60 s, the server's own request timeout); ``atomic_relist`` (a port
-    addition, kube-rs's store swap): every informer applies a relist in one step (see
-    :class:`~client_cache.shared_informer.SharedIndexInformerOptions`); ``use_watch_list``
-    (a port addition): every informer's initial-sync path, watch-list (True) or LIST
-    (False), None following the feature-gate environment variables as client-go does;
+    timeout; default 60 s, the server's own request timeout); ``use_real_fifo`` and
+    ``atomic_relist`` (port additions): every informer's queue, None following client-go
+    v0.36's gates (an atomic in-order queue by default; ``use_real_fifo=False`` is the
+    v0.32 DeltaFIFO; see :class:`~client_cache.shared_informer.SharedIndexInformerOptions`);
+    ``use_watch_list`` (a port addition): every informer's initial-sync path, watch-list
+    (True) or LIST (False), None following the ``WatchListClient`` gate as client-go does;
     ``protobuf``: ask the server for protobuf, as client-go's typed clients do
     (``rest.Config.ContentType``), for the built-in kinds (decoded into the same objects
     as their JSON: :mod:`client_cache.codec.protobuf`; custom resources and struct mode stay
@@ -99,8 +100,9 @@ class SharedInformerFactoryOptions:
     transform: TransformFunc | None = None
     watch_idle_timeout: float | None = None
     request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT
-    atomic_relist: bool = False
+    atomic_relist: bool | None = None
     use_watch_list: bool | None = None
+    use_real_fifo: bool | None = None
     protobuf: bool = False
     skip_paths: tuple[SkipPath, ...] = ()
 
@@ -138,6 +140,7 @@ class SharedInformerFactory(TypedGroups):
         self.request_timeout = options.request_timeout
         self.atomic_relist = options.atomic_relist
         self.use_watch_list = options.use_watch_list
+        self.use_real_fifo = options.use_real_fifo
         self.protobuf = options.protobuf
         self.skip_paths = tuple(options.skip_paths)
         skip_tree(self.skip_paths)  # a path that is not one is refused here, not at start
@@ -166,7 +169,8 @@ class SharedInformerFactory(TypedGroups):
                     object_description=gvr.label(),
                     watch_idle_timeout=self.watch_idle_timeout,
                     atomic_relist=self.atomic_relist,
-                    use_watch_list=self.use_watch_list))
+                    use_watch_list=self.use_watch_list,
+                    use_real_fifo=self.use_real_fifo))
         return build
 
     def filtered(self, tweak: TweakListOptionsFunc) -> SharedInformerFactory:
@@ -191,6 +195,7 @@ class SharedInformerFactory(TypedGroups):
                                             request_timeout=self.request_timeout,
                                             atomic_relist=self.atomic_relist,
                                             use_watch_list=self.use_watch_list,
+                                            use_real_fifo=self.use_real_fifo,
                                             protobuf=self.protobuf,
                                             skip_paths=self.skip_paths))
         factory.metadata_only = self.metadata_only

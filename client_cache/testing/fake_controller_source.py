@@ -126,6 +126,11 @@ class FakeControllerSource:
         return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": rv},
                 "items": items}
 
+    def is_watch_list_semantics_unsupported(self) -> bool:
+        """True: this fake ignores ``send_initial_events`` (as Go's, whose watch refuses
+        the empty resourceVersion a watch-list asks with), so reflectors list from it."""
+        return True
+
     def watch(self, options: ListOptions) -> Watch:
         """Replay changes after ``options.resource_version`` then follow live changes.
 

@@ -138,6 +138,9 @@ class ReadThenWrite:
     def get(self, obj: Any) -> tuple[Any, bool]:
         return self.inner.get(obj)
 
+    def get_by_key(self, key: str) -> tuple[Any, bool]:
+        return self.inner.get_by_key(key)
+
     def add(self, obj: Any) -> None:
         self.writes.append("add")
         self.inner.add(obj)

@@ -71,7 +71,7 @@ def fifo(
 
 def test_delta_type_values() -> None:
     assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted", "Replaced", "Sync",
-                                           "ReplacedAll"]
+                                           "ReplacedAll", "SyncAll", "Bookmark"]
     assert DeltaType.ADDED == "Added"
     assert str(FIFOClosedError()) == "DeltaFIFO: manipulating with closed queue"
     assert str(ZeroLengthDeltasError()) == "0 length Deltas object; can't get key"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from client_cache import FIFOClosedError, KeyFuncError, RequeueError, new_store
-from client_cache.controller import process_deltas
+from client_cache.controller import process_deltas, process_deltas_in_batch
 from client_cache.delta_fifo import Delta, Deltas, DeltaType
 from client_cache.store import DeletedFinalStateUnknown as DFSU
 from client_cache.the_real_fifo import (
@@ -16,6 +17,7 @@ from client_cache.the_real_fifo import (
     new_real_fifo,
     new_real_fifo_with_options,
 )
+from client_cache.util import features
 from tests.fixtures import (
     LiteralListerGetter,
     apply_sync_actions,
@@ -478,9 +480,10 @@ def test_key_errors_leave_queue_unchanged() -> None:
 
 # --- atomic replace (Go AtomicFIFO; kube-rs store swap, seed 000) -------------------------
 
-def atomic_fifo(store: Any) -> RealFIFO:
+def atomic_fifo(store: Any = None, **options: Any) -> RealFIFO:
+    """An atomic RealFIFO (client-go v0.36's informer queue): no known objects."""
     return new_real_fifo_with_options(RealFIFOOptions(
-        key_function=fifo_key, known_objects=store, atomic_replace=True))
+        key_function=fifo_key, atomic_events=True, **options))
 
 
 class Recorder:
@@ -520,22 +523,93 @@ def test_atomic_replace_is_one_item_applied_in_one_step() -> None:
     first = ["a=1", "b=1", "c=1"]
     assert handler.calls == [("add", n, first) for n in "abc"]
     handler.calls.clear()
-    fifo.resync()  # while nothing is pending: one Sync per known key
-    assert len(fifo) == 3
-    pop_all(fifo)
-    fifo.replace([mk("b", 2), mk("c", 1), mk("d", 1)], "20")
-    fifo.resync()  # a relist is queued: a resync adds nothing behind it
+    fifo.resync()  # one SyncAll item: an update of every stored object
     assert len(fifo) == 1
+    fifo.pop(process, timeout=1)
+    assert handler.calls == [("update", n, first) for n in "abc"]
+    fifo.replace([mk("b", 2), mk("c", 1), mk("d", 1)], "20")
+    fifo.resync()  # queued behind the relist: it syncs the relisted content
+    assert len(fifo) == 2
     handler.calls.clear()
     fifo.pop(process, timeout=1)
     final = ["b=2", "c=1", "d=1"]
     # every notification already sees the whole new state; the deletion comes first
     assert handler.calls == [("delete", "a", final), ("update", "b", final),
                              ("update", "c", final), ("add", "d", final)]
+    handler.calls.clear()
+    fifo.pop(process, timeout=1)
+    assert sorted(handler.calls) == [("update", n, final) for n in "bcd"]
+
+
+def test_atomic_options_are_checked_as_client_go_checks_them() -> None:
+    """Go panics on these "coding errors"; ValueError here. The 0.6 spelling
+    ``atomic_replace`` still works, with a DeprecationWarning."""
+    with pytest.raises(ValueError, match="known_objects must not be provided"):
+        RealFIFO(RealFIFOOptions(known_objects=known(), atomic_events=True))
+    with pytest.raises(ValueError, match="unlock_while_processing must be false"):
+        RealFIFO(RealFIFOOptions(known_objects=known(), unlock_while_processing=True))
+    with pytest.raises(ValueError, match="emit_delta_type_bookmark must be false"):
+        RealFIFO(RealFIFOOptions(known_objects=known(), emit_delta_type_bookmark=True))
+    with pytest.raises(ValueError, match="known_objects must be provided"):
+        RealFIFO(RealFIFOOptions())
+    with pytest.warns(DeprecationWarning, match="atomic_events"):
+        fifo = RealFIFO(RealFIFOOptions(known_objects=known(), atomic_replace=True))
+    assert fifo.atomic_events
+
+
+def test_bookmarks_are_queued_only_when_asked_and_reach_the_store() -> None:
+    store = new_store(fifo_key)
+    handler = Recorder(store)
+    silent = atomic_fifo()
+    silent.bookmark("5")
+    assert len(silent) == 0
+    fifo = atomic_fifo(emit_delta_type_bookmark=True)
+    fifo.add(mk("a", 1))
+    fifo.bookmark("7")
+    batches: list[list[str]] = []
+
+    def process(batch: list[Any], initial: bool) -> None:
+        batches.append([d.type.value for d in batch])
+        process_deltas_in_batch(handler, store, batch, initial)
+    for _ in range(2):
+        fifo.pop_batch(process, timeout=1)
+    assert batches == [["Added"], ["Bookmark"]]  # a bookmark is popped alone
+    with features.feature_gates().set_for_testing(features.ATOMIC_FIFO, True):
+        assert store.last_store_sync_resource_version() == "7"
+
+
+@pytest.mark.parametrize("unlock", [True, False])
+def test_unlock_while_processing_lets_writers_in_during_a_pop(unlock: bool) -> None:
+    """With ``unlock_while_processing`` an add waits for no handler (Go
+    ``UnlockWhileProcessingFIFO``); without it the add waits for the pop to end."""
+    fifo = atomic_fifo(unlock_while_processing=unlock)
+    fifo.add(mk("a", 1))
+    inside, release, added = threading.Event(), threading.Event(), threading.Event()
+
+    def process(deltas: Any, initial: bool) -> None:
+        inside.set()
+        assert release.wait(5)
+
+    def write() -> None:
+        fifo.add(mk("b", 1))
+        added.set()
+    popper = threading.Thread(target=fifo.pop, args=(process,), name="test-pop")
+    popper.start()
+    assert inside.wait(5)
+    writer = threading.Thread(target=write, name="test-write")
+    writer.start()
+    if unlock:
+        assert added.wait(5)  # in while the pop still processes
+    else:
+        assert not added.wait(0.2)  # held until the pop ends
+    release.set()
+    popper.join(5)
+    writer.join(5)
+    assert added.is_set() and len(fifo) == 1
 
 
 def test_atomic_replace_is_popped_alone_in_batches() -> None:
-    fifo = atomic_fifo(known())
+    fifo = atomic_fifo()
     fifo.add(mk("x", 1))
     fifo.replace([mk("a", 1), mk("b", 1)], "5")
     fifo.add(mk("y", 1))
@@ -547,7 +621,7 @@ def test_atomic_replace_is_popped_alone_in_batches() -> None:
 
 
 def test_atomic_replace_key_error_queues_nothing() -> None:
-    fifo = atomic_fifo(known())
+    fifo = atomic_fifo()
     with pytest.raises(KeyFuncError):
         fifo.replace([mk("a", 1), "not-an-object"], "1")
     assert len(fifo) == 0

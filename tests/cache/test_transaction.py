@@ -218,8 +218,8 @@ def test_a_real_fifo_informer_processes_its_initial_list_in_batches_unless_gated
     for i in range(20):
         source.add(pod(f"p{i:02d}", "default"))
     informer = new_shared_index_informer_with_options(
-        source, None, SharedIndexInformerOptions(use_real_fifo=True))
-    batches: list[int] = []
+        source, None, SharedIndexInformerOptions(use_real_fifo=True, atomic_relist=False))
+    batches: list[int] = []  # a per-event RealFIFO: the atomic one lists as one item
     singles: list[int] = []
     handle_batch, handle_one = informer.handle_batch_deltas, informer.handle_deltas
 

@@ -134,18 +134,20 @@ def test_reflector_into_a_store_converges(api: Any, ns: str, backend: Backend) -
     assert not thread.is_alive()
 
 
-@pytest.mark.parametrize("queue", ["DeltaFIFO", "RealFIFO"])
+@pytest.mark.parametrize("queue", ["DeltaFIFO", "RealFIFO", "atomic"])
 def test_shared_index_informer_converges_with_a_consistent_story(
         api: Any, ns: str, backend: Backend, queue: str) -> None:
     """Halfway through, the watch history is lost (real server: compaction and an API
     server restart, etcd keeping the data); handlers still see a consistent story and end
     at the server's state. On a RealFIFO the informer processes batches (one store
-    transaction each, as client-go v0.35+)."""
+    transaction each, as client-go v0.35+); on the atomic RealFIFO (client-go v0.36's
+    default) each relist is one item, applied in one step."""
     seed_objects(api, ns)
     informer = new_shared_index_informer_with_options(
         lister_watcher(api, ns), {"kind": "ConfigMap", "apiVersion": "v1"},
         SharedIndexInformerOptions(indexers={NAMESPACE_INDEX: meta_namespace_index_func},
-                                   use_real_fifo=queue == "RealFIFO"))
+                                   use_real_fifo=queue != "DeltaFIFO",
+                                   atomic_relist=queue == "atomic"))
     batches: list[int] = []
     handle_batch = informer.handle_batch_deltas
 
@@ -185,6 +187,8 @@ def test_shared_index_informer_converges_with_a_consistent_story(
                 story[name] = kind
         if queue == "RealFIFO":  # the initial list came as one batch at least
             assert batches and max(batches) >= KEYS // 2
+        elif queue == "atomic":  # the lists came whole: batches are of watch events only
+            assert informer.atomic_relist and (not batches or max(batches) < KEYS // 2)
         else:
             assert batches == []
     finally:

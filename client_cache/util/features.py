@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from client_cache.util._env import parse_bool
+from client_cache.util._logs import log_visibly
 
 __all__ = [
     "ATOMIC_FIFO",
@@ -176,7 +177,7 @@ class FeatureGates:
             if (feature, raw) in self._warned:
                 return
             self._warned.add((feature, raw))
-        _log.warning(message, *args)
+        log_visibly(_log, logging.WARNING, message, *args)  # seen with no logging set up
 
 
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})

@@ -79,7 +79,7 @@ def _watch_list_paused(r: Reflector, stop: threading.Event,
             timeout_seconds=random_watch_timeout(r.min_watch_timeout),
         )
         start = r.clock.monotonic()
-        r.status.list_started(options.resource_version)
+        r.status.list_started(options.resource_version, stream=True)
         pause.enter_context(wire.gc_paused(promote=True))
         try:
             watch = to_lister_watcher_with_context(r.lister_watcher).watch_with_context(
@@ -116,7 +116,8 @@ def _watch_list_paused(r: Reflector, stop: threading.Event,
         watch.stop()
         raise ClientCacheError(f"unable to sync watch-list result: {err}") from err
     r.set_last_sync_resource_version(rv)
-    r.status.list_succeeded(len(streamed), rv)
+    r.metrics.filled(max(0.0, r.clock.monotonic() - start), len(streamed))
+    r.status.list_succeeded(len(streamed), rv, stream=True)
     return watch
 
 

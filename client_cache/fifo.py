@@ -126,6 +126,7 @@ class QueueBase:
         self._popping = False  # a pop is between counting its item and processing it
         self._synced_callbacks_due = False
         self._synced = False  # what has_synced answers; see there
+        self._trace_fields = ""  # ", Name=..., Resource=..." in the slow-process line
 
     # The two fields behind has_synced are properties so that every change that may make
     # the queue synced signals wait_for_cache_sync (once), wherever it happens.
@@ -294,12 +295,13 @@ class QueueBase:
                 elapsed = time.monotonic() - start
                 if elapsed > _SLOW_PROCESS:
                     _log.info(
-                        "%s pop process took %.3fs (ID=%s, Depth=%d): slow event handlers "
-                        "blocking the queue",
+                        "%s pop process took %.3fs (ID=%s, Depth=%d%s): slow event "
+                        "handlers blocking the queue",
                         type(self).__name__,
                         elapsed,
                         key,
                         depth,
+                        self._trace_fields,
                     )
 
 

@@ -18,6 +18,7 @@ from client_cache.thread_safe_store import IndexQueries
 if TYPE_CHECKING:
     import threading
 
+    from client_cache.informer_metrics import StoreMetrics
     from client_cache.subscription import Subscription
 
 __all__ = [
@@ -80,8 +81,25 @@ class ReadyIndexer(Indexer, Protocol):
     * ``subscribe(buffer)`` / ``close_subscriptions()``: see :mod:`client_cache.subscription`;
     * ``set_index_error_handler(handler)``: objects an index function fails on are stored
       without that index's entries (an informer's choice, see
-      :mod:`client_cache.thread_safe_store`).
+      :mod:`client_cache.thread_safe_store`);
+    * ``last_store_sync_resource_version()`` / ``bookmark(rv)``: the resourceVersion of
+      the newest state held (client-go v0.36 adds both to every ``Store``; here the
+      indexers have them, and so every informer's).
     """
+
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the newest state this indexer holds (``""`` unless the
+        ``AtomicFIFO`` gate is on; Go ``LastStoreSyncResourceVersion``)."""
+        ...
+
+    def bookmark(self, resource_version: str) -> None:
+        """Note ``resource_version`` as the indexer's (Go ``Bookmark``)."""
+        ...
+
+    def set_metrics(self, metrics: StoreMetrics) -> None:
+        """Record the resourceVersion in ``metrics`` at each write (Go
+        ``WithStoreMetrics``)."""
+        ...
 
     def mark_ready(self) -> None:
         """Declare the first complete list stored: ``wait_until_ready`` returns."""

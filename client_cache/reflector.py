@@ -539,9 +539,7 @@ class Reflector:
         self.set_is_last_sync_resource_version_unavailable(False)
         rv = list_resource_version(result)
         items = self.type_check.accept_list(result, self._fitting(list_items(result)))
-        self.metrics.lists.inc()
-        self.metrics.list_duration.observe(time.monotonic() - started)
-        self.metrics.items_in_list.observe(len(items))
+        self.metrics.filled(time.monotonic() - started, len(items))
         try:
             self.store.replace(items, rv)
         except Exception as err:

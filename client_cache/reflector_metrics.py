@@ -1,7 +1,8 @@
 """Reflector metrics (Go ``tools/cache/reflector_metrics.go``).
 
 Upstream defines this provider API but its Reflector never calls it; this port's Reflector
-does record, per reflector name: lists, list duration (seconds), items per list, watches,
+does record, per reflector name: lists (a LIST or a watch-list stream that filled the
+cache), list duration (seconds), items per list, watches,
 short watches (closed within a second with no events), watch duration (seconds), items per
 watch and the last resourceVersion seen (as a number when it is one).
 
@@ -155,6 +156,13 @@ class ReflectorMetrics:
         self.watch_duration = provider.new_watch_duration_metric(name)
         self.items_in_watch = provider.new_items_in_watch_metric(name)
         self.last_resource_version = provider.new_last_resource_version_metric(name)
+
+    def filled(self, seconds: float, items: int) -> None:
+        """Record a cache fill (a LIST or a watch-list stream) of ``items`` objects that
+        took ``seconds``."""
+        self.lists.inc()
+        self.list_duration.observe(seconds)
+        self.items_in_list.observe(items)
 
     def resource_version(self, rv: str) -> None:
         """Record ``rv`` as the last resourceVersion seen (non-numeric ones are skipped)."""

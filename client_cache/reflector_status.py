@@ -162,17 +162,20 @@ class ReflectorStatus:
             return None
         return time.time() - (self.clock.monotonic() - mono)
 
-    def list_started(self, resource_version: str) -> None:
-        """A LIST (or watch-list) begins from ``resource_version``."""
+    def list_started(self, resource_version: str, *, stream: bool = False) -> None:
+        """A LIST (``stream`` False) or a watch-list stream (True) begins from
+        ``resource_version``."""
         with self._lock:
             self._list_started = self.clock.monotonic()
             relist = self._lists > 0
-        _log.info("%s: %s from resourceVersion %r", self.resource,
+        _log.info("%s: %s from resourceVersion %r%s", self.resource,
                   "relisting" if relist else "listing", resource_version or "(latest)",
+                  " (watch-list stream)" if stream else "",
                   extra={"resource": self.resource})
 
-    def list_succeeded(self, items: int, resource_version: str) -> None:
-        """The LIST's items are in the cache."""
+    def list_succeeded(self, items: int, resource_version: str, *,
+                       stream: bool = False) -> None:
+        """The LIST's (or the watch-list stream's) items are in the cache."""
         now = self.clock.monotonic()
         with self._lock:
             seconds = now - (self._list_started if self._list_started is not None else now)
@@ -187,7 +190,8 @@ class ReflectorStatus:
         level = logging.WARNING if seconds > SLOW_LIST_SECONDS else logging.INFO
         _log.log(level, "%s: cache filled with %d items at resourceVersion %s in %.2f s%s",
                  self.resource, items, resource_version, seconds,
-                 " (slow LIST)" if level == logging.WARNING else "",
+                 (" (slow watch-list)" if stream else " (slow LIST)")
+                 if level == logging.WARNING else "",
                  extra={"resource": self.resource})
 
     def expired(self, resource_version: str, during: str) -> None:

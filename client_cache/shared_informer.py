@@ -73,7 +73,9 @@ from client_cache.delta_fifo import (
 from client_cache.errors import ClientCacheError, MetaAccessError
 from client_cache.expected_type import describe_expected_type
 from client_cache.fifo import Queue, QueueBase
+from client_cache.identity import InformerNameAndResource
 from client_cache.index import Indexer, Indexers
+from client_cache.informer_metrics import InformerMetricsProvider, StoreMetrics
 from client_cache.listwatch import ListerWatcher
 from client_cache.mutation_detector import new_cache_mutation_detector
 from client_cache.reflector import DEFAULT_MAX_BACKOFF, WatchErrorHandler, check_max_backoff
@@ -215,7 +217,14 @@ class SharedIndexInformerOptions:
 
     ``max_backoff``: the reflector's longest unjittered wait between failed rounds, 30 s
     as client-go's unless lowered (see :class:`~client_cache.reflector.ReflectorOptions`);
-    the informer refuses one that is not positive with ``ValueError`` when it is built."""
+    the informer refuses one that is not positive with ``ValueError`` when it is built.
+
+    ``identifier`` (Go ``Identifier``, v0.36): the informer's name and resource
+    (:meth:`InformerName.with_resource <client_cache.identity.InformerName.with_resource>`);
+    when it is reserved, client-go's informer metrics are published for it through
+    ``informer_metrics_provider`` or the process's provider
+    (:mod:`client_cache.informer_metrics`), and its queue's slow-processing line names
+    it. A factory with an ``informer_name`` gives each of its informers one."""
 
     resync_period: float = 0.0
     indexers: Indexers | None = None
@@ -226,6 +235,8 @@ class SharedIndexInformerOptions:
     atomic_relist: bool | None = None
     use_watch_list: bool | None = None
     max_backoff: float = DEFAULT_MAX_BACKOFF
+    identifier: InformerNameAndResource | None = None
+    informer_metrics_provider: InformerMetricsProvider | None = None
 
 
 def _queue_mode(use_real_fifo: bool | None,
@@ -268,6 +279,12 @@ class SharedIndexInformer(Generic[T]):
     ) -> None:
         self.indexer = new_indexer(deletion_handling_meta_namespace_key_func,
                                    dict(options.indexers or {}))
+        self.identifier = options.identifier
+        """The informer's identity (Go ``Identifier``), or None."""
+        self._metrics_provider = options.informer_metrics_provider
+        if options.identifier is not None:
+            self.indexer.set_metrics(StoreMetrics(options.identifier,
+                                                  options.informer_metrics_provider))
         self.clock: WithTicker = options.clock or REAL_CLOCK
         self.processor = SharedProcessor(self.clock)
         self.stuck_handlers: list[threading.Thread] = []
@@ -335,10 +352,12 @@ class SharedIndexInformer(Generic[T]):
             queue = new_real_fifo_with_options(RealFIFOOptions(
                 transformer=self._transform, atomic_events=True,
                 unlock_while_processing=feature_gates().enabled(UNLOCK_WHILE_PROCESSING_FIFO),
-                emit_delta_type_bookmark=True))
+                emit_delta_type_bookmark=True, identifier=self.identifier,
+                metrics_provider=self._metrics_provider))
         elif self.use_real_fifo:
             queue = new_real_fifo_with_options(RealFIFOOptions(
-                known_objects=self.indexer, transformer=self._transform))
+                known_objects=self.indexer, transformer=self._transform,
+                identifier=self.identifier, metrics_provider=self._metrics_provider))
         else:
             queue = new_delta_fifo_with_options(DeltaFIFOOptions(
                 known_objects=self.indexer, emit_delta_type_replaced=True,

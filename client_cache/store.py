@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from client_cache.api import meta
 from client_cache.errors import InvalidKeyError, KeyFuncError
+from client_cache.informer_metrics import StoreMetrics
 from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER
 from client_cache.thread_safe_store import new_thread_safe_store
 from client_cache.transaction import ThreadSafeStoreTransaction, Transaction, TransactionError
@@ -274,6 +275,11 @@ class _Cache:
         """Note ``resource_version`` as the store's (Go ``Bookmark``, v0.36): an
         informer's store hears of each watch bookmark."""
         self._storage.bookmark(resource_version)
+
+    def set_metrics(self, metrics: StoreMetrics) -> None:
+        """Record the store's resourceVersion in ``metrics`` at each write (Go
+        ``WithStoreMetrics``)."""
+        self._storage.set_metrics(metrics)
 
     def last_store_sync_resource_version(self) -> str:
         """The resourceVersion of the newest state the store holds (Go

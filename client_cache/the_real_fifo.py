@@ -38,6 +38,7 @@ client-go v0.33+ where it was removed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import warnings
@@ -58,6 +59,8 @@ from client_cache.delta_fifo import (
 )
 from client_cache.errors import KeyFuncError
 from client_cache.fifo import PopProcessFunc, QueueBase
+from client_cache.identity import InformerNameAndResource
+from client_cache.informer_metrics import InformerMetricsProvider, QueueMetrics
 from client_cache.store import (
     DeletedFinalStateUnknown,
     KeyFunc,
@@ -101,6 +104,13 @@ class RealFIFOOptions:
     ``emit_delta_type_bookmark``: see the module documentation (the last two need
     ``atomic_events``). ``atomic_replace`` is this package's 0.6 spelling of
     ``atomic_events`` (deprecated; a ``known_objects`` given with it is not used).
+
+    ``identifier`` (:class:`~client_cache.identity.InformerNameAndResource`) names the
+    queue in its slow-processing log line and, when reserved, publishes its metrics
+    through ``metrics_provider`` or the process's provider
+    (:mod:`client_cache.informer_metrics`): the items queued, and the seconds each
+    popped item took to process. ``name`` names it when the identifier has no name
+    (``"RealFIFO"`` by default), as Go.
     """
 
     key_function: KeyFunc | None = None
@@ -111,6 +121,9 @@ class RealFIFOOptions:
     unlock_while_processing: bool = False
     emit_delta_type_bookmark: bool = False
     atomic_replace: bool = False
+    name: str = ""
+    identifier: InformerNameAndResource | None = None
+    metrics_provider: InformerMetricsProvider | None = None
 
 
 def _checked(opts: RealFIFOOptions) -> RealFIFOOptions:
@@ -118,9 +131,8 @@ def _checked(opts: RealFIFOOptions) -> RealFIFOOptions:
         warnings.warn("RealFIFOOptions.atomic_replace is now atomic_events (client-go's "
                       "name); known_objects is not used with it", DeprecationWarning,
                       stacklevel=4)
-        opts = RealFIFOOptions(opts.key_function, None, opts.transformer, opts.batch_size,
-                               True, opts.unlock_while_processing,
-                               opts.emit_delta_type_bookmark)
+        opts = dataclasses.replace(opts, known_objects=None, atomic_events=True,
+                                   atomic_replace=False)
     if opts.batch_size < 1:
         raise ValueError("batch_size must be >= 1")
     if opts.atomic_events:
@@ -154,6 +166,16 @@ class RealFIFO(QueueBase):
         self._unlock = opts.unlock_while_processing
         self._bookmarks = opts.emit_delta_type_bookmark
         self._items: deque[Delta] = deque()
+        identifier = opts.identifier
+        self.name = (identifier.name if identifier is not None else "") or opts.name or \
+            "RealFIFO"
+        if identifier is not None:
+            self._trace_fields = f", Name={self.name}" + (
+                f", Resource={identifier.resource.label()}"
+                if identifier.resource.resource else "")
+        metrics = QueueMetrics(identifier, opts.metrics_provider)
+        self._queued = metrics.queued
+        self._latency = metrics.latency
 
     @property
     def atomic_events(self) -> bool:
@@ -182,6 +204,8 @@ class RealFIFO(QueueBase):
 
     def _append_locked(self, delta_type: DeltaType, obj: Any) -> None:
         self._push_locked(self._items, Delta(delta_type, obj))
+        if self._queued is not None:
+            self._queued.set(len(self._items))
 
     def _queue_action(self, delta_type: DeltaType, obj: Any) -> None:
         obj = self._prepare(obj)
@@ -284,20 +308,32 @@ class RealFIFO(QueueBase):
         with self._lock:
             self._append_locked(DeltaType.BOOKMARK, BookmarkInfo(resource_version))
 
-    def _unlocked(self, process: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
+    def _while_processing(
+            self, process: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
         """``process``, run with the queue's lock released when
-        ``unlock_while_processing`` is set and fewer than two batches are queued (Go
-        ``whileProcessing_locked``); the pop takes the lock back before it goes on."""
-        if not self._unlock or len(self._items) >= 2 * self._batch_size:
+        ``unlock_while_processing`` is set and fewer than two batches are queued, and
+        timed into the processing-latency metric when there is one (Go
+        ``whileProcessing_locked``); the pop takes the lock back before it goes on. The
+        queued-items gauge is set first, the item having left the queue."""
+        if self._queued is not None:
+            self._queued.set(len(self._items))
+        unlock = self._unlock and len(self._items) < 2 * self._batch_size
+        latency = self._latency
+        if not unlock and latency is None:
             return process
 
-        def released(item: Any, in_initial_list: bool) -> None:
-            self._lock.release()
+        def run(item: Any, in_initial_list: bool) -> None:
+            if unlock:
+                self._lock.release()
+            start = time.monotonic()
             try:
                 process(item, in_initial_list)
             finally:
-                self._lock.acquire()
-        return released
+                if latency is not None:
+                    latency.observe(time.monotonic() - start)
+                if unlock:
+                    self._lock.acquire()
+        return run
 
     def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Deltas:
         """Wait for the oldest item, remove it and run ``process(Deltas([item]),
@@ -308,7 +344,7 @@ class RealFIFO(QueueBase):
             deltas = Deltas((item,))
             key = self.key_of(item) if len(self._items) > 10 else ""
             self._process_locked(
-                self._unlocked(process), deltas, in_initial_list, key=key,
+                self._while_processing(process), deltas, in_initial_list, key=key,
                 depth=len(self._items), requeue=None
             )
             return deltas
@@ -346,17 +382,18 @@ class RealFIFO(QueueBase):
                 self._count_popped_locked(len(batch))
             start = time.monotonic()
             try:
-                self._unlocked(process)(batch, in_initial_list)
+                self._while_processing(process)(batch, in_initial_list)
             finally:
                 self._after_process_locked()
             elapsed = time.monotonic() - start
             if len(self._items) > 10 and elapsed > min(0.1 * len(batch), 1.0):
                 _log.info(
-                    "RealFIFO pop_batch process took %.3fs (batch=%d, depth=%d): slow event "
-                    "handlers blocking the queue",
+                    "RealFIFO pop_batch process took %.3fs (batch=%d, depth=%d%s): slow "
+                    "event handlers blocking the queue",
                     elapsed,
                     len(batch),
                     len(self._items),
+                    self._trace_fields,
                 )
             return batch
 

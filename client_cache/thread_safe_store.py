@@ -47,6 +47,7 @@ from client_cache.errors import (
     IndexNotFoundError,
     MetaAccessError,
 )
+from client_cache.informer_metrics import StoreMetrics
 from client_cache.subscription import DEFAULT_SUBSCRIBER_BUFFER, Subscription
 from client_cache.transaction import (
     ThreadSafeStoreTransaction,
@@ -229,6 +230,13 @@ def _build_indices(indexers: Mapping[str, IndexFunc], items: Mapping[str, Any],
     return new_values, new_indices
 
 
+def _resource_version(obj: Any) -> str:
+    try:
+        return meta.get_resource_version(obj)
+    except Exception:  # an object without metadata (a test's, a tombstone's)
+        return ""
+
+
 def _changed(old: Any, new: Any) -> bool:
     try:
         return meta.get_resource_version(old) != meta.get_resource_version(new) or \
@@ -240,8 +248,8 @@ def _changed(old: Any, new: Any) -> bool:
 class ThreadSafeMap:
     """The :class:`ThreadSafeStore` implementation (Go ``threadSafeMap``)."""
 
-    __slots__ = ("_indexers", "_indices", "_items", "_lock", "_on_index_error", "_ready",
-                 "_ready_cond", "_rv_source", "_subscribers", "_values")
+    __slots__ = ("_indexers", "_indices", "_items", "_lock", "_metrics", "_on_index_error",
+                 "_ready", "_ready_cond", "_rv_source", "_subscribers", "_values")
 
     def __init__(self, indexers: Indexers | None = None) -> None:
         self._lock = threading.Lock()
@@ -257,6 +265,19 @@ class ThreadSafeMap:
         # what last_store_sync_resource_version reads: the last object written (its
         # resourceVersion is read when asked, not on every write) or a version as given
         self._rv_source: Any = ""
+        self._metrics: StoreMetrics | None = None
+
+    def set_metrics(self, metrics: StoreMetrics) -> None:
+        """Record the store's resourceVersion in ``metrics`` at every write from now on
+        (Go ``WithThreadSafeStoreMetrics``; nothing is recorded when its identity is not
+        reserved)."""
+        with self._lock:
+            self._metrics = metrics if metrics.resource_version is not None else None
+
+    def _record_locked(self, source: Any) -> None:
+        metrics = self._metrics
+        if metrics is not None:
+            metrics.record(source if type(source) is str else _resource_version(source))
 
     def set_index_error_handler(self, handler: IndexErrorHandler | None) -> None:
         """From now on, store an object an index function fails on, without that index's
@@ -318,12 +339,16 @@ class ThreadSafeMap:
             self._delete_locked(key)
             if obj is not None:
                 self._rv_source = obj
+                if self._metrics is not None:
+                    self._record_locked(obj)
 
     def bookmark(self, resource_version: str) -> None:
         """Note ``resource_version`` as the store's: the server has sent everything up to
         it (Go ``Bookmark``, v0.36)."""
         with self._lock:
             self._rv_source = resource_version
+            if self._metrics is not None:
+                self._record_locked(resource_version)
 
     def last_store_sync_resource_version(self) -> str:
         """The resourceVersion of the newest state this store holds: the last object
@@ -336,12 +361,7 @@ class ThreadSafeMap:
             return ""
         with self._lock:
             source = self._rv_source
-        if type(source) is str:
-            return source
-        try:
-            return meta.get_resource_version(source)
-        except Exception:  # an object without metadata (a test's, a tombstone's)
-            return ""
+        return source if type(source) is str else _resource_version(source)
 
     def transaction(self, *txns: ThreadSafeStoreTransaction) -> None:
         """Apply ``txns`` in order under one lock (Go ``Transaction``): each adds, updates
@@ -367,6 +387,8 @@ class ThreadSafeMap:
 
     def _add_locked(self, key: str, obj: Any) -> None:
         self._rv_source = obj
+        if self._metrics is not None:
+            self._record_locked(obj)
         existed = key in self._items if self._subscribers else False
         if self._indexers:
             new_values = self._compute_locked(key, obj)
@@ -404,6 +426,8 @@ class ThreadSafeMap:
                 old_items = self._items
                 self._items = new_items
                 self._rv_source = resource_version
+                if self._metrics is not None:
+                    self._record_locked(resource_version)
                 self._values = new_values
                 self._indices = new_indices
                 if self._subscribers:

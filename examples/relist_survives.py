@@ -3,7 +3,8 @@
 The guarantees client-go's Reflector gives (and this port keeps), shown by injecting
 faults into the embedded API server while a SharedIndexInformer watches pods:
 
-1. a watch cut mid-stream: the informer re-watches from its last resourceVersion, no LIST;
+1. a watch cut mid-stream: the informer re-watches from its last resourceVersion, with no
+   relist;
 2. a 410 Expired error event: it relists, and the cache stays right;
 3. a pod deleted while the watch is down and the next watch attempt fails: after the
    relist the handler gets the deletion as a ``DeletedFinalStateUnknown`` tombstone;
@@ -11,9 +12,11 @@ faults into the embedded API server while a SharedIndexInformer watches pods:
    client-go: handlers compare resourceVersions when they care);
 4. a compaction: the re-watch from a compacted resourceVersion gets 410 and relists.
 
-After each fault it checks that the cache equals the server, and at the end prints how
-many LISTs and WATCHes that took. Faults need the embedded server; with ``--kubeconfig``
-it only reports what it sees.
+A relist (a "fill") is a watch-list stream, client-go v0.36's default, or a LIST where the
+server or ``KUBE_FEATURE_WatchListClient=false`` says so; a refused watch-list falls back
+to a LIST at once. After each fault it checks that the cache equals the server, and at the
+end prints how many fills and WATCHes that took. Faults need the embedded server; with
+``--kubeconfig`` it only reports what it sees.
 
     python examples/relist_survives.py
 """
@@ -41,19 +44,23 @@ PODS = GroupVersionResource("", "v1", "pods")
 
 
 class CountingListerWatcher:
-    """Counts the LIST and WATCH requests the informer makes."""
+    """Counts the fills (first-page LISTs and watch-list watches) and the WATCH requests
+    (of both kinds) the informer makes."""
 
     def __init__(self, inner: ClientListerWatcher) -> None:
         self.inner = inner
-        self.lists = 0
+        self.fills = 0
         self.watches = 0
 
     def list(self, options: ListOptions) -> Any:
-        self.lists += 1
+        if not options.continue_:
+            self.fills += 1
         return self.inner.list(options)
 
     def watch(self, options: ListOptions) -> Watch:
         self.watches += 1
+        if options.send_initial_events:
+            self.fills += 1
         return self.inner.watch(options)
 
 
@@ -100,7 +107,7 @@ def main() -> int:
                               for o in informer.get_store().list()}
                     if cached == truth:
                         print(f"{what}: cache matches the server ({len(truth)} pods; "
-                              f"{counting.lists} LISTs, {counting.watches} WATCHes so far)")
+                              f"{counting.fills} fills, {counting.watches} WATCHes so far)")
                         return
                     changed.wait(0.1)
             raise SystemExit(f"{what}: the cache did not converge")
@@ -125,7 +132,7 @@ def main() -> int:
             print("fault 1: the watch is cut mid-stream")
             server.abort_watches()
             core.create_namespaced_pod("default", pod("web-4"))
-            converged("after the cut (re-watch, no LIST)")
+            converged("after the cut (re-watch, no relist)")
 
             print("fault 2: the server sends 410 Expired")
             server.send_watch_error(410)
@@ -149,7 +156,7 @@ def main() -> int:
         finally:
             stop.set()
             runner.join()
-        print(f"done: {counting.lists} LISTs, {counting.watches} WATCHes, "
+        print(f"done: {counting.fills} fills, {counting.watches} WATCHes, "
               f"tombstones {tombstones}")
     return 0
 

@@ -14,6 +14,7 @@ from client_cache.codec import _protobuf_structs as protobuf_structs
 from client_cache.codec import _sharing as sharing
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.util import _native as native
+from client_cache.util.features import WATCH_LIST_CLIENT, feature_gates
 from client_cache.workqueue import C_CORE_AVAILABLE, C_CORE_ENV
 from tests.fixtures import missing, missing_native
 
@@ -129,3 +130,19 @@ def native_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setattr(protobuf_structs, "AVAILABLE", False)
         monkeypatch.setenv(C_CORE_ENV, "0")
     return str(request.param)
+
+
+@pytest.fixture(params=["watch-list", "list"])
+def fill_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test once with informers filling from a watch-list stream (client-go
+    v0.36's default) and once from LIST (``WatchListClient=false``, the v0.32 path)."""
+    with feature_gates().set_for_testing(WATCH_LIST_CLIENT, request.param == "watch-list"):
+        yield str(request.param)
+
+
+@pytest.fixture
+def list_path() -> Iterator[None]:
+    """For a test that needs informers to fill from LIST (``WatchListClient=false``); ask
+    for it before the fixtures that build informers."""
+    with feature_gates().set_for_testing(WATCH_LIST_CLIENT, False):
+        yield

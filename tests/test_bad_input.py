@@ -204,7 +204,10 @@ def test_error_event_with_a_non_mapping_object(
 
 @pytest.mark.parametrize("mode", ["html", "truncated", "cut"])
 def test_broken_list_bodies_are_retried(
-        harness: Harness, caplog: pytest.LogCaptureFixture, mode: str) -> None:
+        list_path: None, harness: Harness, caplog: pytest.LogCaptureFixture,
+        mode: str) -> None:
+    """Broken LIST bodies: this needs the LIST path (``WatchListClient=false``); the
+    watch-list path's broken streams are the watch tests above."""
     caplog.set_level(logging.INFO)
     wait_for(lambda: watch_count(harness.server) == 1)
     harness.core.create_namespaced_pod(NAMESPACE, pod("during"))

@@ -92,8 +92,8 @@ def test_custom_resource_example() -> None:
 
 def test_relist_survives_example() -> None:
     out = run("relist_survives.py")
-    assert re.search(r"after the cut \(re-watch, no LIST\): cache matches the server "
-                     r"\(5 pods; 1 LISTs", out), out
+    assert re.search(r"after the cut \(re-watch, no relist\): cache matches the server "
+                     r"\(5 pods; 1 fills", out), out
     assert "delete (tombstone: the watch missed it) default/web-0" in out
     assert "after compaction: cache matches the server (5 pods" in out
     assert out.splitlines()[-1].endswith("tombstones ['default/web-0']")

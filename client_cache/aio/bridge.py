@@ -52,6 +52,9 @@ class LoopCaller:
         self._lock = threading.Lock()
         self._waiting: dict[concurrent.futures.Future[Any], threading.Event] = {}
         self._closed = False
+        # counts cancel_all calls: a call submitted before one and registered in _waiting
+        # after it (cancel_all could not see it) cancels itself
+        self._cancels = 0
         self._thread: threading.Thread | None = None
         if loop is None:
             loop = asyncio.new_event_loop()
@@ -82,6 +85,7 @@ class LoopCaller:
             else _as_coroutine(coro)
         with self._lock:
             closed = self._closed
+            cancels = self._cancels
         if closed or self.loop.is_closed():
             routine.close()
             raise ClientCacheError("the event loop is closed; the coroutine was not run")
@@ -95,8 +99,10 @@ class LoopCaller:
         finished = threading.Event()
         future.add_done_callback(lambda _: finished.set())
         with self._lock:
-            if self._closed:
-                future.cancel()
+            if self._closed or self._cancels != cancels:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    future.cancel()
+                finished.set()
             self._waiting[future] = finished
         try:
             finished.wait()
@@ -129,6 +135,7 @@ class LoopCaller:
         the loop runs; a waiting thread is released at once even if the loop never runs
         again."""
         with self._lock:
+            self._cancels += 1
             waiting = list(self._waiting.items())
         loop_alive = not self.loop.is_closed()
         for future, finished in waiting:

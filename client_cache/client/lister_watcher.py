@@ -151,7 +151,9 @@ class ClientListerWatcher:
         self.skip_paths = self.decoding.skip.paths if self.decoding.skip else ()
         self._path = resource_path(gvr, namespace)
         self.transport = Transport(api_client)
-        self._auth_failing = 0  # the 401/403 code of the current episode, logged once
+        # the (401/403 code, verb) of the current episode, hinted once: a refused watch
+        # (a watch-list) and a refused LIST are told apart, the hint names the verb
+        self._auth_failing: tuple[int, str] | None = None
         self._previous: Callable[[str], Any] | None = None
         self._held: Callable[[], int] | None = None
 
@@ -208,7 +210,7 @@ class ClientListerWatcher:
 
     def _raise_for_status(self, response: Any, body: bytes | None, verb: str) -> None:
         if 200 <= response.status < 300:
-            self._auth_failing = 0
+            self._auth_failing = None
             return
         hint = self._auth_failed(response.status, verb) if response.status in (401, 403) \
             else ""
@@ -246,10 +248,10 @@ class ClientListerWatcher:
             except Exception as err:
                 _log.warning("%s %s: the configuration's refresh_api_key_hook failed: %s",
                              verb, self._describe(), type(err).__name__)
-        if self._auth_failing == code:
+        if self._auth_failing == (code, verb):
             _log.debug("%s %s: %d again", verb, self._describe(), code)
             return ""
-        self._auth_failing = code
+        self._auth_failing = (code, verb)
         if code == 401:
             hint = ("the server rejected the credentials (an expired or wrong token, client "
                     "certificate or exec-plugin credential); " + (

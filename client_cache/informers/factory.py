@@ -36,6 +36,7 @@ from client_cache.codec.skip_paths import SkipPath, skip_tree
 from client_cache.codec.structs import is_struct_type
 from client_cache.delta_fifo import TransformFunc
 from client_cache.errors import CacheSyncTimeoutError, ClientCacheError
+from client_cache.identity import InformerName
 from client_cache.index import NAMESPACE_INDEX, meta_namespace_index_func
 from client_cache.informers.generic import GenericInformer
 from client_cache.informers.typed import TypedGroups
@@ -92,7 +93,11 @@ class SharedInformerFactoryOptions:
     every dict and model object while decoding it (:mod:`client_cache.codec.skip_paths`, e.g.
     ``("metadata.managedFields",)``: what a transform dropping them would give, without
     ever building them); struct informers leave out what their class leaves out
-    (:func:`client_cache.codec.structs.struct_type`'s ``skip``) and are not given these."""
+    (:func:`client_cache.codec.structs.struct_type`'s ``skip``) and are not given these.
+    ``informer_name`` (Go ``WithInformerName``, v0.36): a name from
+    :func:`~client_cache.identity.new_informer_name`; each informer the factory builds
+    gets the identity ``informer_name.with_resource(gvr)`` (client-go's informer metrics
+    and log fields), and :meth:`SharedInformerFactory.shutdown` releases the name."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
@@ -105,6 +110,7 @@ class SharedInformerFactoryOptions:
     use_real_fifo: bool | None = None
     protobuf: bool = False
     skip_paths: tuple[SkipPath, ...] = ()
+    informer_name: InformerName | None = None
 
 
 class UnknownResourceError(ClientCacheError, LookupError):
@@ -143,6 +149,9 @@ class SharedInformerFactory(TypedGroups):
         self.use_real_fifo = options.use_real_fifo
         self.protobuf = options.protobuf
         self.skip_paths = tuple(options.skip_paths)
+        self.informer_name = options.informer_name
+        """The factory's :class:`~client_cache.identity.InformerName`, or None (Go
+        ``InformerName()``)."""
         skip_tree(self.skip_paths)  # a path that is not one is refused here, not at start
         self._lock = threading.Lock()
         self._informers: dict[GroupVersionResource, SharedIndexInformer[Any]] = {}
@@ -170,7 +179,9 @@ class SharedInformerFactory(TypedGroups):
                     watch_idle_timeout=self.watch_idle_timeout,
                     atomic_relist=self.atomic_relist,
                     use_watch_list=self.use_watch_list,
-                    use_real_fifo=self.use_real_fifo))
+                    use_real_fifo=self.use_real_fifo,
+                    identifier=None if self.informer_name is None
+                    else self.informer_name.with_resource(gvr)))
         return build
 
     def filtered(self, tweak: TweakListOptionsFunc) -> SharedInformerFactory:
@@ -197,7 +208,8 @@ class SharedInformerFactory(TypedGroups):
                                             use_watch_list=self.use_watch_list,
                                             use_real_fifo=self.use_real_fifo,
                                             protobuf=self.protobuf,
-                                            skip_paths=self.skip_paths))
+                                            skip_paths=self.skip_paths,
+                                            informer_name=self.informer_name))
         factory.metadata_only = self.metadata_only
         return factory
 
@@ -353,11 +365,13 @@ class SharedInformerFactory(TypedGroups):
         list when everything ended): informer threads, and the handler threads of stopped
         informers still blocked in a handler (each informer waits a second for those);
         logs them in one WARNING. Go's ``Shutdown`` blocks without a limit, which is
-        ``timeout=None`` here."""
+        ``timeout=None`` here. The factory's ``informer_name`` is released, as Go's."""
         with self._lock:
             self._shutting_down = True
             threads = list(self._threads)
             informers = [self._informers[gvr] for gvr in self._started]
+        if self.informer_name is not None:
+            self.informer_name.release()
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def left() -> float | None:

@@ -29,6 +29,11 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``reflector_watches_total``, ``reflector_short_watches_total``,
   ``reflector_watch_duration_seconds``, ``reflector_items_per_watch`` (summaries),
   ``reflector_last_resource_version``;
+* informers with a reserved identity (:mod:`client_cache.identity`; a factory's
+  ``informer_name``), client-go v0.36's names, labels ``name``, ``group``, ``version``
+  and ``resource``: ``informer_queued_items``, ``informer_processing_latency_seconds``
+  (histogram, client-go's buckets: 1 ms to 10 s), ``informer_store_resource_version``
+  (its last 15 digits);
 * informers of the given factories (read at scrape time), label ``resource``:
   ``client_cache_informer_synced``, ``client_cache_informer_healthy``,
   ``client_cache_informer_lists_total``, ``client_cache_informer_relists_total``,
@@ -72,6 +77,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from client_cache import reflector_metrics
+from client_cache.identity import InformerNameAndResource
+from client_cache.informer_metrics import set_informer_metrics_provider
 from client_cache.leaderelection.metrics import set_leader_metrics_provider
 from client_cache.runtime.metrics import set_controller_metrics_provider
 from client_cache.sharding.metrics import set_sharding_metrics_provider
@@ -81,7 +88,9 @@ from client_cache.workqueue import metrics as workqueue_metrics
 __all__ = [
     "WORKQUEUE_BUCKETS",
     "ControllerProvider",
+    "INFORMER_LATENCY_BUCKETS",
     "InformerCollector",
+    "InformerProvider",
     "LeaderProvider",
     "ShardingProvider",
     "RECONCILE_TIME_BUCKETS",
@@ -168,6 +177,65 @@ class WorkqueueProvider:
         """The counter of rate-limited re-adds to queue ``name``
         (``workqueue_retries_total``)."""
         return self.retries.labels(name, self.controller)
+
+
+INFORMER_LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                            5.0, 10.0)
+"""client-go's buckets for ``informer_processing_latency_seconds``."""
+
+
+class _WhileReserved:
+    """A gauge or histogram child that records only while its identity is reserved (an
+    informer whose name was released stops publishing, as client-go's wrappers do)."""
+
+    __slots__ = ("_child", "_identifier")
+
+    def __init__(self, identifier: InformerNameAndResource, child: Any) -> None:
+        self._identifier = identifier
+        self._child = child
+
+    def set(self, value: float) -> None:
+        if self._identifier.reserved():
+            self._child.set(value)
+
+    def observe(self, value: float) -> None:
+        if self._identifier.reserved():
+            self._child.observe(value)
+
+
+class InformerProvider:
+    """client-go v0.36's informer metrics (``InformerMetricsProvider``), labelled by the
+    informer's identity: ``name``, ``group``, ``version``, ``resource``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["name", "group", "version", "resource"]
+        self.queued = Gauge("informer_queued_items",
+                            "Number of items currently queued in the FIFO.", labels,
+                            registry=registry)
+        self.latency = Histogram("informer_processing_latency_seconds",
+                                 "Time taken to process events after popping from the "
+                                 "queue.", labels, registry=registry,
+                                 buckets=INFORMER_LATENCY_BUCKETS)
+        self.store_rv = Gauge("informer_store_resource_version",
+                              "The 15 least significant digits of the resource version of "
+                              "the store.", labels, registry=registry)
+
+    @staticmethod
+    def _labels(identifier: InformerNameAndResource) -> tuple[str, str, str, str]:
+        gvr = identifier.resource
+        return identifier.name, gvr.group, gvr.version, gvr.resource
+
+    def new_queued_item_metric(self, identifier: InformerNameAndResource) -> Any:
+        """The gauge of items queued in the informer's FIFO."""
+        return _WhileReserved(identifier, self.queued.labels(*self._labels(identifier)))
+
+    def new_processing_latency_metric(self, identifier: InformerNameAndResource) -> Any:
+        """The histogram of seconds each popped item took to process."""
+        return _WhileReserved(identifier, self.latency.labels(*self._labels(identifier)))
+
+    def new_store_resource_version_metric(self, identifier: InformerNameAndResource) -> Any:
+        """The gauge of the store's resourceVersion."""
+        return _WhileReserved(identifier, self.store_rv.labels(*self._labels(identifier)))
 
 
 class ReflectorProvider:
@@ -515,6 +583,7 @@ def register(registry: CollectorRegistry | None = None, *,
         queues = WorkqueueProvider(registry)
         workqueue_metrics.set_provider(queues)
         reflector_metrics.set_reflector_metrics_provider(ReflectorProvider(registry))
+        set_informer_metrics_provider(InformerProvider(registry))
         set_controller_metrics_provider(ControllerProvider(registry, queues))
         set_rest_client_metrics(RestClientProvider(registry))
         set_leader_metrics_provider(LeaderProvider(registry))

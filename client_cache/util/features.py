@@ -21,9 +21,9 @@ The gates that shape an informer (client-go v0.36 defaults, all on there):
 * ``InOrderInformersBatchProcess``: a RealFIFO informer applies up to 1,000 queued
   events in one store transaction;
 * ``WatchListClient``: an informer fills its cache from a watch-list stream (falling
-  back to LIST where the server or the lister-watcher does not support it). On by
-  default in client-go v0.35+; **off by default here for now** (the one default not yet
-  v0.36's; ``KUBE_FEATURE_WatchListClient=true`` turns it on).
+  back to LIST, at once and at DEBUG, where the server refuses it, and LISTing from a
+  lister-watcher that says it does not support it). On by default since client-go
+  v0.35.
 
 Port choices: the variables are read each time a gate is asked (an informer asks when
 it is built), not once per process as Go does, so a test or a program may set one before
@@ -91,10 +91,7 @@ KNOWN_FEATURES: dict[str, FeatureSpec] = {
     IN_ORDER_INFORMERS_BATCH_PROCESS: FeatureSpec(True, "Beta"),
     INFORMER_RESOURCE_VERSION: FeatureSpec(True, "GA"),
     UNLOCK_WHILE_PROCESSING_FIFO: FeatureSpec(True, "Beta"),
-    # client-go v0.35+ defaults this on; here it stays off until the reflector's own
-    # tests run on both paths (issue 69): a reflector lists unless the variable or the
-    # informer's use_watch_list says otherwise
-    WATCH_LIST_CLIENT: FeatureSpec(False, "Beta"),
+    WATCH_LIST_CLIENT: FeatureSpec(True, "Beta"),
 }
 """client-go v0.36's gates (``features/known_features.go``) that this package reads or
 names (the CBOR gates have no effect here: the package speaks JSON and protobuf)."""

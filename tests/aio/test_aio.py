@@ -23,6 +23,7 @@ from kubernetes.client import CoreV1Api
 
 from client_cache.aio import (
     AsyncHandler,
+    CallCancelledError,
     EventsOverflowError,
     LoopCaller,
     events,
@@ -585,13 +586,15 @@ def test_wait_for_cache_sync_async(server: EmbeddedApiServer) -> None:
 
 
 def test_a_factory_waits_for_its_informers_from_a_coroutine(
-        server: EmbeddedApiServer) -> None:
+        server: EmbeddedApiServer, fill_path: str) -> None:
     factory = new_shared_informer_factory(server.api_client(), 0)
     pods = factory.core().v1().pods().informer()
     maps = factory.core().v1().config_maps().informer()
 
     async def main() -> None:
-        server.fail_next(2, 403)  # each first LIST refused; the retries come 0.8 s+ later
+        # each informer's first fill refused; the retries come 0.8 s+ later (a refused
+        # watch-list falls back to a LIST at once, as in client-go: both are refused)
+        server.fail_next(4 if fill_path == "watch-list" else 2, 403)
         stop = factory.start()
         try:
             with pytest.raises(CacheSyncTimeoutError, match="pods") as failed:
@@ -704,6 +707,28 @@ def test_an_owned_loop_ends_with_close_and_is_collected() -> None:
     del caller
     gc.collect()
     assert loop() is None
+
+
+def test_a_cancel_between_submitting_and_waiting_is_not_lost(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """cancel_all (a handler stopping) right after a call was submitted to the loop and
+    before the call waits for it: the call still ends, cancelled (it used to wait for
+    the coroutine, here one that never ends)."""
+    caller = LoopCaller(name="test-cancel-race")
+    submit = asyncio.run_coroutine_threadsafe
+
+    def submit_then_cancel(coro: Any, loop: asyncio.AbstractEventLoop) -> Any:
+        future = submit(coro, loop)
+        caller.cancel_all()
+        return future
+
+    monkeypatch.setattr(asyncio, "run_coroutine_threadsafe", submit_then_cancel)
+    try:
+        with pytest.raises(CallCancelledError):
+            caller.call(asyncio.Event().wait())
+    finally:
+        monkeypatch.undo()
+        caller.close()
 
 
 # -- the loop is not blocked ----------------------------------------------------------------

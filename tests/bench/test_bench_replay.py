@@ -3,7 +3,6 @@ LIST and from its watch-list, then receives every change event once they are let
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,11 +29,8 @@ def replay() -> Iterator[ReplayServer]:
 @pytest.mark.parametrize("watch_list", [False, True])
 def test_an_informer_syncs_and_receives_every_change(
         replay: ReplayServer, watch_list: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    if watch_list:
-        monkeypatch.setenv("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA", "true")
-    else:
-        monkeypatch.delenv("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA", raising=False)
-    assert os.environ.get("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA") == ("true" if watch_list else None)
+    monkeypatch.delenv("ENABLE_CLIENT_GO_WATCH_LIST_ALPHA", raising=False)
+    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "true" if watch_list else "false")
     changes: list[str] = []
     everything = threading.Event()
 

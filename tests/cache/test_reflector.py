@@ -75,7 +75,9 @@ def pod_list(rv: str, *pods: dict[str, Any], cont: str = "") -> dict[str, Any]:
 def lw(
     list_func: Callable[[ListOptions], Any], watch_func: Callable[[ListOptions], Any]
 ) -> ListWatch:
-    return ListWatch(list_func, watch_func)
+    # these fakes ignore sendInitialEvents, so they say so, as client-go's
+    # reflector tests wrap theirs (toListWatcherWithUnSupportedWatchListSemantics)
+    return ListWatch(list_func, watch_func, unsupported_watch_list_semantics=True)
 
 
 def unreachable(options: ListOptions) -> Any:

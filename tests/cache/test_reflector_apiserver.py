@@ -1,8 +1,11 @@
 """The Reflector against the embedded API server, through the real kubernetes client.
 
-An initial paged list of 10k objects, 10k mixed changes, then every injected fault in
-turn. After each, the store must equal the server's objects (keys and resourceVersions) and
-the number of LISTs and WATCHes must follow the rule for that fault.
+An initial paged list (or watch-list stream) of 10k objects, 10k mixed changes, then every
+injected fault in turn. After each, the store must equal the server's objects (keys and
+resourceVersions) and the number of relists and WATCHes must follow the rule for that
+fault. The module runs twice: on the watch-list path (client-go v0.36's default) and on the
+LIST path (``WatchListClient=false``); a relist is a LIST on one and a watch with
+``sendInitialEvents`` on the other.
 """
 
 from __future__ import annotations
@@ -75,23 +78,29 @@ class ObservedStore:
 
 
 class CountingListerWatcher:
+    """Counts relists (a first-page LIST or a watch-list watch) and watches of any kind."""
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.lists = 0
+        self.relists = 0
+        self.list_calls = 0
         self.watches = 0
 
     def list(self, options: ListOptions) -> Any:
         if not options.continue_:
-            self.lists += 1
+            self.relists += 1
+            self.list_calls += 1
         return self.inner.list(options)
 
     def watch(self, options: ListOptions) -> Watch:
         self.watches += 1
+        if options.send_initial_events:
+            self.relists += 1
         return self.inner.watch(options)
 
 
-@pytest.fixture(scope="module")
-def env() -> Iterator[dict[str, Any]]:
+@pytest.fixture(scope="module", params=["watch-list", "list"])
+def env(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     threads_before = alive_threads()
     server = EmbeddedApiServer(bookmark_interval=0.2)
     server.start()
@@ -106,6 +115,7 @@ def env() -> Iterator[dict[str, Any]]:
         server.api_client(), GroupVersionResource("", "v1", "pods")))
     reflector = Reflector(source, None, store, ReflectorOptions(name="it-pods",
                                                                idle_timeout=1.5))
+    reflector.use_watch_list = request.param == "watch-list"
     # The upstream backoff (0.8 s doubling to 30 s, reset after 2 min) escalates across the
     # consecutive relisting faults below; its timing is tested on the fake clock elsewhere.
     reflector.backoff_manager = new_exponential_backoff_manager(0.05, 0.5, 120, 2.0, 1.0,
@@ -116,7 +126,8 @@ def env() -> Iterator[dict[str, Any]]:
     started = time.monotonic()
     thread.start()
     state = {"server": server, "store": store, "source": source, "reflector": reflector,
-             "pods": pods, "rnd": random.Random(11), "started": started}
+             "pods": pods, "rnd": random.Random(11), "started": started,
+             "path": request.param}
     try:
         yield state
     finally:
@@ -178,8 +189,9 @@ def churn(env: dict[str, Any], count: int) -> None:
 
 
 def counts(env: dict[str, Any]) -> tuple[int, int]:
+    """(relists, watches) so far."""
     source: CountingListerWatcher = env["source"]
-    return source.lists, source.watches
+    return source.relists, source.watches
 
 
 def wait_for_watch(env: dict[str, Any]) -> None:
@@ -191,6 +203,8 @@ def test_01_initial_paged_list(env: dict[str, Any]) -> None:
     wait_converged(env, timeout=60)
     elapsed = time.monotonic() - env["started"]
     assert counts(env) == (1, 1)
+    # the watch-list path fills the store from the stream, with no LIST at all
+    assert env["source"].list_calls == (0 if env["path"] == "watch-list" else 1)
     assert len(env["store"].inner.list_keys()) == OBJECTS
     print(f"\ninitial list+sync of {OBJECTS} pods: {elapsed:.2f}s")
 
@@ -225,7 +239,7 @@ def test_02_mixed_changes(env: dict[str, Any]) -> None:
 FaultCase = tuple[str, Callable[[EmbeddedApiServer], None], int, bool]
 
 FAULTS: list[FaultCase] = [
-    # name, injection, expected extra LISTs, whether the watch is re-established
+    # name, injection, expected extra relists, whether the watch is re-established
     ("clean close", lambda s: s.close_watches(), 0, True),
     ("mid-stream cut", lambda s: s.abort_watches(), 0, True),
     ("410 error event", lambda s: s.send_watch_error(410), 1, True),

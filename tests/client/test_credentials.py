@@ -263,7 +263,8 @@ def test_no_secret_contents_in_logs_errors_or_reprs(caplog: pytest.LogCaptureFix
 
     watcher = FakeWatcher(16)
     listed = {"metadata": {"resourceVersion": "1"}, "items": [secret("s0", "1")]}
-    lw = ListWatch(lambda options: listed, lambda options: watcher)
+    lw = ListWatch(lambda options: listed, lambda options: watcher,
+                   unsupported_watch_list_semantics=True)  # a fake: LIST, then watch
     store = RejectingStore()
     reflector = Reflector(lw, {"apiVersion": "v1", "kind": "Secret"}, store,  # type: ignore[arg-type]
                           ReflectorOptions(name="secrets"))

@@ -150,10 +150,11 @@ def test_sync_timeout_names_the_resource_and_its_error(server: EmbeddedApiServer
 
 
 def test_operator_log_lines(server: EmbeddedApiServer, caplog: pytest.LogCaptureFixture,
-                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """INFO at LIST start and sync (count, duration); WARNING for a slow LIST and for a
-    relist after 410 (with the resourceVersion); one record per failed attempt, with the
-    resource named as people write it and a hint for 403."""
+                            monkeypatch: pytest.MonkeyPatch, fill_path: str) -> None:
+    """INFO at LIST (or watch-list) start and sync (count, duration); WARNING for a slow
+    one and for a relist after 410 (with the resourceVersion); one record per failed
+    attempt, with the resource named as people write it and a hint for 403."""
+    stream = fill_path == "watch-list"
     make_pod(server, "a")
     monkeypatch.setattr(status_module, "SLOW_LIST_SECONDS", -1.0)  # every LIST is "slow"
     caplog.set_level(logging.INFO)
@@ -164,13 +165,18 @@ def test_operator_log_lines(server: EmbeddedApiServer, caplog: pytest.LogCapture
         def texts() -> list[tuple[str, str]]:
             return [(r.levelname, r.getMessage()) for r in caplog.records]
 
+        slow = "slow watch-list" if stream else "slow LIST"
         eventually(lambda: any(level == "WARNING" and "pods: cache filled with 1 items" in t
-                               and "slow LIST" in t for level, t in texts()), 10)
-        assert ("INFO", "pods: listing from resourceVersion '0'") in texts()
+                               and slow in t for level, t in texts()), 10)
+        start = ("pods: listing from resourceVersion '(latest)' (watch-list stream)"
+                 if stream else "pods: listing from resourceVersion '0'")
+        assert ("INFO", start) in texts()
         eventually(lambda: server.watch_requests >= 1, 10)  # the watch is open
         caplog.clear()
         rv = running.informer.last_sync_resource_version()
-        server.fail_next(1, 403)  # the relist after the 410 is refused once
+        # the relist after the 410 is refused once; a refused watch-list falls back to a
+        # LIST at once, as in client-go, so there both are refused
+        server.fail_next(2 if stream else 1, 403)
         server.send_watch_error(410)
         eventually(lambda: running.informer.health().lists == 2, 20, "no relist")
         loud = [(r.levelname, r.getMessage()) for r in caplog.records

@@ -21,7 +21,13 @@ from client_cache.api.lists import ListOptions
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.lister_watcher import ClientListerWatcher
 from client_cache.health import serve
-from client_cache.informers.factory import new_shared_informer_factory
+from client_cache.identity import new_informer_name
+from client_cache.informer_metrics import reset_informer_metrics_provider_for_tests
+from client_cache.informers.factory import (
+    SharedInformerFactoryOptions,
+    new_shared_informer_factory,
+    new_shared_informer_factory_with_options,
+)
 from client_cache.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
@@ -70,9 +76,11 @@ def server() -> Iterator[EmbeddedApiServer]:
 def registry() -> Iterator[CollectorRegistry]:
     reset_provider_for_tests()
     reflector_metrics.reset_reflector_metrics_provider_for_tests()
+    reset_informer_metrics_provider_for_tests()
     yield CollectorRegistry()
     reset_provider_for_tests()
     reflector_metrics.reset_reflector_metrics_provider_for_tests()
+    reset_informer_metrics_provider_for_tests()
     reset_controller_metrics_provider_for_tests()
     set_leader_metrics_provider(NoopLeaderMetricsProvider())
     set_sharding_metrics_provider(NoopShardingMetricsProvider())
@@ -109,7 +117,8 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
     core = CoreV1Api(api)
     for name in ("a", "b", "c"):
         core.create_namespaced_pod("default", {"metadata": {"name": name}})
-    factory = new_shared_informer_factory(api, 0)
+    factory = new_shared_informer_factory_with_options(api, 0, SharedInformerFactoryOptions(
+        informer_name=new_informer_name("metrics-test-informers")))
     register(registry, factories=[factory])
     pods = factory.core().v1().pods().informer()
     handled: list[str] = []
@@ -178,6 +187,14 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
                 'leader_election_master_status{name="metrics-lease"}': 1.0,
             }
             assert {k: got.get(k) for k in expected} == expected
+            # client-go v0.36's informer series, under the factory's informer name
+            ident = ('{group="",name="metrics-test-informers",resource="pods",'
+                     'version="v1"}')
+            assert got["informer_queued_items" + ident] == 0.0
+            # the initial fill, two adds and the bookmarks: each a popped item
+            assert got["informer_processing_latency_seconds_count" + ident] >= 3
+            assert got["informer_store_resource_version" + ident] == float(
+                pods.get_indexer().last_store_sync_resource_version())
             assert got['client_cache_informer_handler_buffer_depth{handler="0:test_a_known_'
                        'workload_in_the_exposition_text.<locals>.<lambda>",resource="pods"}'] == 0
     finally:

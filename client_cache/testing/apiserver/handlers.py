@@ -448,6 +448,8 @@ class Handler(BaseHTTPRequestHandler):
         watcher = Watcher(rtype, namespace, label_sel, field_sel)
         rv_param = query.get("resourceVersion", "")
         send_initial = query.get("sendInitialEvents") == "true"
+        if send_initial:
+            owner.count_request("watch_list_requests")
         bookmarks = query.get("allowWatchBookmarks") == "true"
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         if send_initial and query.get("resourceVersionMatch") != "NotOlderThan":

@@ -113,11 +113,14 @@ class EmbeddedApiServer(FaultInjection):
         self.host: str = str(address[0])
         self.port: int = int(address[1])
         self._thread: threading.Thread | None = None
-        #: Requests served so far: all, LIST (each page counts) and WATCH; and those
-        #: dropped because the client went away before its whole body arrived.
+        #: Requests served so far: all, LIST (each page counts), WATCH, the watches that
+        #: asked for a watch-list stream (``sendInitialEvents=true``, counted in
+        #: ``watch_requests`` too); and those dropped because the client went away before
+        #: its whole body arrived.
         self.requests = 0
         self.list_requests = 0
         self.watch_requests = 0
+        self.watch_list_requests = 0
         self.truncated_bodies = 0
         self._count_lock = threading.Lock()
         self._tokens: frozenset[str] = frozenset()

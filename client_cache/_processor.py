@@ -20,6 +20,7 @@ from typing import Any
 from client_cache._synctrack import SingleFileTracker
 from client_cache.api import meta
 from client_cache.api.errors import describe_error, find_api_error
+from client_cache.cache_sync import SyncChecker
 from client_cache.controller import ResourceEventHandler
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.util._logs import FailureEpisodes, log_visibly
@@ -38,6 +39,13 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+SLOW_HANDLER_SECONDS = 0.1
+"""A handler call longer than this is logged (client-go v0.36's handler trace bound)."""
+
+SLOW_HANDLER_REPEAT_SECONDS = 10.0
+"""After a slow call is logged, the handler's next slow calls wait this long for the next
+line, which counts them."""
 
 # The three notifications are built once per event on the informer's thread and read only
 # by the listeners: plain slotted classes, not frozen ones (a frozen dataclass's __init__
@@ -91,6 +99,20 @@ def determine_resync_period(desired: float, check: float) -> float:
     return desired
 
 
+_monotonic = time.monotonic
+
+
+def _describe(notification: Any) -> str:
+    """``update of Pod ns/name (resourceVersion 5)``: the notification's kind and object,
+    named as log lines name objects (never their contents)."""
+    kind = type(notification)
+    obj = notification.new if kind is UpdateNotification else (
+        notification.obj if kind is AddNotification else getattr(notification, "old", None))
+    if isinstance(obj, DeletedFinalStateUnknown):
+        obj = obj.obj
+    return f"{kind.__name__.removesuffix('Notification').lower()} of {meta.describe(obj)}"
+
+
 class ProcessorListener:
     """One handler's buffer and delivery thread (Go ``processorListener``); it is also the
     handler's registration."""
@@ -130,6 +152,9 @@ class ProcessorListener:
         self.errors = 0
         """Notifications whose handler raised."""
         self._failures = FailureEpisodes()
+        self._synced_checker: SyncChecker | None = None
+        self._slow_logged_at: float | None = None
+        self._slow_since = 0  # slow calls not logged since the last line
 
     def __repr__(self) -> str:
         return f"<ProcessorListener {self.name}>"
@@ -200,6 +225,7 @@ class ProcessorListener:
         # the notifications are this module's own classes, never subclassed: their exact
         # type is checked, updates (most of them) first
         kind = type(notification)
+        start = _monotonic()
         try:
             if kind is UpdateNotification:
                 self.handler.on_update(notification.old, notification.new)
@@ -216,6 +242,29 @@ class ProcessorListener:
             self.handled += 1
             if kind is AddNotification and notification.is_in_initial_list:
                 self.sync_tracker.finished()
+            elapsed = _monotonic() - start
+            if elapsed > SLOW_HANDLER_SECONDS:
+                self._slow_call(notification, elapsed)
+
+    def _slow_call(self, notification: Any, elapsed: float) -> None:
+        """Log a handler call over :data:`SLOW_HANDLER_SECONDS` at INFO, with the handler,
+        the resource, the duration, the object and how many notifications wait (client-go
+        v0.36 traces a call so, only while over 1,024 wait; here every slow call counts,
+        one line per :data:`SLOW_HANDLER_REPEAT_SECONDS` at most, with the count of those
+        not logged)."""
+        now = _monotonic()
+        last = self._slow_logged_at
+        if last is not None and now - last < SLOW_HANDLER_REPEAT_SECONDS:
+            self._slow_since += 1
+            return
+        more, self._slow_since = self._slow_since, 0
+        self._slow_logged_at = now
+        _log.info("event handler %s of %s took %.3f s on the %s (%d notifications "
+                  "waiting%s)", self.name, self._informer_name, elapsed,
+                  _describe(notification), len(self._pending),
+                  f"; {more} more slow calls since the last line" if more else "",
+                  extra={"resource": self._informer_name, "handler": self.name,
+                         "duration": elapsed})
 
     def _report_failure(self, notification: Any, err: Exception) -> None:
         """The handler raised on ``notification``, which is skipped (client-go v0.33+
@@ -226,14 +275,9 @@ class ProcessorListener:
         :data:`~client_cache.util._logs.FAILURE_REPEAT_SECONDS` with the count, DEBUG for
         the rest (:class:`~client_cache.util._logs.FailureEpisodes`). An API error is
         summarised without its traceback (its text may quote a response body)."""
-        kind = type(notification)
-        obj = notification.new if kind is UpdateNotification else (
-            notification.obj if kind is AddNotification else getattr(notification, "old", None))
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
         text = describe_error(err)
         repeat = self._failures.failed(None, text)
-        what = f"{kind.__name__.removesuffix('Notification').lower()} of {meta.describe(obj)}"
+        what = _describe(notification)
         extra = {"resource": self._informer_name, "handler": self.name}
         if repeat.first:
             log_visibly(_log, logging.ERROR, "event handler %s of %s failed, skipping the "
@@ -252,6 +296,14 @@ class ProcessorListener:
     def has_synced(self) -> bool:
         """The informer is synced and this handler has handled the initial list."""
         return self.sync_tracker.has_synced()
+
+    def has_synced_checker(self) -> SyncChecker:
+        """A :class:`~client_cache.cache_sync.DoneChecker` done when :meth:`has_synced`
+        turns True (Go ``HasSyncedChecker``, v0.36)."""
+        with self._lock:
+            if self._synced_checker is None:
+                self._synced_checker = SyncChecker(self.sync_tracker.name, self.has_synced)
+            return self._synced_checker
 
     def should_resync(self, now: float) -> bool:
         """True when this handler's resync is due at ``now``."""

@@ -5,6 +5,11 @@ check that skips the rest (Go: the ``expectedType``/``expectedGVK`` parts of
 Go's typed decoding refuses an object of another type; a dict decoder accepts anything,
 so the reflector checks each object itself, against a class (``isinstance``) or against
 the ``apiVersion`` and ``kind`` of a dict example.
+
+Whatever the expected type, a ``Table`` (``meta.k8s.io/v1`` or ``v1beta1``: what a server
+sends for ``Accept: application/json;as=Table``) is refused, as client-go v0.36 refuses
+it: a LIST answered with one fails with :class:`ListFailedError`, a watch event carrying
+one is reported and skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +28,14 @@ __all__ = [
 ]
 
 DEFAULT_EXPECTED_TYPE_NAME = "<unspecified>"
+
+_TABLE_VERSIONS = frozenset({"meta.k8s.io/v1", "meta.k8s.io/v1beta1"})
+
+
+def _is_table(obj: Any) -> bool:
+    """``obj`` is a server-side ``Table`` (Go ``isUnsupportedTableObject``)."""
+    api_version, kind = meta.type_meta(obj)
+    return kind == "Table" and api_version in _TABLE_VERSIONS
 
 
 class ListFailedError(ClientCacheError):
@@ -79,7 +92,24 @@ class TypeCheck:
                 handle_error(f"{self.name}: expected gvk {self.expected_gvk} "
                              f"({self.description}), but {what} had gvk {got}")
                 return False
+        elif type(obj) is dict and obj.get("kind") == "Table" and _is_table(obj):
+            handle_error(f"{self.name}: unsupported {what} gvk {meta.type_meta(obj)}: "
+                         "informers do not take objects in the Table format")
+            return False
         return True
+
+    @staticmethod
+    def refuse_table(page: Any) -> Any:
+        """``page`` (a LIST's answer) unless it is a ``Table``, refused whatever the
+        expected type with :class:`~client_cache.errors.ClientCacheError` (Go:
+        ``unsupported list gvk``; the reflector reports it as the LIST's failure)."""
+        if _is_table(page):
+            api_version, kind = meta.type_meta(page)
+            raise ClientCacheError(
+                f"unsupported list gvk {api_version}, Kind={kind}: the server answered in "
+                "the Table format (asked for with 'as=Table' in the Accept header), which "
+                "informers do not take")
+        return page
 
     def accept_list(self, result: Any, items: list[Any]) -> list[Any]:
         """The LIST's items that pass :meth:`accept` (``items`` itself when all do);

@@ -503,8 +503,9 @@ class Reflector:
         """LIST into the store; False when stopped before finishing."""
         options = ListOptions(resource_version=self._relist_resource_version())
         lister = to_lister_watcher_with_context(self.lister_watcher)
-        pager = ListPager(lambda page: lister.list_with_context(stop, page), DEFAULT_PAGE_SIZE,
-                          True, DEFAULT_PAGE_BUFFER_SIZE)
+        refuse_table = self.type_check.refuse_table
+        pager = ListPager(lambda page: refuse_table(lister.list_with_context(stop, page)),
+                          DEFAULT_PAGE_SIZE, True, DEFAULT_PAGE_BUFFER_SIZE)
         if self.watch_list_page_size:
             pager.page_size = self.watch_list_page_size
         elif self._paginated_result:

@@ -49,8 +49,12 @@ from client_cache._processor import (
 from client_cache.api import meta
 from client_cache.cache_sync import (
     SYNCED_POLL_PERIOD,
+    DoneChecker,
     InformerSynced,
+    SyncChecker,
+    is_done,
     unsynced_details,
+    wait_for,
     wait_for_cache_sync,
     wait_for_named_cache_sync,
 )
@@ -93,16 +97,20 @@ from client_cache.util.features import (
 __all__ = [
     "MINIMUM_RESYNC_PERIOD",
     "SYNCED_POLL_PERIOD",
+    "DoneChecker",
     "InformerSynced",
     "ProcessorListener",
     "ResourceEventHandlerRegistration",
     "SharedIndexInformer",
     "SharedIndexInformerOptions",
     "SharedInformer",
+    "SyncChecker",
+    "is_done",
     "new_shared_index_informer",
     "new_shared_index_informer_with_options",
     "new_shared_informer",
     "unsynced_details",
+    "wait_for",
     "wait_for_cache_sync",
     "wait_for_named_cache_sync",
 ]
@@ -122,6 +130,12 @@ class ResourceEventHandlerRegistration(Protocol):
     def has_synced(self) -> bool:
         """True once the informer has synced and this handler has handled the whole initial
         list (Go ``HasSynced``)."""
+        ...
+
+    def has_synced_checker(self) -> DoneChecker:
+        """A :class:`~client_cache.cache_sync.DoneChecker` done when :meth:`has_synced`
+        turns True, for :func:`~client_cache.cache_sync.wait_for` (Go
+        ``HasSyncedChecker``, v0.36)."""
         ...
 
 
@@ -163,6 +177,11 @@ class SharedInformer(Protocol[T_co]):
 
     def has_synced(self) -> bool:
         """True once the initial list is in the cache (Go ``HasSynced``)."""
+        ...
+
+    def has_synced_checker(self) -> DoneChecker:
+        """A :class:`~client_cache.cache_sync.DoneChecker` done when :meth:`has_synced`
+        turns True (Go ``HasSyncedChecker``, v0.36)."""
         ...
 
     def last_sync_resource_version(self) -> str:
@@ -266,6 +285,9 @@ class _InformerController:
     def has_synced(self) -> bool:
         return self._informer.has_synced()
 
+    def has_synced_checker(self) -> DoneChecker:
+        return self._informer.has_synced_checker()
+
     def last_sync_resource_version(self) -> str:
         return self._informer.last_sync_resource_version()
 
@@ -312,6 +334,7 @@ class SharedIndexInformer(Generic[T]):
         self._watch_error_handler: WatchErrorHandler | None = None
         self._transform: TransformFunc | None = None
         self._queue: Queue | None = None
+        self._synced_checker: SyncChecker | None = None
         self.status = ReflectorStatus(self.object_description, self.clock)
         """What the informer's reflector has been doing (see :meth:`health`)."""
         # an index function that fails on an object leaves it out of that index only: the
@@ -528,6 +551,17 @@ class SharedIndexInformer(Generic[T]):
         for a thread adding a handler."""
         controller = self._controller
         return controller is not None and controller.has_synced()
+
+    def has_synced_checker(self) -> DoneChecker:
+        """A :class:`~client_cache.cache_sync.DoneChecker` done once the initial list is
+        in the cache (Go ``HasSyncedChecker``, v0.36): its event is set by the sync
+        itself, so :func:`~client_cache.cache_sync.wait_for` needs no polling. One per
+        informer."""
+        with self._started_lock:
+            if self._synced_checker is None:
+                self._synced_checker = SyncChecker(f"informer {self.object_description}",
+                                                   self.has_synced)
+            return self._synced_checker
 
     def last_sync_resource_version(self) -> str:
         """The resourceVersion the cache last synced to (Go ``LastSyncResourceVersion``)."""

@@ -934,3 +934,31 @@ def test_a_burst_records_its_last_resource_version_when_a_later_event_ends_the_w
     assert store.get_by_key("ns/a")[0]["metadata"]["resourceVersion"] == "20"
     assert r.last_sync_resource_version() == "20"
     assert r.status.watch_events == 3
+
+
+TABLE = {"apiVersion": "meta.k8s.io/v1", "kind": "Table", "metadata": {"resourceVersion": "7"},
+         "columnDefinitions": [], "rows": []}
+
+
+def test_a_table_list_is_refused() -> None:
+    """client-go v0.36: a LIST answered in the Table format fails, whatever the
+    expected type ("unsupported list gvk")."""
+    r = reflector(lw(lambda o: dict(TABLE), unreachable))
+    with pytest.raises(ListFailedError) as failed:
+        r.list_and_watch(threading.Event())
+    assert "unsupported list gvk meta.k8s.io/v1, Kind=Table: the server answered in the " \
+        "Table format" in str(failed.value)
+
+
+def test_a_table_watch_event_is_reported_and_skipped(
+        caplog: pytest.LogCaptureFixture) -> None:
+    store = new_store(meta_namespace_key_func)
+    r = reflector(lw(unreachable, unreachable), store)
+    fw = new_fake_with_chan_size(10)
+    fw.add({**TABLE, "metadata": {"name": "t", "namespace": "ns", "resourceVersion": "8"}})
+    fw.add(pod("after", "9"))
+    fw.stop()
+    r._handle_watch(r.clock.now(), fw, threading.Event(), Chan(1), idle=60)
+    assert store.list_keys() == ["ns/after"]
+    assert any("unsupported watch event object gvk ('meta.k8s.io/v1', 'Table')"
+               in rec.getMessage() for rec in caplog.records)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import queue
 import random
 import sys
@@ -14,13 +15,16 @@ from typing import Any
 
 import pytest
 
+from client_cache import _processor as processor_module
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.errors import ClientCacheError
 from client_cache.shared_informer import (
     SharedIndexInformer,
     SharedIndexInformerOptions,
+    is_done,
     new_shared_index_informer_with_options,
     new_shared_informer,
+    wait_for,
     wait_for_cache_sync,
     wait_for_named_cache_sync,
 )
@@ -685,3 +689,74 @@ def test_an_empty_first_list_is_ready(source: FakeControllerSource) -> None:
         assert informer.get_indexer().wait_until_ready(timeout=5)
     finally:
         halt(stop, thread)
+
+
+# -- client-go v0.36: sync checkers and the slow-handler line ----------------------------------
+def test_sync_checkers_are_done_when_the_informer_and_each_handler_are(
+        source: FakeControllerSource) -> None:
+    """HasSyncedChecker: the informer's is done when its cache is filled, a registration's
+    once its handler has handled the initial list; wait_for wakes on them, not a poll."""
+    source.add(pod("a"))
+    informer = new_shared_informer(source, None, 0)
+    gate = threading.Event()
+
+    class Held(TestListener):
+        def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+            assert gate.wait(10)
+            super().on_add(obj, is_in_initial_list)
+
+    registration = informer.add_event_handler(Held())
+    synced, handled = informer.has_synced_checker(), registration.has_synced_checker()
+    assert synced is informer.has_synced_checker()  # one per informer
+    assert "informer" in synced.name() and "event handler" in handled.name()
+    assert not is_done(synced) and not is_done(handled)
+    stop, thread = start(informer)
+    try:
+        assert wait_for(stop, "the informer", synced, timeout=10)
+        assert not is_done(handled)  # its handler still holds the initial add
+        assert not wait_for(stop, "", handled, timeout=0.05)  # gives up at its timeout
+        gate.set()
+        assert wait_for(stop, "the handler", synced, handled, timeout=10)
+    finally:
+        gate.set()
+        halt(stop, thread)
+
+
+def test_wait_for_returns_when_stopped(source: FakeControllerSource) -> None:
+    informer = new_shared_informer(source, None, 0)  # never run: never synced
+    stop = threading.Event()
+    checker = informer.has_synced_checker()
+    waiter = threading.Thread(target=lambda: results.append(
+        wait_for(stop, "never", checker)), name="test-wait-for", daemon=True)
+    results: list[bool] = []
+    waiter.start()
+    stop.set()
+    waiter.join(1)
+    assert results == [False]
+
+
+def test_a_slow_handler_call_is_logged_with_handler_resource_and_duration(
+        source: FakeControllerSource, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # every call is "slow": the test does not need a handler that sleeps
+    monkeypatch.setattr(processor_module, "SLOW_HANDLER_SECONDS", -1.0)
+    caplog.set_level(logging.INFO, logger="client_cache._processor")
+    source.add(pod("a"))
+    source.add(pod("b"))
+    informer: SharedIndexInformer = new_shared_index_informer_with_options(
+        source, None, SharedIndexInformerOptions(object_description="pods"))
+    listener = TestListener()
+    registration = informer.add_event_handler(listener)
+    stop, thread = start(informer)
+    try:
+        assert listener.ok("a", "b")
+    finally:
+        halt(stop, thread)
+    (line,) = [r for r in caplog.records if "took" in r.getMessage()]  # one per 10 s
+    text = line.getMessage()
+    assert text.startswith("event handler ") and " of pods took " in text
+    assert "on the add of " in text and "ns/a" in text
+    assert line.handler == registration.name
+    assert line.resource == "pods"
+    assert line.duration >= 0
+

@@ -191,8 +191,9 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
             ident = ('{group="",name="metrics-test-informers",resource="pods",'
                      'version="v1"}')
             assert got["informer_queued_items" + ident] == 0.0
-            # the initial fill, two adds and the bookmarks: each a popped item
-            assert got["informer_processing_latency_seconds_count" + ident] >= 3
+            # the initial fill, then the two adds (one batch, or two items) and any
+            # bookmark: one observation per popped item or batch
+            assert got["informer_processing_latency_seconds_count" + ident] >= 2
             assert got["informer_store_resource_version" + ident] == float(
                 pods.get_indexer().last_store_sync_resource_version())
             assert got['client_cache_informer_handler_buffer_depth{handler="0:test_a_known_'

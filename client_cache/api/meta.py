@@ -34,6 +34,7 @@ __all__ = [
     "ObjectMetaAccessor",
     "OwnerReference",
     "accessor",
+    "compare_resource_versions",
     "describe",
     "get_annotations",
     "get_labels",
@@ -214,6 +215,21 @@ def get_resource_version(obj: Any) -> str:
     return _string(
         obj, _field(md, is_map, "resource_version", "resourceVersion"), "resourceVersion"
     )
+
+
+def compare_resource_versions(a: str, b: str) -> int:
+    """Negative, 0 or positive as resourceVersion ``a`` is older than, equal to or newer
+    than ``b`` (apimachinery ``CompareResourceVersion``, KEP-5504, GA in v1.35: a
+    resourceVersion is a decimal integer without leading zeros, ordered by its value).
+    ``ValueError`` for one that is not such (a server that does not promise the order,
+    or an empty string)."""
+    for rv in (a, b):
+        if not (rv.isdigit() and rv.isascii() and (rv == "0" or rv[0] != "0")):
+            raise ValueError(f"resourceVersion {rv!r} is not comparable (a decimal integer "
+                             "without leading zeros)")
+    if len(a) != len(b):
+        return -1 if len(a) < len(b) else 1
+    return (a > b) - (a < b)
 
 
 def same_resource_version(a: Any, b: Any) -> bool:

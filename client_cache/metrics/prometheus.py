@@ -52,7 +52,9 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``controller_runtime_terminal_reconcile_errors_total``,
   ``controller_runtime_reconcile_panics_total``,
   ``controller_runtime_reconcile_time_seconds``,
-  ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``;
+  ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``,
+  and the package's ``client_cache_controller_stale_cache_deferrals_total``
+  (read-your-writes, :mod:`client_cache.runtime._read_your_writes`);
 * leader election: ``leader_election_master_status{name}`` (1 while leading);
 * sharding (:mod:`client_cache.sharding`), label ``ring``: ``shard_members``,
   ``shard_keys_owned``, ``shard_handovers_total`` and
@@ -345,6 +347,10 @@ class ControllerProvider:
         self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles",
                                     "Maximum number of concurrent reconciles per controller",
                                     ["controller"], registry=registry)
+        self.deferrals = Counter("client_cache_controller_stale_cache_deferrals",
+                                 "Reconciles deferred until the cache held the object's "
+                                 "last write (read-your-writes)", ["controller"],
+                                 registry=registry)
 
     def new_reconcile_total_metric(self, name: str, result: str) -> Any:
         """The counter of reconciles of controller ``name`` that ended with ``result``
@@ -375,6 +381,12 @@ class ControllerProvider:
         """The gauge of reconciles of controller ``name`` running now
         (``controller_runtime_active_workers``)."""
         return self.workers.labels(name)
+
+    def new_stale_cache_deferrals_metric(self, name: str) -> Any:
+        """The counter of reconciles of controller ``name`` deferred until the cache held
+        the object's last write (``client_cache_controller_stale_cache_deferrals_total``,
+        a port addition: read-your-writes, KEP-5647)."""
+        return self.deferrals.labels(name)
 
     def new_max_concurrent_reconciles_metric(self, name: str) -> Any:
         """The gauge of controller ``name``'s concurrency limit

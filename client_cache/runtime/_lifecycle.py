@@ -37,6 +37,7 @@ from client_cache.informers.factory import SharedInformerFactory
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
 from client_cache.runtime._kind import PrimaryKind
 from client_cache.runtime._leading import LeadershipGate
+from client_cache.runtime._read_your_writes import Writer, WrittenVersions
 from client_cache.runtime._triggers import Triggers, wake_on_stop
 from client_cache.runtime._worker import Tally, Workers
 from client_cache.runtime.config import ControllerConfig
@@ -46,7 +47,8 @@ from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
 from client_cache.shared_informer import SharedIndexInformer
 from client_cache.util._logs import FailureEpisodes, log_visibly
-from client_cache.util.clock import WithTicker
+from client_cache.util.clock import REAL_CLOCK, WithTicker
+from client_cache.util.features import ATOMIC_FIFO, feature_gates
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
 from client_cache.util.rest_metrics import instrument_client
 from client_cache.util.signals import SignalWaker
@@ -223,9 +225,23 @@ class Run:
             run = Workers(self.name, scheduler, self.watched[0].informer,
                           _threaded(caller, self.reconcile),
                           _threaded(caller, self.error_policy), self.data, recorder,
-                          metrics, gate, shard, state.stopping, state.tally, state.failing)
+                          metrics, gate, shard, state.stopping, state.tally, state.failing,
+                          self._writer(api_client))
             workers += [self._thread(run.loop, f"worker-{i}")
                         for i in range(config.concurrency)]
+
+    def _writer(self, api_client: Any) -> Writer:
+        """The contexts' writer: writes to the primary resource as the controller, read
+        back unless ``read_your_writes_timeout`` is 0 or the cache cannot tell its
+        resourceVersion (the ``AtomicFIFO`` gate off: one WARNING)."""
+        timeout = self.config.read_your_writes_timeout
+        if timeout > 0 and not feature_gates().enabled(ATOMIC_FIFO):
+            log_visibly(_log, logging.WARNING, "controller %s: read-your-writes is off: "
+                        "with the AtomicFIFO feature gate off the cache does not know its "
+                        "resourceVersion", self.name)
+            timeout = 0.0
+        return Writer(api_client, self.primary.gvr, self.name,
+                      WrittenVersions(self.name, timeout, self.clock or REAL_CLOCK))
 
     def _gates(self) -> tuple[LeadershipGate | None, ShardGate | None]:
         config, state = self.config, self.state

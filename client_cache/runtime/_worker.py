@@ -32,6 +32,7 @@ from client_cache.api import meta
 from client_cache.errors import describe_error, find_api_error
 from client_cache.record import EventRecorder
 from client_cache.runtime._leading import LeadershipGate
+from client_cache.runtime._read_your_writes import Writer
 from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.objectref import ObjectRef
 from client_cache.runtime.reconcile import (
@@ -119,6 +120,7 @@ class Workers:
     stopping: threading.Event
     tally: Tally
     failing: FailureEpisodes
+    writer: Writer | None = None
 
     def loop(self) -> None:
         """Take, gate and reconcile requests until the scheduler shuts down, the run
@@ -135,19 +137,38 @@ class Workers:
                     return
                 if gate is not None and not gate.holds_lease():  # lost, maybe by a pause
                     return
+                if self.writer is not None and self._defer(request):
+                    continue
                 if shard is not None and not shard.begin(ref):  # another replica's key
                     scheduler.forget(ref)
                     continue
                 self.tally.started(ref)
                 try:
                     self._reconcile_one(request, Context(self.data, request, self.stopping,
-                                                         self.recorder, identity))
+                                                         self.recorder, identity,
+                                                         self.writer))
                 finally:
                     if shard is not None:
                         shard.end(ref)
             finally:
                 self.tally.ended(ref)
                 scheduler.done(ref)
+
+    def _defer(self, request: ReconcileRequest) -> bool:
+        """Whether ``request`` waits for the primary cache to hold the object's last
+        write (rescheduled at the deadline; the write's own event triggers it earlier):
+        :mod:`client_cache.runtime._read_your_writes`."""
+        assert self.writer is not None
+        ref = request.obj_ref
+        cache_rv = self.informer.indexer.last_store_sync_resource_version()
+        wait = self.writer.versions.wait_for(ref, cache_rv)
+        if wait is None:
+            return False
+        _log.debug("controller %s: %s waits up to %.1f s for the cache (at %s) to hold "
+                   "its last write", self.name, ref, wait, cache_rv)
+        self.metrics.deferrals.inc()
+        self.scheduler.schedule(ref, request.reason, wait)
+        return True
 
     def _reconcile_one(self, request: ReconcileRequest, ctx: Context[Any]) -> None:
         ref, scheduler, metrics = request.obj_ref, self.scheduler, self.metrics

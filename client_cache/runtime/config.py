@@ -42,7 +42,10 @@ class ControllerConfig:
     on a thread of its own and ends with the run); ``rate_limiter``: a function making the
     limiter that spaces the retries of a failing object, called at each run (default
     :func:`~client_cache.runtime.retry.default_rate_limiter`, 5 ms doubling to 1000 s;
-    controller-runtime's ``Options.RateLimiter``; see :mod:`client_cache.runtime.retry`)."""
+    controller-runtime's ``Options.RateLimiter``; see :mod:`client_cache.runtime.retry`);
+    ``read_your_writes_timeout``: how long the next reconcile of an object written through
+    its context waits for the primary cache to hold that write (default 10 s; 0 turns
+    read-your-writes off; see :mod:`client_cache.runtime._read_your_writes`)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -55,12 +58,15 @@ class ControllerConfig:
     sharding: ShardingConfig | None = None
     loop: asyncio.AbstractEventLoop | None = None
     rate_limiter: RateLimiterFactory = default_rate_limiter
+    read_your_writes_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
-        if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0:
-            raise ValueError("debounce, shutdown_timeout and client_qps must not be negative")
+        if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0 or \
+                self.read_your_writes_timeout < 0:
+            raise ValueError("debounce, shutdown_timeout, client_qps and "
+                             "read_your_writes_timeout must not be negative")
         if not callable(self.rate_limiter):
             raise TypeError("rate_limiter must be a function making a rate limiter (called "
                             f"at each run), not {type(self.rate_limiter).__name__}")

@@ -38,7 +38,7 @@ from client_cache.api import meta
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.rest import JSON_MERGE_PATCH, RestError, request_json, resource_path
 from client_cache.errors import ClientCacheError
-from client_cache.runtime.reconcile import Action
+from client_cache.runtime.reconcile import Action, Context
 
 __all__ = ["FinalizerError", "finalizer", "finalizers_of"]
 
@@ -59,18 +59,24 @@ def finalizers_of(obj: Any) -> list[str]:
 
 def finalizer(api_client: Any, gvr: GroupVersionResource, name: str, obj: Any,
               apply: Callable[[Any], Action], cleanup: Callable[[Any], Action],
-              conflict_retries: int = 5) -> Action:
-    """See the module documentation."""
+              conflict_retries: int = 5, *, ctx: Context[Any] | None = None) -> Action:
+    """See the module documentation. Given the reconcile's ``ctx``, the finalizer's
+    writes are read back: the next reconcile waits for the cache to hold them
+    (:meth:`Context.record_write <client_cache.runtime.reconcile.Context.record_write>`)."""
     present = name in finalizers_of(obj)
     if meta.accessor(obj).deletion_timestamp is None:
         if not present:
-            _patch(api_client, gvr, obj, name, add=True, retries=conflict_retries)
+            stored = _patch(api_client, gvr, obj, name, add=True, retries=conflict_retries)
+            if ctx is not None and stored is not None:
+                ctx.record_write(stored)
             return Action.await_change()
         return apply(obj)
     if not present:
         return Action.await_change()
     action = cleanup(obj)
-    _patch(api_client, gvr, obj, name, add=False, retries=conflict_retries)
+    stored = _patch(api_client, gvr, obj, name, add=False, retries=conflict_retries)
+    if ctx is not None and stored is not None:
+        ctx.record_write(stored)
     return action
 
 
@@ -80,7 +86,9 @@ def _path(gvr: GroupVersionResource, obj: Any) -> str:
 
 
 def _patch(api_client: Any, gvr: GroupVersionResource, obj: Any, name: str, *, add: bool,
-           retries: int) -> None:
+           retries: int) -> Any:
+    """Add or remove the finalizer, reading the object again after a conflict; returns
+    what the server stored (None: nothing was written, or the object is gone)."""
     path = _path(gvr, obj)
     what = "add" if add else "remove"
     for _ in range(retries + 1):
@@ -88,13 +96,15 @@ def _patch(api_client: Any, gvr: GroupVersionResource, obj: Any, name: str, *, a
         wanted = ([*current, name] if name not in current else current) if add \
             else [f for f in current if f != name]
         if wanted == current:
-            return
+            return None
         body = {"metadata": {"finalizers": wanted,
                              "resourceVersion": meta.get_resource_version(obj)}}
         try:
-            status, _ = request_json(api_client, "PATCH", path, body, JSON_MERGE_PATCH)
-            if 200 <= status < 300 or (status == 404 and not add):
-                return  # done, or gone already: nothing left to hold
+            status, stored = request_json(api_client, "PATCH", path, body, JSON_MERGE_PATCH)
+            if 200 <= status < 300:
+                return stored
+            if status == 404 and not add:
+                return None  # gone already: nothing left to hold
             if status != 409:
                 raise FinalizerError(f"could not {what} finalizer {name} on "
                                      f"{meta.describe(obj)}: HTTP {status}")
@@ -103,7 +113,7 @@ def _patch(api_client: Any, gvr: GroupVersionResource, obj: Any, name: str, *, a
             raise FinalizerError(f"could not {what} finalizer {name} on "
                                  f"{meta.describe(obj)}") from err
         if status == 404 and not add:
-            return
+            return None
         if not 200 <= status < 300 or fresh is None:
             raise FinalizerError(f"could not read {meta.describe(obj)} again after a "
                                  f"conflict: HTTP {status}")

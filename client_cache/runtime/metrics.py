@@ -120,6 +120,12 @@ class NoopControllerMetricsProvider:
         """None: the queue uses the work queue's global provider."""
         return None
 
+    def new_stale_cache_deferrals_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing. (Optional in a provider: the counter of
+        reconciles of controller ``name`` deferred until the cache held the object's
+        last write, ``client_cache_controller_stale_cache_deferrals_total``.)"""
+        return _NOOP
+
     def new_active_workers_metric(self, name: str) -> GaugeMetric:
         """A metric that records nothing."""
         return _NOOP
@@ -162,6 +168,10 @@ class ControllerMetrics:
         self.panics = provider.new_reconcile_panics_metric(name)
         self.time = provider.new_reconcile_time_metric(name)
         self.active = provider.new_active_workers_metric(name)
+        # optional in a provider (added with read-your-writes): a provider without it
+        # records no deferrals
+        deferrals = getattr(provider, "new_stale_cache_deferrals_metric", None)
+        self.deferrals: CounterMetric = deferrals(name) if callable(deferrals) else _NOOP
         self.queue_provider = provider.new_queue_metrics_provider(name)
         provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
 

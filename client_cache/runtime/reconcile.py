@@ -12,13 +12,17 @@ from __future__ import annotations
 import copy
 import enum
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from urllib3.exceptions import HTTPError
 
 from client_cache.errors import ClientCacheError, find_api_error
 from client_cache.runtime.objectref import ObjectRef
+
+if TYPE_CHECKING:
+    from client_cache.runtime._read_your_writes import Writer
 
 __all__ = [
     "Action",
@@ -155,13 +159,51 @@ class Context(Generic[D]):
     ``recorder``, an :class:`~client_cache.record.EventRecorder` reporting as the
     controller (None when the controller was built without events), and ``shard``, the
     identity of the shard (this replica's member of the ring) running the reconcile when
-    the controller is sharded (``ControllerConfig.sharding``), else ``""``."""
+    the controller is sharded (``ControllerConfig.sharding``), else ``""``.
+
+    Writes made through the context (:meth:`apply`, :meth:`patch_status`, and those
+    :meth:`record_write` is told of) are read back: the next reconcile of the object waits
+    until the cache holds them (:mod:`client_cache.runtime._read_your_writes`, KEP-5647).
+    A context built by hand (a test's) has no ``writer``: :meth:`apply` and
+    :meth:`patch_status` raise ``RuntimeError`` and :meth:`record_write` does nothing."""
 
     data: D
     request: ReconcileRequest
     stopping: threading.Event
     recorder: Any = None
     shard: str = ""
+    writer: Writer | None = None
+
+    def _writer(self) -> Writer:
+        if self.writer is None:
+            raise RuntimeError("this Context writes nothing: it was not made by a "
+                               "running Controller")
+        return self.writer
+
+    def apply(self, obj: Any, *, force: bool = True,
+              field_manager: str | None = None) -> dict[str, Any]:
+        """Server-side apply ``obj`` to the controller's primary resource, as the
+        controller's field manager (its name) unless ``field_manager`` says otherwise,
+        forced by default (a controller owns what it applies: see
+        :func:`~client_cache.runtime.apply.apply`); returns what the server stored. When
+        ``obj`` is the reconciled object, its next reconcile waits for the cache to hold
+        this write."""
+        return self._writer().apply(self.obj_ref, obj, force=force,
+                                    field_manager=field_manager)
+
+    def patch_status(self, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge-patch the reconciled object's ``status`` subresource with ``patch``
+        (``{"status": {...}}`` or the status fields alone); returns what the server
+        stored, and the next reconcile waits for the cache to hold it.
+        :class:`~client_cache.errors.ApiStatusError` when the server refuses."""
+        return self._writer().patch_status(self.obj_ref, patch)
+
+    def record_write(self, written: Any) -> None:
+        """Tell the controller of a write to the reconciled object made another way (the
+        object the server returned, or its resourceVersion): its next reconcile waits
+        for the cache to hold it."""
+        if self.writer is not None:
+            self.writer.versions.record(self.obj_ref, written)
 
     @property
     def reason(self) -> ReconcileReason:

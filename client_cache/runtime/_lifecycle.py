@@ -246,7 +246,8 @@ class Run:
     def _gates(self) -> tuple[LeadershipGate | None, ShardGate | None]:
         config, state = self.config, self.state
         gate = None if config.leader_election is None else LeadershipGate(
-            config.leader_election, self.name, state.stopping.set)
+            config.leader_election, self.name, state.stopping.set,
+            follow=config.leadership_lost == "follow")
         triggers = self.triggers
         shard = None if config.sharding is None else ShardGate(
             config.sharding, self.name, self.factory.api_client, triggers.primary_refs,
@@ -347,7 +348,8 @@ class Run:
 
     def _stop_gate(self, gate: LeadershipGate) -> None:
         gate.stop()
-        self.state.tally.summary.lost_leadership = gate.lost
+        # following, a lost lease did not end the run
+        self.state.tally.summary.lost_leadership = gate.lost and not gate.follows
 
     def _stop_shard(self, shard: ShardGate) -> None:
         # the workers are joined: leave, handing the keys over

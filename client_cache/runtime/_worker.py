@@ -128,6 +128,8 @@ class Workers:
         scheduler, shard, gate = self.scheduler, self.shard, self.gate
         identity = "" if shard is None else shard.identity
         while True:
+            if gate is not None and not gate.wait_to_lead(self.stopping):
+                return  # stopping while following
             request = scheduler.get()
             if request is None:
                 return
@@ -136,7 +138,10 @@ class Workers:
                 if self.stopping.is_set():
                     return
                 if gate is not None and not gate.holds_lease():  # lost, maybe by a pause
-                    return
+                    if not gate.follows:
+                        return
+                    scheduler.schedule(ref, request.reason)  # runs once leading again
+                    continue
                 if self.writer is not None and self._defer(request):
                     continue
                 if shard is not None and not shard.begin(ref):  # another replica's key
@@ -144,7 +149,9 @@ class Workers:
                     continue
                 self.tally.started(ref)
                 try:
-                    self._reconcile_one(request, Context(self.data, request, self.stopping,
+                    stopping = self.stopping if gate is None \
+                        else gate.term_stopping(self.stopping)
+                    self._reconcile_one(request, Context(self.data, request, stopping,
                                                          self.recorder, identity,
                                                          self.writer))
                 finally:

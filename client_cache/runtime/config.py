@@ -45,7 +45,12 @@ class ControllerConfig:
     controller-runtime's ``Options.RateLimiter``; see :mod:`client_cache.runtime.retry`);
     ``read_your_writes_timeout``: how long the next reconcile of an object written through
     its context waits for the primary cache to hold that write (default 10 s; 0 turns
-    read-your-writes off; see :mod:`client_cache.runtime._read_your_writes`)."""
+    read-your-writes off; see :mod:`client_cache.runtime._read_your_writes`);
+    ``leadership_lost``: what a leader-elected replica does when it loses the lease:
+    ``"end"`` its run (the default, as controller-runtime's manager exits) or
+    ``"follow"``: stop reconciling, stand again and resume with warm caches when it leads
+    (KEP-5366's graceful transition; see :mod:`client_cache.runtime._leading` for what it
+    means for reconciles in flight)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -59,6 +64,7 @@ class ControllerConfig:
     loop: asyncio.AbstractEventLoop | None = None
     rate_limiter: RateLimiterFactory = default_rate_limiter
     read_your_writes_timeout: float = 10.0
+    leadership_lost: str = "end"
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -70,6 +76,9 @@ class ControllerConfig:
         if not callable(self.rate_limiter):
             raise TypeError("rate_limiter must be a function making a rate limiter (called "
                             f"at each run), not {type(self.rate_limiter).__name__}")
+        if self.leadership_lost not in ("end", "follow"):
+            raise ValueError("leadership_lost is 'end' or 'follow', not "
+                             f"{self.leadership_lost!r}")
         if self.leader_election is not None and self.sharding is not None:
             raise ValueError("leader_election and sharding exclude each other: one replica "
                              "acting, or each acting on its share")

@@ -75,7 +75,9 @@ What it does, as kube-rs:
 * **Replicas.** ``ControllerConfig(leader_election=LeaderElectionConfig(lock=LeaseLock(...)))``:
   every replica keeps its caches warm, only the leader reconciles; a replica that stops
   leading stops starting reconciles at once and its run ends
-  (``RunSummary.lost_leadership``), as controller-runtime's manager exits.
+  (``RunSummary.lost_leadership``), as controller-runtime's manager exits; with
+  ``leadership_lost="follow"`` it follows instead, with warm caches, and leads again
+  when it wins the lease (KEP-5366).
   ``ControllerConfig(sharding=ShardingConfig(...))``: every replica caches every object
   and reconciles its share of the keys, or with ``mode="labels"`` caches only the objects
   a sharder labelled for it (:mod:`client_cache.runtime.sharded`: the factory's own

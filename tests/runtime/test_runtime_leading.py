@@ -14,7 +14,12 @@ from kubernetes.client import CoreV1Api
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import new_shared_informer_factory
-from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLockConfig
+from client_cache.leaderelection import (
+    LeaderElectionConfig,
+    LeaseLock,
+    LockError,
+    ResourceLockConfig,
+)
 from client_cache.runtime import Action, Context, Controller, ControllerConfig, RunSummary
 from client_cache.testing.apiserver import EmbeddedApiServer
 from client_cache.testing.proxy import TcpProxy
@@ -31,20 +36,38 @@ def server() -> Iterator[EmbeddedApiServer]:
         yield srv
 
 
+class BreakableLock(LeaseLock):
+    """A Lease lock whose writes fail while ``broken`` is set (renewals fail: the replica
+    loses the lease at its renew deadline, deterministically)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.broken = threading.Event()
+
+    def update(self, record: Any, timeout: float | None = None, **kwargs: Any) -> None:
+        if self.broken.is_set():
+            raise LockError("broken by the test")
+        super().update(record, timeout, **kwargs)
+
+
 class Replica:
     """One replica: its own client, factory and controller, run on a thread."""
 
     def __init__(self, server: EmbeddedApiServer, identity: str,
-                 reconcile_gate: threading.Event | None = None, **election: Any) -> None:
+                 reconcile_gate: threading.Event | None = None, *,
+                 leadership_lost: str = "end", **election: Any) -> None:
         self.reconcile_gate = reconcile_gate
         self.api = server.api_client()
         self.identity = identity
         self.reconciled: list[str] = []
+        self.stoppings: list[threading.Event] = []
         self.summary: RunSummary | None = None
-        lock = LeaseLock("default", "replicas", self.api, ResourceLockConfig(identity))
+        self.lock = BreakableLock("default", "replicas", self.api,
+                                  ResourceLockConfig(identity))
         config = ControllerConfig(client_qps=0, name=f"replica-{identity}",
+                                  leadership_lost=leadership_lost,
                                   leader_election=LeaderElectionConfig(
-                                      lock=lock, **{**FAST, **election}))
+                                      lock=self.lock, **{**FAST, **election}))
         self.controller: Controller[Any] = Controller(
             new_shared_informer_factory(self.api, 0), CONFIGMAPS, config=config)
         self.thread = threading.Thread(target=self._run, name=f"test-replica-{identity}",
@@ -53,6 +76,7 @@ class Replica:
 
     def _run(self) -> None:
         def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+            self.stoppings.append(ctx.stopping)
             self.reconciled.append(obj["metadata"]["name"])
             if self.reconcile_gate is not None:
                 self.reconcile_gate.wait(10)
@@ -100,6 +124,58 @@ def test_losing_leadership_stops_reconciling(server: EmbeddedApiServer) -> None:
         assert replica.summary is not None and replica.summary.lost_leadership
     finally:
         server.clear_faults()
+        replica.stop()
+
+
+def test_a_follower_leads_again_with_its_caches_warm(server: EmbeddedApiServer) -> None:
+    """KEP-5366, ``leadership_lost="follow"``: the replica that lost the lease keeps
+    running, stops reconciling, and leads again when the other lets go, reconciling what
+    changed meanwhile from the caches it kept (no relist)."""
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    first = Replica(server, "first", leadership_lost="follow")
+    eventually(lambda: first.reconciled == ["a"], 10, "the leader did not reconcile")
+    second = Replica(server, "second", release_on_cancel=True)
+    try:
+        (health,) = first.controller.health().values()
+        fills = health.lists
+        first.lock.broken.set()  # its renewals fail: it loses the lease
+        eventually(lambda: second.reconciled == ["a"], 10, "the second did not take over")
+        first.lock.broken.clear()
+        assert first.thread.is_alive()  # following: its run goes on
+        core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+        eventually(lambda: second.reconciled == ["a", "b"], 10)
+        assert first.reconciled == ["a"]  # a follower reconciles nothing
+        second.stop()  # releases the lease
+        eventually(lambda: first.reconciled == ["a", "b"], 10,
+                   "the follower did not lead again")
+        (health,) = first.controller.health().values()
+        assert health.lists == fills  # the same caches: nothing was listed again
+    finally:
+        if second.thread.is_alive():
+            second.stop()
+    summary = first.stop()
+    assert not summary.lost_leadership  # the run did not end for it
+
+
+def test_a_reconcile_in_flight_when_the_lease_is_lost_is_told(
+        server: EmbeddedApiServer) -> None:
+    """Following, the run goes on, but the reconcile running when the lease was lost
+    sees its ``ctx.stopping`` set (so it can stop writing as the old leader)."""
+    CoreV1Api(server.api_client()).create_namespaced_config_map(
+        "default", {"metadata": {"name": "a"}})
+    gate = threading.Event()
+    replica = Replica(server, "only", reconcile_gate=gate, leadership_lost="follow")
+    try:
+        eventually(lambda: replica.reconciled == ["a"], 10)
+        (stopping,) = replica.stoppings
+        assert not stopping.is_set()
+        replica.lock.broken.set()
+        assert stopping.wait(10)  # set at the renew deadline
+        assert replica.thread.is_alive()
+    finally:
+        gate.set()
+        replica.lock.broken.clear()
         replica.stop()
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "list_items",
     "list_remaining_item_count",
     "list_resource_version",
+    "list_shard_selector",
 ]
 
 INITIAL_EVENTS_ANNOTATION_KEY = "k8s.io/initial-events-end"
@@ -38,7 +39,9 @@ class ListOptions:
     """Options of a LIST or WATCH request (Go ``metav1.ListOptions``).
 
     ``continue_`` is Go's ``Continue`` (``continue`` is a Python keyword). ``None`` and
-    empty values are not sent.
+    empty values are not sent. ``shard_selector`` (Go ``ShardSelector``, alpha in v1.36,
+    KEP-5866): only the objects of these hash ranges (:mod:`client_cache.api.sharding`);
+    a server without the ``ShardedListAndWatch`` gate ignores it.
     """
 
     label_selector: str = ""
@@ -51,6 +54,7 @@ class ListOptions:
     limit: int = 0
     continue_: str = ""
     send_initial_events: bool | None = None
+    shard_selector: str = ""
 
     def copy(self) -> ListOptions:
         """A copy whose fields can be changed without touching this one."""
@@ -79,6 +83,8 @@ class ListOptions:
             query.append(("continue", self.continue_))
         if self.send_initial_events is not None:
             query.append(("sendInitialEvents", "true" if self.send_initial_events else "false"))
+        if self.shard_selector:
+            query.append(("shardSelector", self.shard_selector))
         return query
 
 
@@ -134,6 +140,16 @@ def list_remaining_item_count(obj: Any) -> int | None:
     md, is_map = _list_meta(obj)
     value = _field(md, is_map, "remainingItemCount", "remaining_item_count", "remainingItemCount")
     return value if isinstance(value, int) else None
+
+
+def list_shard_selector(obj: Any) -> str:
+    """``metadata.shardInfo.selector`` of a list: the shard selector the server applied
+    (KEP-5866), ``""`` for a list that is the whole collection."""
+    md, is_map = _list_meta(obj)
+    info = _field(md, is_map, "shardInfo", "shard_info", "shardInfo")
+    value = info.get("selector") if isinstance(info, Mapping) else \
+        getattr(info, "selector", None)
+    return value if isinstance(value, str) else ""
 
 
 def list_items(obj: Any) -> list[Any]:

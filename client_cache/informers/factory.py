@@ -97,7 +97,11 @@ class SharedInformerFactoryOptions:
     ``informer_name`` (Go ``WithInformerName``, v0.36): a name from
     :func:`~client_cache.identity.new_informer_name`; each informer the factory builds
     gets the identity ``informer_name.with_resource(gvr)`` (client-go's informer metrics
-    and log fields), and :meth:`SharedInformerFactory.shutdown` releases the name."""
+    and log fields), and :meth:`SharedInformerFactory.shutdown` releases the name.
+    ``shard_selector`` (KEP-5866, alpha in v1.36: the server needs the
+    ``ShardedListAndWatch`` gate): every informer lists and watches only the objects of
+    these hash ranges (:mod:`client_cache.api.sharding`), set after
+    ``tweak_list_options``; a server without the gate ignores it and sends everything."""
 
     namespace: str = ""
     tweak_list_options: TweakListOptionsFunc | None = None
@@ -111,6 +115,20 @@ class SharedInformerFactoryOptions:
     protobuf: bool = False
     skip_paths: tuple[SkipPath, ...] = ()
     informer_name: InformerName | None = None
+    shard_selector: str = ""
+
+
+def _with_shard_selector(tweak: TweakListOptionsFunc | None,
+                         selector: str) -> TweakListOptionsFunc | None:
+    """``tweak``, then the shard selector set (``tweak`` itself without one)."""
+    if not selector:
+        return tweak
+
+    def sharded(options: ListOptions) -> None:
+        if tweak is not None:
+            tweak(options)
+        options.shard_selector = selector
+    return sharded
 
 
 class UnknownResourceError(ClientCacheError, LookupError):
@@ -139,7 +157,8 @@ class SharedInformerFactory(TypedGroups):
         instrument_client(api_client)  # the application's calls on it count in rest_client_*
         self.default_resync = default_resync
         self.namespace = options.namespace
-        self.tweak_list_options = options.tweak_list_options
+        self.tweak_list_options = _with_shard_selector(options.tweak_list_options,
+                                                       options.shard_selector)
         self.custom_resync = dict(options.custom_resync)
         self.transform = options.transform
         self.watch_idle_timeout = options.watch_idle_timeout

@@ -29,7 +29,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         with EmbeddedBackend() as embedded:
             yield embedded
         return
-    with ControlPlane(envtest_binaries(), uncached_resources=("podtemplates",)) as plane:
+    # the alpha gates the suite tests (both servers have them on)
+    with ControlPlane(envtest_binaries(), uncached_resources=("podtemplates",),
+                      extra_args=("--feature-gates=ShardedListAndWatch=true",)) as plane:
         yield RealBackend(plane)
 
 

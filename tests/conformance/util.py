@@ -74,7 +74,8 @@ class EmbeddedBackend(Backend):
 
     def __init__(self) -> None:
         self.server = EmbeddedApiServerProcess(bookmark_interval=1.0,
-                                               uncached_resources=("podtemplates",))
+                                               uncached_resources=("podtemplates",),
+                                               feature_gates={"ShardedListAndWatch": True})
 
     def __enter__(self) -> EmbeddedBackend:
         self.server.start()

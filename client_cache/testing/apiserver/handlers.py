@@ -20,6 +20,7 @@ import yaml
 
 from client_cache.api import fields as fieldsel
 from client_cache.api import labels as labelsel
+from client_cache.api.sharding import ShardSelector, ShardSelectorError, parse_shard_selector
 from client_cache.codec import protobuf
 from client_cache.errors import (
     ApiStatusError,
@@ -29,6 +30,7 @@ from client_cache.errors import (
 )
 from client_cache.testing.apiserver import encoding
 from client_cache.testing.apiserver.faults import ABORT, GARBLE
+from client_cache.testing.apiserver.gates import SHARDED_LIST_AND_WATCH
 from client_cache.testing.apiserver.managed_fields import manager_of
 from client_cache.testing.apiserver.resources import ResourceType
 from client_cache.testing.apiserver.watchers import Watcher
@@ -361,11 +363,25 @@ class Handler(BaseHTTPRequestHandler):
         return (labelsel.parse(query.get("labelSelector", "")),
                 fieldsel.parse_selector(query.get("fieldSelector", "")))
 
+    def _shard_selector(self, query: dict[str, str]) -> ShardSelector | None:
+        """The request's ``shardSelector`` when the ``ShardedListAndWatch`` gate is on
+        (ignored otherwise, as by a real server); a bad one is refused as kube-apiserver
+        refuses it: 500 with ``invalid shard selector: ...`` (the registry's plain error,
+        which its handler turns into an InternalError status)."""
+        text = query.get("shardSelector", "")
+        if not text or not self.owner.feature_gates[SHARDED_LIST_AND_WATCH]:
+            return None
+        try:
+            return parse_shard_selector(text)
+        except ShardSelectorError as err:
+            raise ApiStatusError(500, "", f"invalid shard selector: {err}") from err
+
     def _list(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
         store = self.owner.store
         self.owner.count_request("list_requests")
         label_sel, field_sel = self._selectors(query)
-        probe = Watcher(rtype, namespace, label_sel, field_sel)
+        shards = self._shard_selector(query)
+        probe = Watcher(rtype, namespace, label_sel, field_sel, shard_selector=shards)
         rv_param = query.get("resourceVersion", "")
         match = query.get("resourceVersionMatch", "")
         token = query.get("continue", "")
@@ -403,6 +419,8 @@ class Handler(BaseHTTPRequestHandler):
         if start_after:
             selected = [o for o in selected if _object_key(o) > start_after]
         md: dict[str, Any] = {"resourceVersion": str(served)}
+        if shards is not None:
+            md["shardInfo"] = {"selector": str(shards)}
         if limit and len(selected) > limit:
             page = selected[:limit]
             md["continue"] = _encode_continue(served, _object_key(page[-1]))
@@ -445,7 +463,8 @@ class Handler(BaseHTTPRequestHandler):
         owner.count_request("watch_requests")
         store = owner.store
         label_sel, field_sel = self._selectors(query)
-        watcher = Watcher(rtype, namespace, label_sel, field_sel)
+        watcher = Watcher(rtype, namespace, label_sel, field_sel,
+                          shard_selector=self._shard_selector(query))
         rv_param = query.get("resourceVersion", "")
         send_initial = query.get("sendInitialEvents") == "true"
         if send_initial:

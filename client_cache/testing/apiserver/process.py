@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
@@ -20,6 +21,7 @@ from urllib.parse import urlencode
 from kubernetes.client import ApiClient
 
 from client_cache.errors import ClientCacheError
+from client_cache.testing.apiserver.gates import check_feature_gates, parse_feature_gates
 from client_cache.testing.apiserver.server import LOOPBACK, EmbeddedApiServer, client_configuration
 from client_cache.util.signals import SignalWaker
 
@@ -38,10 +40,12 @@ class EmbeddedApiServerProcess:
     it."""
 
     def __init__(self, *, bookmark_interval: float = 1.0, history: int = 100_000,
-                 uncached_resources: tuple[str, ...] = (), port: int = 0) -> None:
+                 uncached_resources: tuple[str, ...] = (), port: int = 0,
+                 feature_gates: Mapping[str, bool] | None = None) -> None:
         self.bookmark_interval = bookmark_interval
         self.history = history
         self.uncached_resources = uncached_resources
+        self.feature_gates = check_feature_gates(feature_gates or {})
         self.port = port
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
@@ -55,6 +59,8 @@ class EmbeddedApiServerProcess:
              "--bookmark-interval", str(self.bookmark_interval),
              "--history", str(self.history),
              *(f"--uncached={plural}" for plural in self.uncached_resources),
+             "--feature-gates=" + ",".join(f"{name}={str(on).lower()}"
+                                           for name, on in self.feature_gates.items()),
              *(["--state", state] if state else []),
              "--exit-with-parent"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
@@ -183,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=100_000)
     parser.add_argument("--uncached", action="append", default=[],
                         help="a resource (plural) served as if it had no watch cache")
+    parser.add_argument("--feature-gates", default="",
+                        help="Name=true,Other=false, as kube-apiserver's (the gates of "
+                             "client_cache.testing.apiserver.gates)")
     parser.add_argument("--state", default="",
                         help="start from this dump (POST /__control/dump?path=...)")
     parser.add_argument("--exit-with-parent", action="store_true",
@@ -192,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = EmbeddedApiServer(args.port, bookmark_interval=args.bookmark_interval,
                                    history=args.history, host=args.host,
-                                   uncached_resources=tuple(args.uncached))
+                                   uncached_resources=tuple(args.uncached),
+                                   feature_gates=parse_feature_gates(args.feature_gates))
     except ValueError as err:
         parser.error(str(err))
     if args.state:

@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -18,6 +19,7 @@ from kubernetes.client import ApiClient, Configuration
 
 from client_cache.errors import ApiStatusError
 from client_cache.testing.apiserver.faults import FaultInjection
+from client_cache.testing.apiserver.gates import check_feature_gates
 from client_cache.testing.apiserver.handlers import Handler
 from client_cache.testing.apiserver.load import start_load
 from client_cache.testing.apiserver.resources import ResourceType
@@ -100,12 +102,17 @@ class EmbeddedApiServer(FaultInjection):
         store: ApiStore | None = None,
         uncached_resources: tuple[str, ...] = (),
         host: str = LOOPBACK,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         if host not in LOOPBACK_NAMES:
             raise ValueError(f"the embedded API server binds only to loopback "
                              f"({', '.join(LOOPBACK_NAMES)}), not {host!r}")
         self.store = store or ApiStore(history, uncached_resources)
         self.bookmark_interval = bookmark_interval
+        self.feature_gates = check_feature_gates(feature_gates or {})
+        """The server's feature gates (``--feature-gates``): ``ShardedListAndWatch``
+        (KEP-5866, alpha, off as on a real v1.36 server) applies LIST and WATCH
+        ``shardSelector``s."""
         self.latency = 0.0
         self.init_faults()
         self._httpd = _Server(self, port)

@@ -16,6 +16,7 @@ from typing import Any
 
 from client_cache.api import fields as fieldsel
 from client_cache.api import labels as labelsel
+from client_cache.api.sharding import ShardSelector
 from client_cache.testing.apiserver.resources import ResourceType
 
 __all__ = ["Change", "Watcher", "encode_event", "field_set"]
@@ -49,6 +50,9 @@ class Watcher:
     #: Only changes after this revision are sent (the watch's resourceVersion, or the
     #: revision of its initial state); bookmarks must be newer too, as on the real server.
     start_rv: int = 0
+    #: The watch's shard selector (``ShardedListAndWatch``), None for all objects. An
+    #: object's uid and namespace never change, so it never moves in or out of a shard.
+    shard_selector: ShardSelector | None = None
 
     def event_for(self, change_type: str, obj: dict[str, Any],
                   prev: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
@@ -79,6 +83,8 @@ class Watcher:
         if not self.label_selector.empty() and not self.label_selector.matches(
             md.get("labels") or {}
         ):
+            return False
+        if self.shard_selector is not None and not self.shard_selector.matches(obj):
             return False
         return self.field_selector.empty() or self.field_selector.matches(field_set(obj))
 

@@ -68,6 +68,7 @@ SETTLE_SECONDS = 180.0  # the longest wait for the load to fall to LOADED before
 LABELS = {
     "cc-dict": "client_cache (dicts)",
     "cc-dict-own-keys": "client_cache (dicts, key tables not shared)",
+    "cc-dict-v032": "client_cache (dicts, client-go v0.32's informer: DeltaFIFO)",
     "cc-dict-rebuilt": "client_cache (dicts, unchanged parts not taken from the cache)",
     "cc-dict-skip": "client_cache (dicts, managedFields skipped while decoding)",
     "cc-model": "client_cache (V1Pod models)",
@@ -104,12 +105,14 @@ class Variant:
 
 V = Variant
 EMBEDDED = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict", "paged"),
-            V("cc-dict-own-keys"), V("cc-struct"), V("cc-struct", "watch-list"), V("cc-model"),
+            V("cc-dict-v032"), V("cc-dict-own-keys"), V("cc-struct"),
+            V("cc-struct", "watch-list"), V("cc-model"),
             V("cc-model", "watch-list"), V("k8s-informer"), V("watch-model"),
             V("watch-raw"), V("client-go"), V("client-go", "watch-list"),
             V("client-go", "paged"), V("floor"), V("floor", "watch-list")]
 FANOUT = [V("cc-dict"), V("cc-model"), V("k8s-informer"), V("watch-raw"), V("client-go")]
-REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict-own-keys"),
+REPLAY = [V("cc-dict"), V("cc-dict", "watch-list"), V("cc-dict-v032"),
+          V("cc-dict-own-keys"),
           V("cc-dict-rebuilt"), V("cc-struct"), V("watch-raw"),
           V("client-go"), V("client-go", "watch-list"), V("floor"), V("floor", "watch-list")]
 REPLAY_FANOUT = [V("cc-dict"), V("cc-dict-rebuilt"), V("client-go")]

@@ -17,7 +17,8 @@ the server's write (stamped in each object) to the handler for the next K events
 Contenders: ``cc-dict`` (client_cache, wire dicts), ``cc-dict-own-keys`` (the same with
 ``CLIENT_CACHE_COMPACT_DICTS=0``: each dict keeps its own key table), ``cc-dict-rebuilt``
 (the same with ``CLIENT_CACHE_REUSE_UNCHANGED=0``: a watch event's object is built whole,
-nothing taken from the object it replaces), ``cc-model`` (client_cache,
+nothing taken from the object it replaces), ``cc-dict-v032`` (the same on client-go
+v0.32's informer, a DeltaFIFO, beside the default v0.36 one), ``cc-model`` (client_cache,
 ``V1Pod`` models), ``cc-struct`` (client_cache, struct mode: msgspec structs without
 managedFields), all on any ``--sync`` path (list, watch-list, paged);
 ``k8s-informer`` (the ``kubernetes`` package's own ``kubernetes.informer.SharedInformer``),
@@ -159,7 +160,9 @@ def drop_managed_fields(obj: Any) -> Any:
 
 def client_cache_informer(models: bool, structs: bool = False, compact: bool = True,
                           skip: tuple[str, ...] = (), reuse: bool = True,
-                          ) -> Callable[..., Any]:
+                          v032: bool = False) -> Callable[..., Any]:
+    """A factory informer of pods; ``v032``: client-go v0.32's informer (a DeltaFIFO,
+    ``use_real_fifo=False``) instead of v0.36's default (an atomic RealFIFO)."""
     def start(api: ApiClient, ns: str, handlers: int, counter: Counter,
               stop: threading.Event, transform: bool = False,
               sync: str = "list", protobuf: bool = False) -> Callable[[], int]:
@@ -178,7 +181,7 @@ def client_cache_informer(models: bool, structs: bool = False, compact: bool = T
                 namespace=ns, transform=drop_managed_fields if transform else None,
                 use_watch_list=sync == "watch-list", protobuf=protobuf,
                 tweak_list_options=paged_list if sync == "paged" else None,
-                skip_paths=skip))
+                skip_paths=skip, use_real_fifo=False if v032 else None))
         if structs:
             from kubernetes.client import V1Pod
 
@@ -367,6 +370,7 @@ def floor(api: ApiClient, ns: str, handlers: int, counter: Counter,
 CONTENDERS: dict[str, Callable[..., Any]] = {
     "cc-dict": client_cache_informer(models=False),
     "cc-dict-own-keys": client_cache_informer(models=False, compact=False),
+    "cc-dict-v032": client_cache_informer(models=False, v032=True),
     "cc-dict-rebuilt": client_cache_informer(models=False, reuse=False),
     "cc-model": client_cache_informer(models=True),
     "cc-dict-skip": client_cache_informer(models=False, skip=("metadata.managedFields",)),
@@ -377,7 +381,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
     "floor": floor,
 }
 #: The contenders that can take each sync path; the rest LIST only.
-SYNC_CAPABLE = {"cc-dict", "cc-dict-skip", "cc-model", "cc-struct", "floor"}
+SYNC_CAPABLE = {"cc-dict", "cc-dict-skip", "cc-dict-v032", "cc-model", "cc-struct", "floor"}
 # and wire, in delivery mode
 PROTOBUF_CAPABLE = {"cc-dict", "cc-dict-skip", "cc-model", "cc-struct"}
 

@@ -454,6 +454,11 @@ def process_deltas_in_batch(
         if errors:
             raise ClientCacheError(f"unexpected error when handling deltas: {errors}")
         return
+    swap = getattr(client_state, "swap_transaction", None)
+    if callable(swap):  # an informer's indexer: each key computed once, one lock
+        _apply_batch(swap, handler, deltas, is_in_initial_list,
+                     lambda obj: _never_held(client_state, obj))
+        return
     txns: list[Transaction] = []
     callbacks: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
     for d in deltas:
@@ -491,6 +496,40 @@ def process_deltas_in_batch(
 
 _BATCH_WRITES = frozenset({DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACED,
                            DeltaType.SYNC})
+
+
+def _apply_batch(swap: Callable[..., tuple[list[tuple[Any, bool]], TransactionError | None]],
+                 handler: ResourceEventHandler[Any], deltas: list[Delta],
+                 is_in_initial_list: bool, never_held: Callable[[Any], bool]) -> None:
+    """:func:`process_deltas_in_batch` on a store with ``swap_transaction``: the writes
+    and the reads of what they replace in one transaction, then the notifications, in
+    order, of those applied (an update when the key held an object, else an add)."""
+    txns: list[Transaction] = []
+    for d in deltas:
+        obj = d.object
+        if d.type is DeltaType.DELETED:
+            if type(obj) is DeletedFinalStateUnknown and never_held(obj):
+                continue
+            txns.append(Transaction(obj, TransactionType.DELETE))
+        elif d.type in _BATCH_WRITES:
+            txns.append(Transaction(obj, TransactionType.UPDATE))
+        else:
+            raise ClientCacheError(f"Delta type {d.type.value} is not supported in batch "
+                                   "processing")
+    previous, error = swap(*txns)
+    applied = range(len(txns)) if error is None else error.successful_indices
+    for i in applied:
+        txn, (old, existed) = txns[i], previous[i]
+        obj = txn.object
+        if txn.type is TransactionType.DELETE:
+            handler.on_delete(obj)
+        elif existed:
+            handler.on_update(old, obj)
+        else:
+            handler.on_add(obj, is_in_initial_list)
+    if error is not None:
+        raise ClientCacheError(
+            f"not all items in the batch successfully processed: {error}") from error
 
 
 def replace_all(handler: ResourceEventHandler[Any], client_state: Store, info: ReplacedAllInfo,

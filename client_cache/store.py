@@ -246,6 +246,17 @@ class _Cache:
         computed first; a write whose key cannot be computed, or whose index function
         raises, fails alone, and :class:`~client_cache.transaction.TransactionError` then
         gives the positions in ``txns`` of the writes applied."""
+        error = self.swap_transaction(*txns)[1]
+        if error is not None:
+            raise error
+
+    def swap_transaction(
+        self, *txns: Transaction,
+    ) -> tuple[list[tuple[Any, bool]], TransactionError | None]:
+        """:meth:`transaction`, also returning what each object's key held before its
+        write, ``(old, existed)`` per transaction (``(None, False)`` for one whose key
+        could not be computed), and the error :meth:`transaction` would raise, or None
+        (a port addition: an informer applies a batch with it, each key computed once)."""
         keyed: list[ThreadSafeStoreTransaction] = []
         positions: list[int] = []
         errors: list[BaseException] = []
@@ -257,13 +268,14 @@ class _Cache:
             else:
                 positions.append(i)
         done = positions
-        try:
-            self._storage.transaction(*keyed)
-        except TransactionError as err:
-            done = [positions[j] for j in err.successful_indices]
-            errors.extend(err.errors)
-        if errors:
-            raise TransactionError(done, len(txns), errors)
+        swapped, error = self._storage.swap_transaction(*keyed)
+        if error is not None:
+            done = [positions[j] for j in error.successful_indices]
+            errors.extend(error.errors)
+        previous: list[tuple[Any, bool]] = [(None, False)] * len(txns)
+        for position, before in zip(positions, swapped, strict=True):
+            previous[position] = before
+        return previous, (TransactionError(done, len(txns), errors) if errors else None)
 
     def delete(self, obj: Any) -> None:
         """Remove the object stored under ``obj``'s key; a missing key is not an error.

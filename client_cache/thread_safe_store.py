@@ -369,10 +369,26 @@ class ThreadSafeMap:
         :meth:`delete` do. A write whose index function raises changes nothing and the
         others still apply; then :class:`~client_cache.transaction.TransactionError` is
         raised with the positions of those applied."""
+        error = self.swap_transaction(*txns)[1]
+        if error is not None:
+            raise error
+
+    def swap_transaction(
+        self, *txns: ThreadSafeStoreTransaction,
+    ) -> tuple[list[tuple[Any, bool]], TransactionError | None]:
+        """:meth:`transaction`, also returning what each key held before its write, as
+        :meth:`swap` does for one: ``([(old, existed), ...], error)``, ``error`` the
+        :class:`~client_cache.transaction.TransactionError` :meth:`transaction` would
+        raise, or None. A port addition: an informer applying a batch needs both, in one
+        step under the lock."""
         done: list[int] = []
         errors: list[BaseException] = []
+        previous: list[tuple[Any, bool]] = []
+        items = self._items
         with self._lock:
             for i, txn in enumerate(txns):
+                old = items.get(txn.key, _MISSING)
+                previous.append((None, False) if old is _MISSING else (old, True))
                 try:
                     if txn.transaction.type is TransactionType.DELETE:
                         self._delete_locked(txn.key)
@@ -382,8 +398,7 @@ class ThreadSafeMap:
                     errors.append(err)
                 else:
                     done.append(i)
-        if errors:
-            raise TransactionError(done, len(txns), errors)
+        return previous, (TransactionError(done, len(txns), errors) if errors else None)
 
     def _add_locked(self, key: str, obj: Any) -> None:
         self._rv_source = obj

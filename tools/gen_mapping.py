@@ -26,6 +26,8 @@ PACKAGES = {
     "client_cache.codec._wire": "(port only: JSON decoding of wire bodies)",
     "client_cache.util.gc_policy": "(port only: the collector's full passes while caches run)",
     "client_cache.util.features": f"{CLIENT_GO}/features",
+    "client_cache.api.sharding": f"{APIMACHINERY}/sharding, k8s.io/apiserver/pkg/sharding",
+    "client_cache.testing.apiserver.gates": "(port only: test server)",
     "client_cache.util._native": "(port only: loading the native parts built from the sources "
                                 "beside them)",
     "client_cache.util._server_answers": "(port only: a reflector's backoff ends when its "
@@ -145,6 +147,20 @@ ACRONYMS = {"fifo": "FIFO", "ttl": "TTL", "pv": "PV", "pvc": "PVC", "lru": "LRU"
 GO_KEYWORDS = {"select"}
 # Python name -> Go name ("—" when there is none) and an optional remark.
 OVERRIDES: dict[str, tuple[str, str]] = {
+    "FULL_RANGE_END": ("—", "2^64, the exclusive end Go writes as '0x10000000000000000'"),
+    "SHARD_KEYS": ("—", "the paths Go's parser accepts"),
+    "hash_value": ("—", "HashField's hash as an integer"),
+    "parse_shard_selector": ("Parse", "in k8s.io/apiserver/pkg/sharding"),
+    "shard_range_selector": ("—", "writes what Selector.String writes"),
+    "shard_ranges": ("—", "equal contiguous ranges of the hash space"),
+    "ShardSelector": ("Selector", ""),
+    "ShardSelectorError": ("(Parse's error)", ""),
+    "compare_resource_versions": ("CompareResourceVersion", "KEP-5504"),
+    "list_shard_selector": ("ListMeta.ShardInfo.Selector", ""),
+    "SyncChecker": ("—", "the DoneChecker behind has_synced_checker()"),
+    "QueueMetrics": ("fifoMetrics", ""),
+    "StoreMetrics": ("storeMetrics", ""),
+    "reset_informer_metrics_provider_for_tests": ("—", "tests only"),
     "kube_server": ("—", "pytest fixture: the embedded server (controller-runtime envtest's "
                     "Environment, kopf's KopfRunner)"),
     "kube_control_plane": ("—", "pytest fixture: envtest.Environment.Start, for the session"),
@@ -723,7 +739,9 @@ def render() -> str:
         "methods, UPPER_CASE constants, exceptions for error returns, float seconds for",
         "durations, `threading.Event` for stop channels) are in [Differences from",
         "Go](concepts/differences.md). A Go name marked \"unexported in Go\" is internal",
-        "there (lowercase): this port exposes it.",
+        "there (lowercase): this port exposes it. The Go names are client-go v0.36's",
+        "(and apimachinery's and apiserver's of Kubernetes v1.36); what of v0.36 is not",
+        "ported yet is listed in [Differences from Go](concepts/differences.md).",
         "",
     ]
     for module in sorted(rows, key=lambda m: (m != "client_cache", m)):

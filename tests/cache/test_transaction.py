@@ -102,6 +102,22 @@ def test_a_store_transaction_keys_each_object_and_reports_positions_in_its_input
     assert indexer.list_keys() == ["default/c"]
 
 
+def test_a_swap_transaction_returns_what_each_key_held_before_its_write() -> None:
+    indexer = new_indexer(meta_namespace_key_func, {"node": by_node})
+    first, second = on_node("a", "n1"), on_node("a", "n2")
+    indexer.add(first)
+    previous, error = indexer.swap_transaction(  # type: ignore[attr-defined]
+        Transaction(second, UPDATE),
+        Transaction({"metadata": {}}, ADD),  # no key: fails alone
+        Transaction(on_node("b", "n1"), ADD),
+        Transaction(second, DELETE),
+    )
+    assert previous == [(first, True), (None, False), (None, False), (second, True)]
+    assert error is not None and error.successful_indices == [0, 2, 3]
+    assert indexer.list_keys() == ["default/b"]
+    assert indexer.swap_transaction() == ([], None)  # type: ignore[attr-defined]
+
+
 class Recorder:
     """A handler that records each call and what the store held when it came."""
 

@@ -10,6 +10,11 @@ from client_cache.leaderelection.leaderelection import (
     new_leader_elector,
     run_or_die,
 )
+from client_cache.leaderelection.leasecandidate import (
+    LEASE_CANDIDATES,
+    OLDEST_EMULATION_VERSION,
+    LeaseCandidate,
+)
 from client_cache.leaderelection.resourcelock import (
     LEASES_RESOURCE_LOCK,
     Interface,
@@ -26,6 +31,8 @@ from client_cache.leaderelection.resourcelock import (
 __all__ = [
     "JITTER_FACTOR",
     "LEASES_RESOURCE_LOCK",
+    "LEASE_CANDIDATES",
+    "OLDEST_EMULATION_VERSION",
     "HealthzAdaptor",
     "Interface",
     "LeaderCallbacks",
@@ -33,6 +40,7 @@ __all__ = [
     "LeaderElectionError",
     "LeaderElectionRecord",
     "LeaderElector",
+    "LeaseCandidate",
     "LeaseLock",
     "LockConflictError",
     "LockError",

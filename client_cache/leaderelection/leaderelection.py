@@ -123,6 +123,12 @@ class LeaderElectionConfig:
     release_on_cancel: bool = False
     name: str = ""
     clock: WithDelayedExecution = field(default=REAL_CLOCK)
+    coordinated: bool = False
+    """Coordinated leader election (Go ``Coordinated``, KEP-4355): the API server picks
+    the holder among the Lease's candidates (run a
+    :class:`~client_cache.leaderelection.LeaseCandidate` beside the elector); this
+    elector never takes the Lease, it only renews it while the server names it holder,
+    and stops renewing once the server marks the term's end (``preferredHolder``)."""
 
 
 def _validate(config: LeaderElectionConfig) -> None:
@@ -222,15 +228,27 @@ class LeaderElector:
                 f"failed election to renew leadership on lease {self.config.name}")
 
     # -- the protocol -----------------------------------------------------------------------
+    def _fresh_record(self) -> LeaderElectionRecord:
+        """This candidate holding the lock from now, for ``lease_duration``."""
+        wall = datetime.now(timezone.utc)
+        return LeaderElectionRecord(
+            holder_identity=self.identity(),
+            lease_duration_seconds=int(self.config.lease_duration),
+            acquire_time=wall, renew_time=wall)
+
+    def _observe(self, record: LeaderElectionRecord, raw: bytes) -> None:
+        """Take ``record`` (read from the lock, encoded ``raw``) as observed when it
+        changed since the last read (the lease's expiry counts from then)."""
+        with self._lock:
+            changed = raw != self._observed_raw
+        if changed:
+            self._set_observed(record)
+
     def try_acquire_or_renew(self, timeout: float | None = None) -> bool:
         """One round: take or renew the lock if allowed; True when this candidate holds it
         afterwards (Go ``tryAcquireOrRenew``). ``timeout`` bounds each request."""
         lock = self.config.lock
-        wall = datetime.now(timezone.utc)
-        record = LeaderElectionRecord(
-            holder_identity=self.identity(),
-            lease_duration_seconds=int(self.config.lease_duration),
-            acquire_time=wall, renew_time=wall)
+        record = self._fresh_record()
         now = self._clock.monotonic()
         if self.is_leader() and self._lease_valid(now):  # the fast path: renew blindly
             with self._lock:
@@ -263,10 +281,7 @@ class LeaderElector:
         except LockError as err:
             _log.error("error retrieving resource lock %s: %s", lock.describe(), err)
             return False
-        with self._lock:
-            changed = raw != self._observed_raw
-        if changed:
-            self._set_observed(old)
+        self._observe(old, raw)
         if old.holder_identity and self._lease_valid(now) and not self.is_leader():
             _log.debug("lock is held by %s and has not yet expired", old.holder_identity)
             return False
@@ -286,6 +301,49 @@ class LeaderElector:
             return False
         self._wrote(record, sent)
         return True
+
+    def try_coordinated_renew(self, timeout: float | None = None) -> bool:
+        """One round of coordinated leader election (Go ``tryCoordinatedRenew``): read the
+        Lease and renew it only while the API server's coordinator names this candidate
+        holder and has not marked the term's end; never create or take it. True when
+        this candidate holds it afterwards."""
+        lock = self.config.lock
+        record = self._fresh_record()
+        try:
+            old, raw = lock.get(timeout)
+        except LockNotFoundError:
+            _log.info("lease lock %s not found (the coordinator has not elected anyone)",
+                      lock.describe())
+            return False
+        except LockError as err:
+            _log.error("error retrieving lease lock %s: %s", lock.describe(), err)
+            return False
+        self._observe(old, raw)
+        if not self._lease_valid(self._clock.monotonic()):
+            _log.info("lease %s has expired", lock.describe())
+            return False
+        if not self.is_leader():
+            _log.debug("lease %s is held by %s and has not yet expired", lock.describe(),
+                       old.holder_identity)
+            return False
+        if old.preferred_holder:
+            _log.debug("lease %s is marked as 'end of term'", lock.describe())
+            return False
+        record = dataclasses.replace(_renewal(record, old), strategy=old.strategy)
+        sent = self._clock.monotonic()
+        try:
+            lock.update(record, timeout)
+        except LockError as err:
+            _log.error("Failed to update lock %s: %s", lock.describe(), err)
+            return False
+        self._wrote(record, sent)
+        return True
+
+    def _round(self, timeout: float | None = None) -> bool:
+        """One acquire-or-renew round, coordinated or not."""
+        if self.config.coordinated:
+            return self.try_coordinated_renew(timeout)
+        return self.try_acquire_or_renew(timeout)
 
     def _report_transition(self) -> None:
         leader = self.get_leader()
@@ -326,7 +384,7 @@ class LeaderElector:
         desc = self.config.lock.describe()
         _log.info("attempting to acquire leader lease %s...", desc)
         while not stop.is_set():
-            acquired = self.try_acquire_or_renew()
+            acquired = self._round()
             self._report_transition()
             if acquired:
                 self.config.lock.record_event("became leader")
@@ -357,7 +415,7 @@ class LeaderElector:
                 remaining = left()
                 if remaining <= 0:
                     break
-                if self.try_acquire_or_renew(timeout=remaining):
+                if self._round(timeout=remaining):
                     fence.stop()
                     fence = clock.after_func(max(0.0, left()), leading.set)
                 self._report_transition()

@@ -71,13 +71,18 @@ class LockConflictError(LockError):
 @dataclass(frozen=True)
 class LeaderElectionRecord:
     """Who holds the lock and since when (Go ``LeaderElectionRecord``). An empty
-    ``holder_identity`` means nobody (a released lock)."""
+    ``holder_identity`` means nobody (a released lock). ``strategy`` and
+    ``preferred_holder`` are the coordinated leader election's (KEP-4355): the API server's
+    strategy for the Lease, and the candidate it wants to hold it next (the holder then
+    stops renewing)."""
 
     holder_identity: str = ""
     lease_duration_seconds: int = 0
     acquire_time: datetime | None = None
     renew_time: datetime | None = None
     leader_transitions: int = 0
+    strategy: str = ""
+    preferred_holder: str = ""
 
     def to_lease_spec(self) -> dict[str, Any]:
         """The Lease spec (wire form) holding this record (Go
@@ -89,6 +94,10 @@ class LeaderElectionRecord:
             spec["acquireTime"] = format_micro_time(self.acquire_time)
         if self.renew_time is not None:
             spec["renewTime"] = format_micro_time(self.renew_time)
+        if self.strategy:
+            spec["strategy"] = self.strategy
+        if self.preferred_holder:
+            spec["preferredHolder"] = self.preferred_holder
         return spec
 
     @classmethod
@@ -100,7 +109,9 @@ class LeaderElectionRecord:
                    lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
                    acquire_time=parse_micro_time(spec.get("acquireTime")),
                    renew_time=parse_micro_time(spec.get("renewTime")),
-                   leader_transitions=int(spec.get("leaseTransitions") or 0))
+                   leader_transitions=int(spec.get("leaseTransitions") or 0),
+                   strategy=str(spec.get("strategy") or ""),
+                   preferred_holder=str(spec.get("preferredHolder") or ""))
 
     def raw(self) -> bytes:
         """A canonical encoding, to tell whether the record changed (Go compares the

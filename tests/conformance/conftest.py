@@ -31,7 +31,10 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         return
     # the alpha gates the suite tests (both servers have them on)
     with ControlPlane(envtest_binaries(), uncached_resources=("podtemplates",),
-                      extra_args=("--feature-gates=ShardedListAndWatch=true",)) as plane:
+                      extra_args=("--feature-gates=ShardedListAndWatch=true,"
+                                  "CoordinatedLeaderElection=true",
+                                  "--runtime-config=coordination.k8s.io/v1beta1=true"),
+                      ) as plane:
         yield RealBackend(plane)
 
 

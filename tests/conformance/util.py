@@ -75,7 +75,9 @@ class EmbeddedBackend(Backend):
     def __init__(self) -> None:
         self.server = EmbeddedApiServerProcess(bookmark_interval=1.0,
                                                uncached_resources=("podtemplates",),
-                                               feature_gates={"ShardedListAndWatch": True})
+                                               feature_gates={
+                                                   "ShardedListAndWatch": True,
+                                                   "CoordinatedLeaderElection": True})
 
     def __enter__(self) -> EmbeddedBackend:
         self.server.start()

@@ -5,6 +5,10 @@ by default where a v1.36 kube-apiserver has it off.
 * ``ShardedListAndWatch`` (KEP-5866, alpha): LIST and WATCH apply a ``shardSelector``
   (:mod:`client_cache.api.sharding`) and a sharded LIST says so in
   ``metadata.shardInfo``; off, the parameter is ignored, as a real server ignores it.
+* ``CoordinatedLeaderElection`` (KEP-4355, beta, off by default): the server elects the
+  holders of Leases that ``LeaseCandidate`` objects name
+  (:mod:`client_cache.testing.apiserver.coordinator`). The ``LeaseCandidate`` resource
+  (``coordination.k8s.io/v1beta1``) is served either way.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from collections.abc import Mapping
 
 from client_cache.util._env import parse_bool
 
-__all__ = ["KNOWN_GATES", "SHARDED_LIST_AND_WATCH", "check_feature_gates",
-           "parse_feature_gates"]
+__all__ = ["COORDINATED_LEADER_ELECTION", "KNOWN_GATES", "SHARDED_LIST_AND_WATCH",
+           "check_feature_gates", "parse_feature_gates"]
 
 SHARDED_LIST_AND_WATCH = "ShardedListAndWatch"
+COORDINATED_LEADER_ELECTION = "CoordinatedLeaderElection"
 
-KNOWN_GATES: dict[str, bool] = {SHARDED_LIST_AND_WATCH: False}
+KNOWN_GATES: dict[str, bool] = {SHARDED_LIST_AND_WATCH: False,
+                                COORDINATED_LEADER_ELECTION: False}
 """Each gate the embedded server knows, with its default."""
 
 

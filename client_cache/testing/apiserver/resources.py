@@ -77,6 +77,8 @@ BUILTIN_RESOURCES = (
     ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     ResourceType("batch", "v1", "jobs", "Job", True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    # served as by a server with --runtime-config=coordination.k8s.io/v1beta1=true
+    ResourceType("coordination.k8s.io", "v1beta1", "leasecandidates", "LeaseCandidate", True),
     ResourceType("", "v1", "podtemplates", "PodTemplate", True),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                  "CustomResourceDefinition", False, ("crd", "crds")),

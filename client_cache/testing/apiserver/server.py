@@ -18,8 +18,9 @@ from typing import Any
 from kubernetes.client import ApiClient, Configuration
 
 from client_cache.errors import ApiStatusError
+from client_cache.testing.apiserver.coordinator import LeaseCoordinator
 from client_cache.testing.apiserver.faults import FaultInjection
-from client_cache.testing.apiserver.gates import check_feature_gates
+from client_cache.testing.apiserver.gates import COORDINATED_LEADER_ELECTION, check_feature_gates
 from client_cache.testing.apiserver.handlers import Handler
 from client_cache.testing.apiserver.load import start_load
 from client_cache.testing.apiserver.resources import ResourceType
@@ -110,6 +111,7 @@ class EmbeddedApiServer(FaultInjection):
         self.store = store or ApiStore(history, uncached_resources)
         self.bookmark_interval = bookmark_interval
         self.feature_gates = check_feature_gates(feature_gates or {})
+        self._coordinator: LeaseCoordinator | None = None
         """The server's feature gates (``--feature-gates``): ``ShardedListAndWatch``
         (KEP-5866, alpha, off as on a real v1.36 server) applies LIST and WATCH
         ``shardSelector``s."""
@@ -145,10 +147,16 @@ class EmbeddedApiServer(FaultInjection):
             name="apiserver-listener", daemon=True,
         )
         self._thread.start()
+        if self.feature_gates[COORDINATED_LEADER_ELECTION]:
+            self._coordinator = LeaseCoordinator(self.store)
+            self._coordinator.start()
         return self
 
     def stop(self) -> None:
         """Stop serving, end every watch and close every connection."""
+        if self._coordinator is not None:
+            self._coordinator.stop()
+            self._coordinator = None
         self._httpd.shutdown()
         self.store.close()  # requests a frozen dump holds end, touching nothing
         with contextlib.suppress(StoreFrozenError):

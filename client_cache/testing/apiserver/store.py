@@ -656,9 +656,9 @@ class ApiStore:
             self._watchers.get(watcher.resource.key, set()).discard(watcher)
 
     def watchers(self) -> list[Watcher]:
-        """The watches open now."""
+        """The clients' watches open now (not the server's own)."""
         with self._lock:
-            return [w for ws in self._watchers.values() for w in ws]
+            return [w for ws in self._watchers.values() for w in ws if not w.internal]
 
     def bookmark(self, watcher: Watcher) -> bytes | None:
         """A bookmark line for ``watcher``, or None. As from the real watch cache, its

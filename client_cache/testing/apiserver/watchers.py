@@ -53,6 +53,9 @@ class Watcher:
     #: The watch's shard selector (``ShardedListAndWatch``), None for all objects. An
     #: object's uid and namespace never change, so it never moves in or out of a shard.
     shard_selector: ShardSelector | None = None
+    #: The server's own watch (its lease coordinator's): not a client's, so not among the
+    #: watches faults end or counts count.
+    internal: bool = False
 
     def event_for(self, change_type: str, obj: dict[str, Any],
                   prev: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:

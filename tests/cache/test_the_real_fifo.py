@@ -578,6 +578,31 @@ def test_bookmarks_are_queued_only_when_asked_and_reach_the_store() -> None:
         assert store.last_store_sync_resource_version() == "7"
 
 
+class _Watched:
+    """A queue's lock that notes when the test's writer thread asks for it."""
+
+    def __init__(self, inner: Any, trying: threading.Event) -> None:
+        self.inner, self.trying = inner, trying
+
+    def _note(self) -> None:
+        if threading.current_thread().name == "test-write":
+            self.trying.set()
+
+    def __enter__(self) -> Any:
+        self._note()
+        return self.inner.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.inner.__exit__(*exc)
+
+    def acquire(self, *args: Any) -> Any:
+        self._note()
+        return self.inner.acquire(*args)
+
+    def release(self) -> None:
+        self.inner.release()
+
+
 @pytest.mark.parametrize("unlock", [True, False])
 def test_unlock_while_processing_lets_writers_in_during_a_pop(unlock: bool) -> None:
     """With ``unlock_while_processing`` an add waits for no handler (Go
@@ -585,6 +610,8 @@ def test_unlock_while_processing_lets_writers_in_during_a_pop(unlock: bool) -> N
     fifo = atomic_fifo(unlock_while_processing=unlock)
     fifo.add(mk("a", 1))
     inside, release, added = threading.Event(), threading.Event(), threading.Event()
+    trying = threading.Event()  # the writer has reached the queue's lock
+    fifo._lock = _Watched(fifo._lock, trying)  # type: ignore[assignment]
 
     def process(deltas: Any, initial: bool) -> None:
         inside.set()
@@ -601,7 +628,8 @@ def test_unlock_while_processing_lets_writers_in_during_a_pop(unlock: bool) -> N
     if unlock:
         assert added.wait(5)  # in while the pop still processes
     else:
-        assert not added.wait(0.2)  # held until the pop ends
+        assert trying.wait(5)  # the writer asks for the lock the pop holds...
+        assert not added.is_set() and writer.is_alive()  # ...and waits for it
     release.set()
     popper.join(5)
     writer.join(5)

@@ -455,43 +455,40 @@ def process_deltas_in_batch(
             raise ClientCacheError(f"unexpected error when handling deltas: {errors}")
         return
     swap = getattr(client_state, "swap_transaction", None)
-    if callable(swap):  # an informer's indexer: each key computed once, one lock
-        _apply_batch(swap, handler, deltas, is_in_initial_list,
-                     lambda obj: _never_held(client_state, obj))
-        return
-    txns: list[Transaction] = []
-    callbacks: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
-    for d in deltas:
-        obj = d.object
-        if d.type is DeltaType.DELETED:
-            if type(obj) is DeletedFinalStateUnknown and _never_held(client_state, obj):
+    if not callable(swap):  # a TransactionStore of the caller's own
+        swap = _reads_then_transaction(client_state, transaction)
+    _apply_batch(swap, handler, deltas, is_in_initial_list,
+                 lambda obj: _never_held(client_state, obj))
+
+
+def _reads_then_transaction(
+        client_state: Store, transaction: Callable[..., None],
+) -> Callable[..., tuple[list[tuple[Any, bool]], TransactionError | None]]:
+    """A ``swap_transaction`` for a store that has only ``transaction`` (Go's
+    ``TransactionStore``): each written object's current one read first, then the
+    transaction, each write an Add or an Update as the read found it, as Go's
+    ``processDeltasInBatch`` does."""
+    def swap(*txns: Transaction) -> tuple[list[tuple[Any, bool]], TransactionError | None]:
+        previous: list[tuple[Any, bool]] = []
+        typed: list[Transaction] = []
+        for txn in txns:
+            if txn.type is TransactionType.DELETE:
+                previous.append((None, False))
+                typed.append(txn)
                 continue
-            txns.append(Transaction(obj, TransactionType.DELETE))
-            callbacks.append((handler.on_delete, (obj,)))
-        elif d.type in _BATCH_WRITES:
             try:
-                old, exists = client_state.get(obj)
+                old, exists = client_state.get(txn.object)
             except Exception:  # the transaction reports the key error for this object
                 old, exists = None, False
-            if exists:
-                txns.append(Transaction(obj, TransactionType.UPDATE))
-                callbacks.append((handler.on_update, (old, obj)))
-            else:
-                txns.append(Transaction(obj, TransactionType.ADD))
-                callbacks.append((handler.on_add, (obj, is_in_initial_list)))
-        else:
-            raise ClientCacheError(f"Delta type {d.type.value} is not supported in batch "
-                                   "processing")
-    try:
-        transaction(*txns)
-    except TransactionError as err:
-        for i in err.successful_indices:
-            func, args = callbacks[i]
-            func(*args)
-        raise ClientCacheError(
-            f"not all items in the batch successfully processed: {err}") from err
-    for func, args in callbacks:
-        func(*args)
+            previous.append((old, exists))
+            typed.append(Transaction(txn.object, TransactionType.UPDATE if exists
+                                     else TransactionType.ADD))
+        try:
+            transaction(*typed)
+        except TransactionError as err:
+            return previous, err
+        return previous, None
+    return swap
 
 
 _BATCH_WRITES = frozenset({DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACED,
@@ -501,9 +498,10 @@ _BATCH_WRITES = frozenset({DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACE
 def _apply_batch(swap: Callable[..., tuple[list[tuple[Any, bool]], TransactionError | None]],
                  handler: ResourceEventHandler[Any], deltas: list[Delta],
                  is_in_initial_list: bool, never_held: Callable[[Any], bool]) -> None:
-    """:func:`process_deltas_in_batch` on a store with ``swap_transaction``: the writes
-    and the reads of what they replace in one transaction, then the notifications, in
-    order, of those applied (an update when the key held an object, else an add)."""
+    """:func:`process_deltas_in_batch` through ``swap`` (a store's ``swap_transaction``:
+    the writes and the reads of what they replace in one step): the transaction, then
+    the notifications, in order, of those applied (an update when the key held an
+    object, else an add)."""
     txns: list[Transaction] = []
     for d in deltas:
         obj = d.object

@@ -226,6 +226,40 @@ def test_a_store_without_transactions_gets_each_delta_and_one_error_for_all() ->
                              ("add", "c", ["default/a", "default/c"])]
 
 
+class TransactionOnlyStore(PlainStore):
+    """A TransactionStore of a caller's own: ``transaction`` and no ``swap_transaction``;
+    it records each transaction's types."""
+
+    def __init__(self) -> None:
+        super().__init__(fail="")
+        self.seen: list[list[str]] = []
+
+    def transaction(self, *txns: Transaction) -> None:
+        self.seen.append([t.type.value for t in txns])
+        for txn in txns:
+            if txn.type is DELETE:
+                self.delete(txn.object)
+            else:
+                self.add(txn.object)
+
+
+def test_a_store_with_only_transaction_gets_adds_and_updates_as_read_before() -> None:
+    store = TransactionOnlyStore()
+    assert isinstance(store, TransactionStore) and not hasattr(store, "swap_transaction")
+    store.add(pod("old", "default"))
+    handler = Recorder(store)
+    process_deltas_in_batch(handler, store, [  # type: ignore[arg-type]
+        Delta(DeltaType.UPDATED, pod("old", "default")),
+        Delta(DeltaType.ADDED, pod("new", "default")),
+        Delta(DeltaType.DELETED, pod("old", "default")),
+    ], False)
+    # Go's typing of the writes: an Update where the key held an object, else an Add
+    assert store.seen == [[UPDATE.value, ADD.value, DELETE.value]]
+    after = ["default/new"]
+    assert handler.calls == [("update", "old", after), ("add", "new", after),
+                             ("delete", "old", after)]
+
+
 @pytest.mark.parametrize("gate", ["", "false"])
 def test_a_real_fifo_informer_processes_its_initial_list_in_batches_unless_gated_off(
         gate: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -196,6 +196,9 @@ class ProcessorListener:
             self._waiting = False
             self._parker.unpark()
             thread = self._thread
+            checker = self._synced_checker
+        if checker is not None:
+            checker.close()  # a stopped handler finishes its initial list no more
         stopped = getattr(self.handler, "handler_stopped", None)
         if callable(stopped):
             try:
@@ -303,6 +306,8 @@ class ProcessorListener:
         with self._lock:
             if self._synced_checker is None:
                 self._synced_checker = SyncChecker(self.sync_tracker.name, self.has_synced)
+                if self._closed:
+                    self._synced_checker.close()
             return self._synced_checker
 
     def should_resync(self, now: float) -> bool:

@@ -151,6 +151,13 @@ class SyncChecker:
         if self._event.is_set() or not self._synced():
             return
         self._event.set()
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening for sync changes (the informer or the handler stopped: it will
+        not sync now); the event stays as it is. Called by their ``stop``, so a checker
+        of something that never synced does not outlive it in the process-wide signal's
+        listeners."""
         with self._lock:
             cancel, self._cancel = self._cancel, None
         if cancel is not None:

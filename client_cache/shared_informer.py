@@ -436,6 +436,9 @@ class SharedIndexInformer(Generic[T]):
         finally:
             with self._started_lock:
                 self._stopped = True
+                checker = self._synced_checker
+            if checker is not None:
+                checker.close()  # a stopped informer syncs no more
             reuse_cached(self.lister_watcher, None)
             detector_stop.set()
             self.indexer.close_subscriptions()
@@ -561,6 +564,8 @@ class SharedIndexInformer(Generic[T]):
             if self._synced_checker is None:
                 self._synced_checker = SyncChecker(f"informer {self.object_description}",
                                                    self.has_synced)
+                if self._stopped:
+                    self._synced_checker.close()
             return self._synced_checker
 
     def last_sync_resource_version(self) -> str:

@@ -735,6 +735,24 @@ def test_wait_for_returns_when_stopped(source: FakeControllerSource) -> None:
     assert results == [False]
 
 
+def test_a_checker_of_a_stopped_informer_does_not_outlive_it(
+        source: FakeControllerSource) -> None:
+    """A checker listens to the process-wide sync signal until it is done; one of an
+    informer that stopped before syncing stops listening, so it can be collected."""
+    source.list_error = RuntimeError("never lists")  # the informer never syncs
+    informer = new_shared_informer(source, None, 0)
+    registration = informer.add_event_handler(TestListener())
+    checkers = [weakref.ref(informer.has_synced_checker()),
+                weakref.ref(registration.has_synced_checker())]
+    stop, thread = start(informer)
+    halt(stop, thread)
+    after = weakref.ref(informer.has_synced_checker())  # asked after the stop: closed too
+    assert not is_done(informer.has_synced_checker())
+    del informer, registration
+    gc.collect()
+    assert [ref() for ref in (*checkers, after)] == [None, None, None]
+
+
 def test_a_slow_handler_call_is_logged_with_handler_resource_and_duration(
         source: FakeControllerSource, caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -160,9 +160,17 @@ class LeaseCandidate:
         return self._renew(path, cached, now)
 
     def _renew(self, path: str, current: dict[str, Any], now: str) -> dict[str, Any]:
-        body = {**current, "spec": {**(current.get("spec") or {}), "renewTime": now}}
-        status, stored = request_json(self.api_client, "PUT",
-                                      f"{path}/{quote(self.name, safe='')}", body)
+        """PUT ``current`` with ``renewTime`` set; on a conflict (the coordinator's ping
+        raced the cache) read the object again and renew that, once."""
+        url = f"{path}/{quote(self.name, safe='')}"
+        for attempt in range(2):
+            body = {**current, "spec": {**(current.get("spec") or {}), "renewTime": now}}
+            status, stored = request_json(self.api_client, "PUT", url, body)
+            if status != 409 or attempt:
+                break
+            status, fresh = request_json(self.api_client, "GET", url)
+            _checked(status, fresh, "read")
+            current = fresh
         _checked(status, stored, "renew")
         return stored  # type: ignore[no-any-return]
 

@@ -67,3 +67,35 @@ def test_a_candidate_stands_and_answers_a_ping(server: EmbeddedApiServer) -> Non
 def test_a_candidate_needs_its_names() -> None:
     with pytest.raises(ValueError, match="needs a namespace, a name and a lease name"):
         LeaseCandidate(None, "ns", "", "target", "1.36.0", "1.36.0")
+
+
+def test_a_renewal_over_a_stale_cache_reads_the_object_again(
+        server: EmbeddedApiServer) -> None:
+    """The coordinator's write raced the candidate's cache (the watch held back here):
+    the renewal's conflict is answered by reading the object again, not by a failure."""
+    api = server.api_client()
+    candidate = LeaseCandidate(api, "ns", "me", "target", "1.36.0", "1.36.0")
+    stop = threading.Event()
+    thread = threading.Thread(target=candidate.run, args=(stop,), name="test-candidate",
+                              daemon=True)
+    thread.start()
+    rtype = server.store.lookup("coordination.k8s.io", "v1beta1", "leasecandidates")
+    assert rtype is not None
+    try:
+        eventually(lambda: server.store.names(rtype, "ns") == ["me"], 10)
+        eventually(lambda: candidate.wait_for_cache_sync(stop, 0) and bool(
+            candidate._informer.get_indexer().list_keys()), 10)
+        server.stall_watches()  # the candidate's cache keeps the version it has
+        touched = stored(server)
+        touched["metadata"]["labels"] = {"touched": "yes"}
+        after = server.store.update(rtype, "ns", "me", touched)
+        renewed = candidate.ensure()  # over the cached, now stale, version
+        assert renewed["metadata"]["labels"] == {"touched": "yes"}  # the fresh one kept
+        assert int(renewed["metadata"]["resourceVersion"]) > int(
+            after["metadata"]["resourceVersion"])
+    finally:
+        server.stall_watches(False)
+        stop.set()
+        thread.join(2)
+        api.close()
+    assert not thread.is_alive()

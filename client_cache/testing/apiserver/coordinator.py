@@ -19,7 +19,9 @@ coordinator is not itself leader-elected (there is one embedded server).
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
+import logging
 import queue
 import re
 import threading
@@ -32,6 +34,7 @@ from client_cache.api import labels as labelsel
 from client_cache.errors import ApiStatusError
 from client_cache.testing.apiserver.store import ApiStore
 from client_cache.testing.apiserver.watchers import Watcher
+from client_cache.util._logs import log_visibly
 from client_cache.util.timestamps import format_micro_time, parse_micro_time
 
 __all__ = ["ELECTION_DURATION", "LEASE_DURATION_SECONDS", "LeaseCoordinator"]
@@ -40,6 +43,7 @@ ELECTION_DURATION = 5.0
 """Seconds a pinged candidate has to renew (Go ``electionDuration``)."""
 LEASE_DURATION_SECONDS = 5
 """The duration of a Lease the coordinator writes (Go ``defaultLeaseDurationSeconds``)."""
+_log = logging.getLogger(__name__)
 _REQUEUE = 5.0
 _CANDIDATE_VALID = timedelta(minutes=30)
 _STRATEGY = "OldestEmulationVersion"
@@ -114,8 +118,15 @@ class LeaseCoordinator:
                 del self._due[key]
                 try:
                     again = self._reconcile(*key)
-                except Exception:  # a write that lost a race: try again soon
+                except ApiStatusError as err:
+                    if err.code != 409:  # a write that lost a race is retried quietly
+                        log_visibly(_log, logging.WARNING, "lease coordinator: election "
+                                    "of Lease %s/%s failed: %s", *key, err)
                     again = 0.5
+                except Exception as err:  # a bug must not end the thread, nor go unseen
+                    log_visibly(_log, logging.ERROR, "lease coordinator: election of Lease "
+                                "%s/%s failed", *key, exc_info=err)
+                    again = _REQUEUE
                 if again is not None:
                     self._schedule(key, again)
 
@@ -166,7 +177,7 @@ class LeaseCoordinator:
                 continue  # renewed lately: alive
             if ping is None or (ping + _ELECTION < now and not (renew is not None
                                                                   and renew < ping)):
-                pinged = json.loads(json.dumps(candidate))
+                pinged = copy.deepcopy(candidate)
                 pinged["spec"]["pingTime"] = format_micro_time(now)
                 self.store.update(self._candidates, namespace,
                                   candidate["metadata"]["name"], pinged)
@@ -239,7 +250,7 @@ class LeaseCoordinator:
             self.store.create(self._leases, namespace,
                               {"metadata": {"name": name}, "spec": spec})
             return
-        updated = json.loads(json.dumps(lease))
+        updated = copy.deepcopy(lease)
         spec = updated.setdefault("spec", {})
         holder = spec.get("holderIdentity") or ""
         spec["strategy"] = strategy

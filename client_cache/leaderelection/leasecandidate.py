@@ -112,6 +112,9 @@ class LeaseCandidate:
             if not self._factory.wait_for_cache_sync(stop).get(LEASE_CANDIDATES, False):
                 return  # stopped first
             while not stop.is_set():
+                # cleared before the renewal, not after: a ping that comes during it
+                # wakes the next round at once instead of being lost for 5 minutes
+                self._wake.clear()
                 try:
                     self.ensure()
                 except (ClientCacheError, OSError) as err:
@@ -121,7 +124,6 @@ class LeaseCandidate:
                 else:
                     self._limiter.forget(0)
                     delay = REQUEUE_INTERVAL
-                self._wake.clear()
                 if self._wait(stop, delay):
                     return
         finally:

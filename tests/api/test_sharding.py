@@ -19,8 +19,13 @@ from client_cache.api.sharding import (
     shard_range_selector,
     shard_ranges,
 )
+from client_cache.informers import (
+    SharedInformerFactoryOptions,
+    new_shared_informer_factory_with_options,
+)
 from client_cache.listwatch import new_list_watch_from_client
 from client_cache.testing.apiserver import EmbeddedApiServer
+from tests.fixtures import eventually
 
 HALF = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
 REST = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
@@ -100,3 +105,33 @@ def test_the_option_is_sent_and_ignored_without_the_gate() -> None:
             api.close()
     with pytest.raises(ValueError, match="unrecognized feature gate: Nope"):
         EmbeddedApiServer(feature_gates={"Nope": True})
+
+
+def test_a_sharded_informer_stays_sharded_across_a_relist() -> None:
+    """After a 410 the informer fills again, with the same selector: the new objects of
+    the other shard never reach its cache."""
+    low = shard_ranges(2)[0]
+    with EmbeddedApiServer(bookmark_interval=0.2,
+                           feature_gates={"ShardedListAndWatch": True}) as server:
+        pods = server.store.lookup("", "v1", "pods")
+        assert pods is not None
+        for i in range(20):
+            server.store.create(pods, "ns", {"metadata": {"name": f"a{i}"}})
+        api = server.api_client()
+        factory = new_shared_informer_factory_with_options(api, 0, SharedInformerFactoryOptions(
+            shard_selector=shard_range_selector([low])))
+        informer = factory.core().v1().pods().informer()
+        try:
+            with factory.running(timeout=10):
+                fills = informer.health().lists
+                server.send_watch_error(410)
+                for i in range(20):
+                    server.store.create(pods, "ns", {"metadata": {"name": f"b{i}"}})
+                eventually(lambda: informer.health().lists > fills, 10, "no relist")
+                everything = server.store.snapshot(pods, None)[0]
+                wanted = {f"ns/{o['metadata']['name']}" for o in everything
+                          if low[0] <= hash_value(o["metadata"]["uid"]) < low[1]}
+                eventually(lambda: set(informer.get_store().list_keys()) == wanted, 10)
+                assert 0 < len(wanted) < 40
+        finally:
+            api.close()

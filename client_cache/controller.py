@@ -342,13 +342,14 @@ class _Controller:
         with self._lock:
             return "" if self._reflector is None else self._reflector.last_sync_resource_version()
 
-    def reconnect(self, reason: str) -> None:
-        """Ask the running reflector to re-establish its watch
-        (:meth:`~client_cache.reflector.Reflector.reconnect`); nothing before ``run``."""
+    def reconnect(self, reason: str, *, relist: bool = False) -> None:
+        """Ask the running reflector to re-establish its watch, or with ``relist`` to
+        fill the cache again (:meth:`~client_cache.reflector.Reflector.reconnect`);
+        nothing before ``run``."""
         with self._lock:
             reflector = self._reflector
         if reflector is not None:
-            reflector.reconnect(reason)
+            reflector.reconnect(reason, relist=relist)
 
 
 def new_controller(config: Config) -> Controller:

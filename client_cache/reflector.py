@@ -298,6 +298,7 @@ class Reflector:
         # backoff wait in progress
         self._watch_errors: Chan[BaseException] | None = None
         self._backoff_poke: Chan[None] | None = None
+        self._relist_asked = False  # reconnect(relist=True): fill again at the next turn
         self._last_sync_resource_version = ""
         self._last_sync_resource_version_unavailable = False
         self._paginated_result = False
@@ -353,7 +354,7 @@ class Reflector:
             return self._last_sync_resource_version
 
     # -- run -------------------------------------------------------------------------------------
-    def reconnect(self, reason: str) -> None:
+    def reconnect(self, reason: str, *, relist: bool = False) -> None:
         """Re-establish the watch now (a port addition): the watch being handled ends
         and a new one starts from the last synced resourceVersion (no relist; a 410 then
         relists as usual), on a new connection; a backoff wait in progress ends at once
@@ -362,12 +363,23 @@ class Reflector:
         watch (or LIST) is there. For a caller that has reason to distrust the watch's
         connection, such as a sharded member whose Lease watch went half-dead or that
         lapsed during an outage, before it reconciles every key again; client-go has no
-        equivalent (its reflector trusts an open watch until it ends)."""
+        equivalent (its reflector trusts an open watch until it ends).
+
+        With ``relist`` the reflector fills the cache again instead (a LIST or
+        watch-list, with the list-watch's options as they are then, and the store
+        replaced), at once, without a backoff: for a caller whose list options changed,
+        such as a server-sharded member whose range moved. A fill in progress when asked
+        is followed by another, since it went out with the old options. Asked before the
+        reflector runs, its first fill is that relist."""
         with self._lock:
             errors, poke = self._watch_errors, self._backoff_poke
+            if relist:
+                self._relist_asked = True
         if errors is None and poke is None:
             return
-        self.log.info("%s: re-establishing the watch: %s", self.status.resource, reason)
+        self.log.info("%s: %s: %s", self.status.resource,
+                      "filling the cache again" if relist else "re-establishing the watch",
+                      reason)
         if errors is not None:
             errors.try_send(WatchReconnectRequested(reason))
         if poke is not None:
@@ -424,6 +436,8 @@ class Reflector:
         process's informers cost a down server one small request a second between
         them. A server that answers 429 or 5xx is not probed: it asked for the backoff.
         A :meth:`reconnect` ends the wait at once too."""
+        if cause is None and self._relist_due():
+            return not stop.is_set()  # reconnect(relist=True) asked: no wait
         host = getattr(self.lister_watcher, "server_host", None)
         timer = self.backoff_manager.backoff()
         woken: Chan[None] = Chan(1)
@@ -468,6 +482,11 @@ class Reflector:
             return not stop.wait(random.uniform(0.0, ANSWER_JITTER))
         return True
 
+    def _relist_due(self) -> bool:
+        """Whether :meth:`reconnect` asked for a relist not yet begun."""
+        with self._lock:
+            return self._relist_asked
+
     def _reset_connections(self) -> None:
         """Close the list-watch's idle pooled connections, if it pools any."""
         reset = getattr(self.lister_watcher, "reset_connections", None)
@@ -478,6 +497,8 @@ class Reflector:
         """One round: list (or watch-list), then watch until the watch ends. Raises the
         error that ended the round, if any."""
         self.log.debug("Listing and watching %s from %s", self.type_description, self.name)
+        with self._lock:
+            self._relist_asked = False  # this fill takes the options as they are now
         watch: Watch | None = None
         if self.use_watch_list:
             try:
@@ -605,7 +626,7 @@ class Reflector:
         retry = new_retry_with_deadline(self.max_internal_error_retry_duration, 60.0,
                                         is_internal_error, self.clock)
         while True:
-            if stop.is_set():
+            if stop.is_set() or self._relist_due():
                 if watch is not None:
                     watch.stop()
                 return

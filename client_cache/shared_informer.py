@@ -574,18 +574,20 @@ class SharedIndexInformer(Generic[T]):
             controller = self._controller
         return "" if controller is None else controller.last_sync_resource_version()
 
-    def reconnect(self, reason: str) -> float:
+    def reconnect(self, reason: str, *, relist: bool = False) -> float:
         """Re-establish the informer's watch now, from the cache's resourceVersion
         (:meth:`~client_cache.reflector.Reflector.reconnect`; a port addition: for a
         caller that distrusts the watch's connection, such as a sharded member after a
-        lapse or a half-dead Lease watch). Returns the moment asked (monotonic, on the
-        informer's clock), for ``status.wait_connected``; nothing happens before ``run``."""
+        lapse or a half-dead Lease watch); with ``relist``, fill the cache again with
+        the list options as they are now (a server-sharded member whose range moved).
+        Returns the moment asked (monotonic, on the informer's clock), for
+        ``status.wait_connected``; nothing happens before ``run``."""
         asked = self.status.clock.monotonic()
         with self._started_lock:
             controller = self._controller
         reconnect = getattr(controller, "reconnect", None)
         if callable(reconnect):
-            reconnect(reason)
+            reconnect(reason, relist=relist)
         return asked
 
     def health(self) -> InformerHealth:

@@ -199,7 +199,8 @@ class Run:
             registration = watched.informer.add_event_handler(watched.handler)
             stack.callback(watched.informer.remove_event_handler, registration)
         self.factory.start(informer_stop)
-        if self._own_factory is not None:
+        by_range = shard is not None and shard.by_server
+        if self._own_factory is not None and not by_range:
             self._own_factory.start(informer_stop)
         if gate is not None:
             gate.start()
@@ -214,6 +215,8 @@ class Run:
                                       state.stopping))
         workers: list[threading.Thread] = []
         stack.callback(self._end_workers, workers, caller)
+        if by_range:
+            self._start_range(shard, informer_stop)
         _log.info("controller %s: waiting for %d caches to sync", self.name,
                   len(self.watched))
         if self._wait_ready() and (gate is None or gate.wait_leading(state.stopping)) \
@@ -253,25 +256,39 @@ class Run:
             config.sharding, self.name, self.factory.api_client, triggers.primary_refs,
             lambda ref: triggers.trigger(ref, ReconcileReason.custom("shard handed over")),
             gvr=self.primary.gvr, namespace=self.factory.namespace,
-            on_lost=state.stopping.set, refresh=self.refresh_caches)
+            on_lost=state.stopping.set, refresh=self.refresh_caches,
+            uid_of=triggers.primary_uid)
         state.shard = shard
         return gate, shard
 
     def _own_informer(self, stack: contextlib.ExitStack, shard: ShardGate | None) -> None:
-        """A label-sharded member lists the primary objects through an informer of its
-        own, listing only its share; the factory's unfiltered one is dropped unless it
-        runs already."""
-        if shard is None or not shard.by_labels:
+        """A label- or server-sharded member lists the primary objects through an
+        informer of its own, listing only its share; the factory's unfiltered one is
+        dropped unless it runs already."""
+        if shard is None or not (shard.by_labels or shard.by_server):
             return
         gvr = self.primary.gvr
         own = self._own_factory = self.factory.filtered(shard.tweak)
         stack.callback(own.shutdown, timeout=5.0)
         informer = own.for_resource(gvr, self.factory.object_type_of(gvr)).informer()
         self.triggers.informer = self.watched[0].informer = informer
+        if shard.ranges is not None:
+            shard.ranges.watch(informer)
         if not self.factory.discard(gvr):
             log_visibly(_log, logging.WARNING, "controller %s: the factory's %s informer "
                         "runs already: every object stays cached beside this member's "
                         "share", self.name, gvr.label())
+
+    def _start_range(self, shard: ShardGate | None, informer_stop: threading.Event) -> None:
+        """A server-sharded member's primary informer starts once the member has read
+        the ring, so that its first fill asks for its range, not the whole space; the
+        server is asked once whether it applies shard selectors."""
+        assert shard is not None and shard.ranges is not None
+        assert self._own_factory is not None
+        if not shard.wait_ready(self.state.stopping):
+            return
+        shard.ranges.check_filtering(self.state.stopping)
+        self._own_factory.start(informer_stop)
 
     def _wait(self) -> None:
         if self._waker is not None:

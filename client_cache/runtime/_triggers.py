@@ -155,6 +155,16 @@ class Triggers:
         return [object_ref(obj, self._primary.kind, self._primary.api_version)
                 for obj in informer.get_indexer().list()]
 
+    def primary_uid(self, ref: ObjectRef) -> str:
+        """The uid of ``ref``'s cached primary object, else the ref's own (a child's
+        owner reference carries it), else "" (what a server-sharded gate shards by)."""
+        informer = self.informer
+        if informer is not None:
+            obj, exists = informer.get_indexer().get_by_key(ref.key())
+            if exists:
+                return meta.accessor(obj).uid or ref.uid
+        return ref.uid
+
     def trigger_all(self) -> None:
         """Request the reconcile of every cached primary object (``BULK_RECONCILE``)."""
         for ref in self.primary_refs():

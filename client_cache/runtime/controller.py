@@ -103,6 +103,7 @@ from typing import Any, Generic, TypeVar, overload
 from client_cache.api.schema import GroupVersionResource
 from client_cache.codec import WireObject
 from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.index import Indexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
 from client_cache.reflector_status import InformerHealth
 from client_cache.runtime._kind import PrimaryKind
@@ -294,6 +295,12 @@ class Controller(Generic[K]):
             health = informer.health()
             out.setdefault(health.resource, health)
         return out
+
+    def store(self) -> Indexer:
+        """The cache of primary objects the reconciles read (kube-rs
+        ``Controller::store``): the factory's informer's, or, in a label- or
+        server-sharded run (once it has begun), the member's own, holding its share."""
+        return self._watched[0].informer.get_indexer()
 
     def _informers(self) -> list[Any]:
         """Every informer this controller reads, the primary one first, each once (a

@@ -28,6 +28,14 @@ request when the key is not this replica's to start now. The key is the primary 
   (:class:`~client_cache.sharding.WorkerGroup` starts it again). The lapse is counted
   at the renew deadline even while the server is away (an outage), so the run ends
   then, and the new process is already waiting when the server returns.
+* **Server mode** (``mode="server"``). The keys are the primary objects' uids, owned by
+  contiguous ranges of their hash; the primary informer sends the member's shard
+  selector (:meth:`ShardGate.tweak`, :class:`~client_cache.sharding._ranged.RangeShare`)
+  and fills its cache again when the member's range moves. Otherwise it is hash mode:
+  the same drains, retriggering of gained and skipped keys, and refresh after a lapse.
+  A request's uid is the cached object's (the ref's own when the object is not cached,
+  as a child's owner reference gives it); a request with neither is not this
+  replica's to start.
 
 The gate reports ``shard_keys_owned`` and ``shard_handovers_total``; ``ctx.shard`` is
 :attr:`ShardGate.identity`.
@@ -44,6 +52,7 @@ from client_cache.api.schema import GroupVersionResource
 from client_cache.runtime.objectref import ObjectRef
 from client_cache.sharding import ShardingConfig, ShardMember, get_sharding_metrics_provider
 from client_cache.sharding._labelled import LabelShare
+from client_cache.sharding._ranged import RangeShare
 from client_cache.util.stop import on_stop
 
 __all__ = ["ShardGate"]
@@ -57,18 +66,22 @@ class ShardGate:
     resource's (the sharder's, in label mode); ``on_lost`` runs once when a label-mode
     member lapsed; ``refresh(stop)`` re-establishes the caches' watches and returns True
     once they are back (False: stopped first), called after a lapse before every key is
-    reconciled again."""
+    reconciled again; ``uid_of(ref)`` is, in server mode, the uid a request is sharded
+    by ("" for none; without it, the ref's own)."""
 
     def __init__(self, config: ShardingConfig, name: str, api_client: Any,
                  refs: Callable[[], Iterable[ObjectRef]],
                  trigger: Callable[[ObjectRef], None], *,
                  gvr: GroupVersionResource | None = None, namespace: str = "",
                  on_lost: Callable[[], None] = lambda: None,
-                 refresh: Callable[[threading.Event], bool] | None = None) -> None:
+                 refresh: Callable[[threading.Event], bool] | None = None,
+                 uid_of: Callable[[ObjectRef], str] | None = None) -> None:
         self.config = config.resolved(name)
         self.by_labels = self.config.by_labels
-        if self.by_labels and gvr is None:
-            raise ValueError("label-assigned sharding needs the primary resource (gvr)")
+        self.by_server = self.config.by_server
+        if (self.by_labels or self.by_server) and gvr is None:
+            raise ValueError(f"{self.config.mode}-assigned sharding needs the primary "
+                             "resource (gvr)")
         self._name = name
         self._refs = refs
         self._trigger = trigger
@@ -81,10 +94,14 @@ class ShardGate:
         self._skipped: set[ObjectRef] = set()  # wanted here, skipped while not yet clear
         self._first = True
         self._epoch = 0
+        self._uid_of = uid_of if uid_of is not None else (lambda ref: ref.uid)
+        self._began: dict[ObjectRef, str] = {}  # server mode: the uid each began with
         self._metrics = get_sharding_metrics_provider()
         self.member = ShardMember(self.config, api_client, on_change=self._member_changed)
         self.labels = (LabelShare(self.config, self.member, api_client, gvr, namespace, name,
                                   on_lost) if gvr is not None and self.by_labels else None)
+        self.ranges = (RangeShare(self.member, api_client, gvr, namespace, name)
+                       if gvr is not None and self.by_server else None)
         self._threads = [threading.Thread(target=self._react, daemon=True,
                                           name=f"controller-{name}-shard")]
         if self.labels is not None:
@@ -101,7 +118,11 @@ class ShardGate:
         return self.member.identity
 
     def tweak(self, options: Any) -> None:
-        """Label mode: add this member's selector to a list or watch request's options."""
+        """Label mode: add this member's label selector to a list or watch request's
+        options; server mode: set its shard selector."""
+        if self.ranges is not None:
+            self.ranges.tweak(options)
+            return
         assert self.labels is not None
         self.labels.tweak(options)
 
@@ -124,6 +145,8 @@ class ShardGate:
     def _member_changed(self) -> None:
         if self.labels is not None:
             self.labels.member_changed()  # lapsed, and knows it now that it wrote again
+        if self.ranges is not None:
+            self.ranges.member_changed()  # the range moved: the cache is filled again
         if self.member.ready():
             self._ready.set()
         self._changed.set()
@@ -133,10 +156,15 @@ class ShardGate:
         """Whether this replica may reconcile ``ref`` now; True registers it in flight
         until :meth:`end`. In hash mode, a request refused only because the key is still
         on its way here is remembered and triggered again when it arrives."""
-        key = ref.key()
         if self.labels is not None:
-            return self.labels.begin(key)
+            return self.labels.begin(ref.key())
+        key = self._key(ref)
+        if not key:
+            return False  # server mode, no uid: not cached, nothing to reconcile here
         if self.member.begin(key):
+            if self.by_server:
+                with self._lock:
+                    self._began[ref] = key
             return True
         if self.member.wants(key):
             with self._lock:
@@ -148,8 +176,16 @@ class ShardGate:
         """The reconcile :meth:`begin` allowed has finished."""
         if self.labels is not None:
             self.labels.end(ref.key())
+        elif self.by_server:
+            with self._lock:
+                key = self._began.pop(ref)
+            self.member.end(key)
         else:
             self.member.end(ref.key())
+
+    def _key(self, ref: ObjectRef) -> str:
+        """What the member shards ``ref`` by: its key, or in server mode its uid."""
+        return self._uid_of(ref) if self.by_server else ref.key()
 
     # -- label mode: what the primary informer says ----------------------------------------
     def observe(self, obj: Any) -> bool:
@@ -193,8 +229,9 @@ class ShardGate:
             lapsed = epoch != self._epoch
         if lapsed and self._refresh is not None and not self._refresh(self._stop):
             return  # stopped
-        assigned = member.assigned
-        owned = {ref for ref in self._refs() if assigned(ref.key())}
+        assigned, by_server = member.assigned, self.by_server
+        owned = {ref for ref in self._refs()
+                 if assigned(ref.uid if by_server else ref.key())}
         with self._lock:
             if epoch != self._epoch:  # after a lapse every key is reconciled again
                 self._epoch, self._owned = epoch, set()

@@ -2,8 +2,9 @@
 
 Leader election (:mod:`client_cache.leaderelection`) keeps one replica acting; sharding
 lets every replica act on its share. Each replica holds a membership Lease
-(:class:`ShardMember`), the live members make a consistent-hash ring (:class:`HashRing`)
-and a replica reconciles the keys the ring gives it, handed over between replicas
+(:class:`ShardMember`), the live members make a consistent-hash ring (:class:`HashRing`),
+or in server mode contiguous uid-hash ranges (:class:`RangeRing`), and a replica
+reconciles the keys the ring gives it, handed over between replicas
 without two reconciling one key at once. In the runtime:
 ``ControllerConfig(sharding=ShardingConfig(...))``. :func:`run_workers` starts and
 supervises N worker processes of a controller on one machine.
@@ -11,6 +12,7 @@ supervises N worker processes of a controller on one machine.
 
 from client_cache.sharding._keys import shard_key
 from client_cache.sharding._membership import ShardingError, ShardMember
+from client_cache.sharding._ranges import RangeRing
 from client_cache.sharding._ring import DEFAULT_VIRTUAL_NODES, HashRing, key_hash
 from client_cache.sharding.config import (
     RING_LABEL,
@@ -32,6 +34,7 @@ __all__ = [
     "VIEW_ANNOTATION",
     "HashRing",
     "NoopShardingMetricsProvider",
+    "RangeRing",
     "ShardMember",
     "ShardingConfig",
     "ShardingConfigError",

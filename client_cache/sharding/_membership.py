@@ -46,6 +46,13 @@ read the old owner's release (or the old owner's Lease expired: it had fenced it
 ``lease_duration - renew_deadline`` before). A member leaving (:meth:`ShardMember.stop`)
 lets its running reconciles finish and deletes its Lease, so its keys move at once.
 
+What a *key* is depends on the mode: in ``hash`` and ``labels`` modes the primary
+object's ``namespace/name``, placed on a consistent-hash ring
+(:class:`~client_cache.sharding._ring.HashRing`); in ``server`` mode the object's
+``metadata.uid``, placed by the server's FNV-1a hash on contiguous ranges
+(:class:`~client_cache.sharding._ranges.RangeRing`). The views, claims and drains are
+the same over either.
+
 ``on_change`` is called (on the member's thread) whenever what :meth:`begin` may answer
 changes other than by time: the controller then triggers the keys it gained.
 """
@@ -75,7 +82,8 @@ from client_cache.leaderelection.resourcelock import (
     ResourceLockConfig,
 )
 from client_cache.listwatch import new_filtered_list_watch_from_client
-from client_cache.sharding._ring import HashRing, key_hash
+from client_cache.sharding._ranges import RangeRing
+from client_cache.sharding._ring import HashRing
 from client_cache.sharding.config import RING_LABEL, VIEW_ANNOTATION, ShardingConfig
 from client_cache.sharding.metrics import get_sharding_metrics_provider
 from client_cache.shared_informer import (
@@ -116,13 +124,18 @@ class _Seen:
     view: frozenset[str]
 
 
+Ring = HashRing | RangeRing
+"""What a member's views are: a consistent-hash ring over keys (``hash`` and ``labels``
+modes) or contiguous ranges of the uid hash (``server`` mode)."""
+
+
 @dataclass(frozen=True)
 class _State:
     """What :meth:`ShardMember.begin` decides on, replaced whole when it changes."""
 
-    published: HashRing
-    target: HashRing
-    claims: tuple[tuple[str, HashRing], ...]  # live others and the rings they act on
+    published: Ring
+    target: Ring
+    claims: tuple[tuple[str, Ring], ...]  # live others and the rings they act on
     caught_up: bool
 
 
@@ -148,7 +161,8 @@ class ShardMember:
         self._stop = threading.Event()
         self._leaving = False
         self._seen: dict[str, _Seen] = {}
-        self._rings: dict[frozenset[str], HashRing] = {}
+        self._rings: dict[frozenset[str], Ring] = {}
+        self._position = RangeRing.position if config.by_server else HashRing.position
         solo = self._ring(frozenset())
         self._state = _State(solo, solo, (), False)
         self._target_since = 0.0
@@ -190,7 +204,7 @@ class ShardMember:
     def begin(self, key: str) -> bool:
         """Whether this member may start reconciling ``key`` now (see the module
         documentation); when True, the key counts as in flight until :meth:`end`."""
-        h = key_hash(key)
+        h = self._position(key)
         with self._lock:
             if not self._may_start_locked(h, time.monotonic()):
                 return False
@@ -224,7 +238,7 @@ class ShardMember:
         """Whether the views give ``key`` to this member: its published and target rings
         do and no live other member claims it; :meth:`owns` is this and :meth:`ready`."""
         with self._lock:
-            return self._assigned_locked(key_hash(key))
+            return self._assigned_locked(self._position(key))
 
     def _assigned_locked(self, h: int) -> bool:
         state, me = self._state, self.identity
@@ -235,7 +249,7 @@ class ShardMember:
     def owns(self, key: str) -> bool:
         """Whether :meth:`begin` would allow ``key`` now (nothing is registered)."""
         with self._lock:
-            return self._may_start_locked(key_hash(key), time.monotonic())
+            return self._may_start_locked(self._position(key), time.monotonic())
 
     def _may_start_locked(self, h: int, now: float) -> bool:
         if self._leaving or now >= self._held_until:
@@ -282,6 +296,20 @@ class ShardMember:
         """The members of the target view: this one and the live others, sorted."""
         with self._lock:
             return sorted(self._state.target.members)
+
+    def target_selector(self) -> str:
+        """Server mode: the shard selector of this member's range in the target view
+        (the objects it reconciles, or will once handed over): the whole space before
+        it has read the ring; ``ValueError`` in the other modes."""
+        if not self.config.by_server:
+            raise ValueError(f"shard {self.identity}: a shard selector needs "
+                             f"mode='server', not {self.config.mode!r}")
+        with self._lock:
+            target = self._state.target
+            if self.identity not in target.members:
+                target = self._ring(frozenset({self.identity}))
+        assert isinstance(target, RangeRing)
+        return target.selector_of(self.identity)
 
     def published(self) -> list[str]:
         """The members of the view this member acts on (written in its Lease), sorted."""
@@ -466,12 +494,13 @@ class ShardMember:
                              state.caught_up)
         self._claims_folded = True  # the thread's recompute still announces the change
 
-    def _ring(self, members: frozenset[str]) -> HashRing:
+    def _ring(self, members: frozenset[str]) -> Ring:
         ring = self._rings.get(members)
         if ring is None:
             if len(self._rings) > 64:
                 self._rings.clear()
-            ring = self._rings[members] = HashRing(members, self.config.virtual_nodes)
+            ring = self._rings[members] = RangeRing(members) if self.config.by_server \
+                else HashRing(members, self.config.virtual_nodes)
         return ring
 
     def add_listener(self, callback: Callable[[], None]) -> None:

@@ -52,6 +52,11 @@ class HashRing:
         self._points = array("Q", [point for point, _ in placed])  # 8 bytes a point
         self._owners = [member for _, member in placed]
 
+    @staticmethod
+    def position(key: str) -> int:
+        """The position of ``key`` on the ring (:func:`key_hash`)."""
+        return key_hash(key)
+
     @property
     def members(self) -> frozenset[str]:
         """The identities on the ring."""

@@ -14,10 +14,11 @@ from client_cache.util.errors import ClientCacheError
 __all__ = ["MAX_LEASE_DURATION", "MAX_VIRTUAL_NODES", "MODES", "RING_LABEL", "VIEW_ANNOTATION",
            "ShardingConfig", "ShardingConfigError"]
 
-MODES = ("hash", "labels")
+MODES = ("hash", "labels", "server")
 """``hash``: every replica caches every object and reconciles the keys the ring gives it;
 ``labels``: a sharder labels each object with its member and each replica caches only its
-own (see :mod:`client_cache.sharding`)."""
+own; ``server``: each replica owns a contiguous range of the uid hash and asks the API
+server for its range only (KEP-5866 shard selectors; see :mod:`client_cache.sharding`)."""
 
 RING_LABEL = "sharding.client-cache.io/ring"
 """The label on every member Lease: the ring's name. Members are read by it."""
@@ -68,7 +69,17 @@ class ShardingConfig:
     elected among them (a Lease named ``<ring>-sharder``), labels each object with its
     member (:meth:`shard_label`) and each replica's informer lists only its own
     (:meth:`selector`), so memory and watch traffic scale too; handovers go through a
-    drain label (:mod:`client_cache.sharding._sharder`).
+    drain label (:mod:`client_cache.sharding._sharder`). ``"server"``: the members,
+    sorted, split the 64-bit hash of ``metadata.uid`` into equal contiguous ranges
+    (:mod:`client_cache.sharding._ranges`), and each replica's primary informer sends the
+    shard selector of its range (KEP-5866, ``shardRange(object.metadata.uid, ...)``), so
+    the API server filters: memory and watch traffic scale as in label mode, with no
+    sharder and no label writes. It needs an API server with the ``ShardedListAndWatch``
+    feature gate (alpha in v1.36); one without it ignores the selector and the member
+    caches everything (its reconciles are still its range's alone: one WARNING says so).
+    A membership change moves up to about half the objects (every range boundary
+    shifts) and the member relists its range, which reconciles every object it keeps,
+    as any relist does; ``virtual_nodes`` does not apply.
 
     ``ring`` defaults to the controller's name (made a valid label value) and
     ``identity`` to ``<ring>-<hostname>-<6 random hex digits>``; an identity must be a
@@ -145,6 +156,11 @@ class ShardingConfig:
     def by_labels(self) -> bool:
         """Whether objects are assigned by label (``mode="labels"``)."""
         return self.mode == "labels"
+
+    @property
+    def by_server(self) -> bool:
+        """Whether the API server filters each member's range (``mode="server"``)."""
+        return self.mode == "server"
 
     def shard_label(self) -> str:
         """The label whose value names an object's member (``shard.client-cache.io/<ring>``),

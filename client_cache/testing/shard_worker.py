@@ -16,7 +16,8 @@ enough to be in flight when a key moves), ``--concurrency`` sets the workers. SI
 SIGINT stops it gracefully (its keys handed over), and so does the end of its standard
 input, so a member never outlives the process that started it. With ``--label-selector``
 the informer lists only the matching ConfigMaps; ``--mode labels`` runs the label-assigned
-mode (a lost Lease then ends the process: ``exit`` carries ``lost``). With ``--wait-go``
+mode (a lost Lease then ends the process: ``exit`` carries ``lost``), ``--mode server``
+the server-assigned one (the server needs ``ShardedListAndWatch``). With ``--wait-go``
 it prints ``waiting`` and starts its controller when a line arrives on its standard
 input (:meth:`ShardWorkerProcess.go`), so the members of a benchmark start together; in
 hash mode its ConfigMap cache is listed and synced before ``waiting`` (the controller
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sleep-ms", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--label-selector", default="")
-    parser.add_argument("--mode", default="hash", choices=("hash", "labels"))
+    parser.add_argument("--mode", default="hash", choices=("hash", "labels", "server"))
     parser.add_argument("--wait-go", action="store_true")
     args = parser.parse_args(argv)
 

@@ -40,6 +40,7 @@ from client_cache.runtime import Action, Context, Controller, ControllerConfig
 from client_cache.sharding import (
     RING_LABEL,
     HashRing,
+    RangeRing,
     ShardingConfig,
     ShardingConfigError,
     ShardingError,
@@ -223,17 +224,19 @@ def test_members_split_the_keys_and_a_leaving_one_hands_its_own_over(ring: Ring)
     assert all(after[k] == owners[k] for k in KEYS if owners[k] != ["m0"])
 
 
+@pytest.mark.parametrize("mode", ["hash", "server"])
 def test_keys_move_only_when_the_reconciles_in_flight_of_the_keys_given_away_end(
-        ring: Ring) -> None:
+        ring: Ring, mode: str) -> None:
     """The old owner publishes its new view once no key it gives away is in flight: until
-    then it starts none of them and the new owner starts none either."""
-    m0 = ring.add("m0")
+    then it starts none of them and the new owner starts none either (over the hash ring,
+    and over the server mode's ranges, where the keys are uids)."""
+    m0 = ring.add("m0", mode=mode)
     eventually(lambda: all(m0.owns(k) for k in KEYS), 5)
-    pair = HashRing(["m0", "m1"])
+    pair = HashRing(["m0", "m1"]) if mode == "hash" else RangeRing(["m0", "m1"])
     key, other = [k for k in KEYS if pair.owner(k) == "m1"][:2]
     kept = next(k for k in KEYS if pair.owner(k) == "m0")
     assert m0.begin(key)
-    m1 = ring.add("m1")
+    m1 = ring.add("m1", mode=mode)
     eventually(lambda: m0.members() == ["m0", "m1"] and m1.wants(key), 5)
     eventually(m1.holds_lease, 5)
     assert not m0.owns(key) and not m0.owns(other)  # m0 starts them no more...
@@ -816,10 +819,10 @@ class _Round:
     """One round of members started together: each runs a worker that reconciles every
     key it may start (30 ms each), recording who ran which key when."""
 
-    def __init__(self, api: Any, ring: str, keys: list[str]) -> None:
+    def __init__(self, api: Any, ring: str, keys: list[str], mode: str) -> None:
         self.keys = keys
-        self.members = [ShardMember(ShardingConfig("default", ring, f"m{i}", **FAST), api)
-                        for i in range(3)]
+        self.members = [ShardMember(ShardingConfig("default", ring, f"m{i}", mode=mode,
+                                                   **FAST), api) for i in range(3)]
         self.intervals: list[tuple[str, str, float, float]] = []
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -875,17 +878,20 @@ class _Round:
 @pytest.mark.slow
 @pytest.mark.xdist_group("lease-processes")  # its CPU hog must not run beside the others
 @pytest.mark.timeout(300)
-def test_members_started_together_never_run_one_key_at_once(server: EmbeddedApiServer) -> None:
+@pytest.mark.parametrize(("mode", "rounds"), [("hash", 40), ("server", 20)])
+def test_members_started_together_never_run_one_key_at_once(
+        server: EmbeddedApiServer, mode: str, rounds: int) -> None:
     """Issue 67: three members started at the same moment on a fresh ring, 20 keys, 30 ms
-    reconciles, beside a CPU hog, 40 rounds: no key is ever reconciled by two members at
+    reconciles, beside a CPU hog, 40 rounds (20 over the server mode's ranges, whose
+    views and claims are the same protocol): no key is ever reconciled by two members at
     once (the guide promises at most one; the mechanism is held by
     test_claims_read_before_the_own_write_are_in_force_when_it_is_caught_up)."""
     keys = [f"ns/key-{i}" for i in range(20)]
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     api = server.api_client()
     try:
-        for round_ in range(40):
-            together = _Round(api, f"together-{round_}", keys)
+        for round_ in range(rounds):
+            together = _Round(api, f"together-{mode}-{round_}", keys, mode)
             together.run(30)
             assert together.overlaps() == [], f"round {round_}: reconciled at once"
     finally:

@@ -1,16 +1,19 @@
 """Server-side shard selectors (KEP-5866, ``ShardedListAndWatch``): on both servers, the
 ranges partition a LIST exactly (the same FNV-1a hash as kube-apiserver's), a sharded
 LIST carries ``shardInfo``, a WATCH sends only its range's changes, an informer of one
-shard caches only that shard, and a bad selector is refused alike."""
+shard caches only that shard, a bad selector is refused alike, and two members of a
+server-mode ring each cache and reconcile their range."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache.api.lists import ListOptions, list_shard_selector
+from client_cache.api.schema import GroupVersionResource
 from client_cache.api.sharding import (
     hash_value,
     parse_shard_selector,
@@ -21,7 +24,10 @@ from client_cache.api.watch import EventType
 from client_cache.errors import ApiStatusError
 from client_cache.informers import SharedInformerFactoryOptions
 from client_cache.informers import new_shared_informer_factory_with_options as new_factory
+from client_cache.runtime import Action, Context, Controller, ControllerConfig
+from client_cache.sharding import RangeRing, ShardingConfig
 from tests.conformance.util import collect, create_configmaps, list_all, lister_watcher
+from tests.fixtures import eventually
 
 COUNT = 60
 
@@ -108,3 +114,52 @@ def test_a_bad_selector_is_refused_alike(api: Any, ns: str, selector: str) -> No
     assert refused.value.code == 500
     assert "invalid shard selector: " in str(refused.value)
     CoreV1Api(api).list_namespaced_config_map(ns)  # the server is fine
+
+
+def test_server_sharded_controllers_cache_and_reconcile_their_range(
+        backend: Any, api: Any, ns: str) -> None:
+    """``ShardingConfig(mode="server")`` on both servers: two members each cache exactly
+    the objects of their uid range (the server filters), every object's latest reconcile
+    is by its range's owner, and when one leaves the other lists the whole space and
+    reconciles the objects it took over."""
+    create_configmaps(api, ns, [f"cm-{i:03d}" for i in range(COUNT)])
+    uids = {uid_of(i) for i in list_all(lister_watcher(api, ns))["items"]}
+    ring = RangeRing(["a", "b"])
+    cond = threading.Condition()
+    latest: dict[str, str] = {}  # uid -> the member of its latest reconcile
+    by_a: set[str] = set()
+
+    def reconcile(obj: Any, ctx: Context[None]) -> Action:
+        with cond:
+            latest[obj["metadata"]["uid"]] = ctx.shard
+            if ctx.shard == "a":
+                by_a.add(obj["metadata"]["uid"])
+            cond.notify_all()
+        return Action.await_change()
+
+    def member(identity: str) -> Controller[Any]:
+        factory = new_factory(backend.api_client(), 0,
+                              SharedInformerFactoryOptions(namespace=ns))
+        return Controller(factory, GroupVersionResource("", "v1", "configmaps"),
+                          kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                              name="cms", events=False, sharding=ShardingConfig(
+                                  ns, "cms", identity, mode="server", lease_duration=2.0,
+                                  renew_deadline=1.5, retry_period=0.5)))
+
+    def cached(controller: Controller[Any]) -> set[str]:
+        return {uid_of(obj) for obj in controller.store().list()}
+
+    a, b = member("a"), member("b")
+    with a.running(reconcile):
+        with b.running(reconcile):
+            eventually(lambda: cached(a) == {u for u in uids if ring.owner(u) == "a"}
+                       and cached(b) == {u for u in uids if ring.owner(u) == "b"}, 20,
+                       lambda: f"a {len(cached(a))}, b {len(cached(b))} of {len(uids)}")
+            with cond:
+                assert cond.wait_for(lambda: set(latest) == uids and all(
+                    m == ring.owner(u) for u, m in latest.items()), 20), latest
+                by_a.clear()
+        eventually(lambda: cached(a) == uids, 20)
+        with cond:
+            assert cond.wait_for(lambda: by_a >= {u for u in uids if ring.owner(u) == "b"},
+                                 20)

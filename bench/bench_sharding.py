@@ -1,5 +1,5 @@
 """A sharded controller on this machine: one member process against two, on a CPU-bound
-reconcile, and the memory of a member in hash mode against label mode.
+reconcile, and the memory of a member in hash, label and server mode.
 
 Method. 2,000 ConfigMaps (2 KiB of data each) in a fresh namespace. ``N`` member
 processes of ``client_cache.testing.shard_worker`` start, list and sync their cache and
@@ -28,8 +28,10 @@ processes can gain on this machine at all.
 
 Memory: 2,000 ConfigMaps of ``--memory-kib`` (16 KiB) in another namespace, so the cache
 outweighs the interpreter; the resident set of each of two members once every object was
-reconciled, in hash mode (every member caches all 2,000 objects) and in label mode (each
-caches its own; the member running the sharder also holds the metadata of every object).
+reconciled, in hash mode (every member caches all 2,000 objects), in label mode (each
+caches its own; the member running the sharder also holds the metadata of every object)
+and in server mode (each caches its uid range, filtered by the server: both servers run
+with ``ShardedListAndWatch`` on).
 The server runs beside the members on the same two cores.
 
 Writes ``bench/results/sharding.json`` and ``.md``.
@@ -88,7 +90,9 @@ def servers(real: bool) -> Iterator[list[tuple[str, Callable[[], Any], dict[str,
     from client_cache.testing.envtest import ControlPlane, find_binaries
 
     with contextlib.ExitStack() as stack:
-        embedded = stack.enter_context(EmbeddedApiServerProcess(bookmark_interval=60))
+        # shard selectors on (alpha in v1.36) on both servers, for the server mode's row
+        embedded = stack.enter_context(EmbeddedApiServerProcess(
+            bookmark_interval=60, feature_gates={"ShardedListAndWatch": True}))
         config = {"apiVersion": "v1", "kind": "Config",
                   "clusters": [{"name": "e", "cluster": {"server": embedded.url}}],
                   "users": [{"name": "u", "user": {}}],
@@ -99,7 +103,8 @@ def servers(real: bool) -> Iterator[list[tuple[str, Callable[[], Any], dict[str,
              lambda: [embedded.pid] if embedded.pid else [])]
         binaries = find_binaries() if real else None
         if binaries is not None:
-            plane = stack.enter_context(ControlPlane(binaries))
+            plane = stack.enter_context(ControlPlane(
+                binaries, extra_args=("--feature-gates=ShardedListAndWatch=true",)))
             found.append(("kube-apiserver", plane.api_client, plane.kubeconfig(), plane.pids))
         elif real:
             print("real server skipped: run `make envtest` first", file=sys.stderr)
@@ -234,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             big = populate(api_client(), args.objects, args.memory_kib)
             memory = {mode: one_run(kubeconfig, big, 2, mode, args.objects, 0, next(run),
                                     pids())
-                      for mode in ("hash", "labels")}
+                      for mode in ("hash", "labels", "server")}
             report["servers"][name] = {"runs": runs, "memory": memory, "loops": loops}
             rate = {k: statistics.median(r["per_second"] for r in v) for k, v in runs.items()}
             lines += [f"## {name}", "",

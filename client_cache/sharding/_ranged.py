@@ -32,7 +32,8 @@ from urllib.parse import urlencode
 from client_cache.api.lists import list_shard_selector
 from client_cache.api.schema import GroupVersionResource
 from client_cache.client.rest import request_json, resource_path
-from client_cache.errors import ClientCacheError
+from client_cache.client.transport import Transport
+from client_cache.errors import ClientCacheError, StopRequestedError
 from client_cache.sharding._membership import ShardMember
 from client_cache.shared_informer import SharedIndexInformer
 from client_cache.util._logs import log_visibly
@@ -62,7 +63,6 @@ class RangeShare:
         self._lock = threading.Lock()
         self._selector = ""  # what the informer sends; set at its first fill
         self._informer: SharedIndexInformer[Any] | None = None
-        self.relists = 0
 
     def selector(self) -> str:
         """The selector the primary informer sends now ("" before its first fill)."""
@@ -90,7 +90,6 @@ class RangeShare:
             if not self._selector or selector == self._selector or self._informer is None:
                 return
             self._selector, informer = selector, self._informer
-            self.relists += 1
         _log.info("controller %s: shard %s: range moved; listing %s again with %s",
                   self._name, self.member.identity, self._gvr.label(), selector)
         informer.reconnect("the shard range moved", relist=True)
@@ -103,13 +102,18 @@ class RangeShare:
         (logged at INFO) or was stopped."""
         query = urlencode({"limit": "1", "shardSelector": self.member.target_selector()})
         path = f"{resource_path(self._gvr, self._namespace)}?{query}"
+        transport = Transport(self._api)  # so that the stop abandons it at once
         try:
             status, body = request_json(self._api, "GET", path, timeout=FILTER_CHECK_TIMEOUT,
-                                        stop=stop)
+                                        transport=transport, stop=stop)
+        except StopRequestedError:
+            return None
         except ClientCacheError as err:
             _log.info("controller %s: checking that the server filters shards failed: %s",
                       self._name, err)
             return None
+        finally:
+            transport.close()
         if status != 200 or not isinstance(body, dict):
             _log.info("controller %s: checking that the server filters shards: HTTP %d",
                       self._name, status)

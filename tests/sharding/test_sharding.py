@@ -397,7 +397,7 @@ def test_a_member_holding_its_lease_stops_within_a_second_when_the_server_hangs(
 
 
 # -- the runtime ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("mode", ["hash", "labels"])
+@pytest.mark.parametrize("mode", ["hash", "labels", "server"])
 def test_a_sharded_controller_stops_within_a_second_when_the_server_hangs(
         server: EmbeddedApiServer, mode: str) -> None:
     """Issue 67: a running sharded controller (label mode: its member runs the sharder

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from kubernetes import config as kube_config
 from kubernetes.client import ApiClient
 
 from client_cache.testing.apiserver import EmbeddedApiServer
+from client_cache.util.signals import SignalRelay
 
 
 @dataclass
@@ -51,8 +51,8 @@ def connect(args: argparse.Namespace, **server_options: Any) -> Iterator[Cluster
 
 
 def stop_on_signals() -> threading.Event:
-    """An event set by Ctrl-C or SIGTERM (the examples' stop channel)."""
+    """An event set by Ctrl-C or SIGTERM (the examples' stop channel), from the signal
+    relay's thread: a handler setting it could deadlock on the event's own lock."""
     stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    SignalRelay(lambda _: stop.set(), name="example").start()  # for the process's life
     return stop

@@ -281,7 +281,7 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "partial_object_metadata": ("—", "the server's metadata-only form of an object"),
     "describe": ("klog.KObj", "kind namespace/name (resourceVersion), never contents"),
     "on_stop": ("—", "run a callback when a stop event is set (Go: <-stopCh in a goroutine)"),
-    "SignalWaker": ("signal.Notify", "the main thread's wait woken by a signal any thread took"),
+    "SignalRelay": ("signal.Notify", "a signal any thread took, relayed to a thread of its own"),
     "stop_callbacks": ("—", "how many callbacks wait for a stop event (tests)"),
     "Parker": ("—", "one sleeper, woken by a lock release that never waits (port addition)"),
     "simple_page_func": ("SimplePageFunc", ""),

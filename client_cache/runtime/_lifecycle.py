@@ -22,12 +22,10 @@ import logging
 import platform
 import queue
 import re
-import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 from client_cache.aio.bridge import LoopCaller, is_async_callable
@@ -51,7 +49,7 @@ from client_cache.util.clock import REAL_CLOCK, WithTicker
 from client_cache.util.features import ATOMIC_FIFO, feature_gates
 from client_cache.util.flowcontrol import TokenBucketRateLimiter, throttle_client
 from client_cache.util.rest_metrics import instrument_client
-from client_cache.util.signals import SignalWaker
+from client_cache.util.signals import SignalRelay
 from client_cache.util.stop import on_stop
 
 __all__ = ["REFRESH_WARNING", "Run", "RunState", "Watched", "identify"]
@@ -112,7 +110,6 @@ class Run:
     stop: threading.Event | None
     _deadline: float = field(default=0.0, init=False)
     _own_factory: SharedInformerFactory | None = field(default=None, init=False)
-    _waker: SignalWaker | None = field(default=None, init=False)
 
     def run(self) -> RunSummary:
         """Set up, wait for the stop, tear down; the summary of what the run did."""
@@ -153,8 +150,9 @@ class Run:
             events_limiter = TokenBucketRateLimiter(config.client_qps, config.client_burst)
         instrument_client(api_client)
         identify(api_client, self.name)
-        if self.on_signal:
-            stack.callback(_restore_signals, self._install_signals())
+        if self.on_signal:  # acted on off the handler, whichever thread takes it
+            stack.callback(SignalRelay(self._signalled, name=f"controller-{self.name}",
+                                       once=True).start().close)
         gate, shard = self._gates()
         self._own_informer(stack, shard)
         state.prepared.set()
@@ -185,11 +183,6 @@ class Run:
             stack.callback(self._flush_events, broadcaster)
         pumps: list[threading.Thread] = []
         stack.callback(_join_each, pumps, 1.0)
-        waker = None
-        if self.on_signal:  # woken whichever thread the OS hands a signal to
-            waker = SignalWaker().start()
-            stack.callback(waker.close)
-        self._waker = waker
         if self.primary.pending:
             # the informers start (they wait for the resource too, not ready); the
             # handlers are added once the kind is known, and get the cache replayed
@@ -291,10 +284,7 @@ class Run:
         self._own_factory.start(informer_stop)
 
     def _wait(self) -> None:
-        if self._waker is not None:
-            self._waker.wait(self.state.stopping)
-        else:
-            self.state.stopping.wait()
+        self.state.stopping.wait()
         _log.info("controller %s: shutting down; waiting up to %.1f s for %d running "
                   "reconciles", self.name, self.config.shutdown_timeout,
                   self.state.tally.running())
@@ -305,19 +295,11 @@ class Run:
         thread.start()
         return thread
 
-    def _install_signals(self) -> dict[int, Any]:
-        previous: dict[int, Any] = {}
-        stopping = self.state.stopping
-
-        def handle(signum: int, frame: FrameType | None) -> None:
-            _log.info("controller %s: signal %d: shutting down gracefully (again to "
-                      "force)", self.name, signum)
-            _restore_signals(previous)
-            stopping.set()
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, handle)
-        return previous
+    def _signalled(self, signum: int) -> None:
+        """SIGINT or SIGTERM, on the relay's thread (the handlers before are back)."""
+        _log.info("controller %s: signal %d: shutting down gracefully (again to force)",
+                  self.name, signum)
+        self.state.stopping.set()
 
     def _wait_ready(self) -> bool:
         """The readiness gate: every involved cache holds its first complete list."""
@@ -386,11 +368,6 @@ class Run:
 def _join_each(threads: list[threading.Thread], timeout: float) -> None:
     for thread in threads:
         thread.join(timeout)
-
-
-def _restore_signals(previous: dict[int, Any]) -> None:
-    for signum, handler in previous.items():
-        signal.signal(signum, handler)
 
 
 def _threaded(caller: LoopCaller | None, fn: Callable[..., Any] | None) -> Any:

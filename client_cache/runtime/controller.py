@@ -252,11 +252,12 @@ class Controller(Generic[K]):
         return self
 
     def shutdown_on_signal(self) -> Controller[K]:
-        """Shut down gracefully on SIGINT or SIGTERM (kube-rs ``shutdown_on_signal``).
-        ``run`` then waits on the main thread through the interpreter's signal wakeup
-        file descriptor (:class:`client_cache.util.signals.SignalWaker`), so a signal the
-        OS hands to any thread wakes it; the descriptor before is put back when ``run``
-        returns."""
+        """Shut down gracefully on the first SIGINT or SIGTERM (kube-rs
+        ``shutdown_on_signal``). ``run`` must then be called on the main thread: it
+        relays the signal through the interpreter's wakeup file descriptor to a thread of
+        its own (:class:`client_cache.util.signals.SignalRelay`), so a signal the OS hands
+        to any thread is seen, and the handler itself takes no lock. The handlers and the
+        descriptor before are put back when ``run`` returns."""
         self._on_signal = True
         return self
 

@@ -200,10 +200,20 @@ class ShardGate:
         self.labels.forget(obj)
 
     def synced(self) -> None:
-        """The primary informer holds its first list: keys gained later were handed over."""
-        self._first = False
+        """The primary informer holds its first list: keys gained later were handed over.
+        Called before the workers start. In hash and server mode the keys owned are
+        counted again from the filled cache (the member may have become ready while it
+        was still empty), without triggering them: the first list queued every one."""
         if self.labels is not None:
+            self._first = False
             self.labels.synced()
+            return
+        with self._lock:  # counted under the lock: a ring change reacted to meanwhile
+            owned = self._assigned_refs()  # cannot then be overwritten by an older count
+            gained = owned - self._owned
+            self._owned = owned
+            self._first = False
+        self._account(len(owned), gained, first=True)
 
     # -- hash mode: triggering gained keys ---------------------------------------------------
     def _react(self) -> None:
@@ -229,10 +239,8 @@ class ShardGate:
             lapsed = epoch != self._epoch
         if lapsed and self._refresh is not None and not self._refresh(self._stop):
             return  # stopped
-        assigned, by_server = member.assigned, self.by_server
-        owned = {ref for ref in self._refs()
-                 if assigned(ref.uid if by_server else ref.key())}
         with self._lock:
+            owned = self._assigned_refs()
             if epoch != self._epoch:  # after a lapse every key is reconciled again
                 self._epoch, self._owned = epoch, set()
             gained = owned - self._owned
@@ -242,15 +250,24 @@ class ShardGate:
             first, self._first = self._first, self._first and not owned
         for ref in gained | skipped:
             self._trigger(ref)
+        self._account(len(owned), gained, first=first)
+
+    def _assigned_refs(self) -> set[ObjectRef]:
+        """The cached primary objects' refs the member's ring assigns here."""
+        assigned, by_server = self.member.assigned, self.by_server
+        return {ref for ref in self._refs() if assigned(ref.uid if by_server else ref.key())}
+
+    def _account(self, owned: int, gained: set[ObjectRef], *, first: bool) -> None:
+        """Report ``owned`` keys, of which ``gained`` are new here."""
         ring = self.config.ring
-        self._metrics.set_keys_owned(ring, len(owned))
+        self._metrics.set_keys_owned(ring, owned)
         # a member's first keys are handed over too when it joined a ring with others in
         # it (they held them); only the first keys of a ring of one came from no one
-        if gained and (not first or len(member.members()) > 1):
+        if gained and (not first or len(self.member.members()) > 1):
             self._metrics.add_handovers(ring, len(gained))
         if gained:
             _log.info("controller %s: shard %s reconciles %d keys (%d new)", self._name,
-                      self.identity, len(owned), len(gained))
+                      self.identity, owned, len(gained))
 
     def stop(self, timeout: float = 5.0) -> None:
         """Leave the ring (running reconciles have ended: the controller's workers were

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from client_cache.util.signals import SignalWaker
+from client_cache.util.signals import SignalRelay
 
 __all__ = ["WorkerGroup", "run_workers"]
 
@@ -250,24 +250,16 @@ def run_workers(target: Callable[..., None], replicas: int, *, args: tuple[Any, 
     return their exit codes."""
     group = WorkerGroup(target, replicas, args=args, grace=grace, name=name)
     done = stop if stop is not None else threading.Event()
-    previous: dict[signal.Signals, Any] = {}
-    waker: SignalWaker | None = None
+    relay: SignalRelay | None = None
     if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, lambda *_: done.set())
-        waker = SignalWaker().start()
-    group.start()
+        relay = SignalRelay(lambda _: done.set(), name=f"workers-{name}").start()
     try:
-        if waker is not None:
-            waker.wait(done)
-        else:
-            done.wait()
+        group.start()
+        done.wait()
     finally:
         codes = group.stop(grace)
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if waker is not None:
-            waker.close()
+        if relay is not None:
+            relay.close()
     return codes
 
 

@@ -92,7 +92,7 @@ from client_cache.testing.envtest_build import (
     find_binaries,
     find_go,
 )
-from client_cache.util.signals import SignalWaker
+from client_cache.util.signals import SignalRelay
 
 __all__ = [
     "ETCD_VERSION",
@@ -496,10 +496,8 @@ def main(argv: list[str] | None = None) -> int:
                 plane.write_kubeconfig(args.kubeconfig)
             print(plane.url, flush=True)
             stop = threading.Event()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(signum, lambda *_: stop.set())
-            with SignalWaker() as waker:  # a signal any thread takes wakes this wait
-                waker.wait(stop)
+            with SignalRelay(lambda _: stop.set(), name="envtest"):
+                stop.wait()
         return 0
     except EnvtestError as err:
         print(f"envtest: {err}", file=sys.stderr)

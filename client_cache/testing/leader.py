@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import time
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         ResourceLockConfig,
         new_leader_elector,
     )
-    from client_cache.util.signals import SignalWaker  # noqa: PLC0415
+    from client_cache.util.signals import SignalRelay  # noqa: PLC0415
     from client_cache.util.stop import on_stop  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__)
@@ -151,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
         retry_period=args.retry_period, release_on_cancel=args.release, name=args.lease))
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    relay = SignalRelay(lambda _: stop.set(), name="candidate").start()
 
     def orphaned() -> None:  # our stdin's only writer is the parent: EOF means it is gone
         sys.stdin.read()
@@ -183,13 +181,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.sample:
         threading.Thread(target=sample, name="candidate-sampler", daemon=True).start()
-    # the main thread waits on the signal wakeup descriptor, not in a join: a SIGTERM the
-    # OS hands to another thread would not wake a join, and its handler (which runs on
-    # the main thread only) would wait with it while the lease is renewed on
-    with SignalWaker() as waker:
+    # a SIGTERM is acted on by the relay's thread, whichever thread took it: nothing
+    # waits for the main thread to run a handler while the lease is renewed on
+    try:
         runner = threading.Thread(target=elect, daemon=True, name="candidate-elector")
         runner.start()
-        waker.wait(finished)
+        finished.wait()
+    finally:
+        relay.close()
     runner.join()
     _emit("exit")
     sys.stdout.flush()

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import time
@@ -114,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         ShardingConfig,
         set_sharding_metrics_provider,
     )
+    from client_cache.util.signals import SignalRelay  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__)
     add_lease_arguments(parser, retry_period=0.5)
@@ -179,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             factory.wait_for_cache_sync(warm)
         _emit("waiting")
         go.wait()
-    signal.signal(signal.SIGTERM, lambda *_: controller.shutdown())
-    signal.signal(signal.SIGINT, lambda *_: controller.shutdown())
-    summary = controller.run(reconcile)
+    with SignalRelay(lambda _: controller.shutdown(), name="shard-worker"):
+        summary = controller.run(reconcile)
     warm.set()
     _emit("exit", lost=summary.lost_shard, cpu=time.process_time())
     sys.stdout.flush()

@@ -37,6 +37,8 @@ from client_cache.informers.factory import (
 )
 from client_cache.leaderelection import LeaderElectionConfig, LeaseLock, ResourceLockConfig
 from client_cache.runtime import Action, Context, Controller, ControllerConfig
+from client_cache.runtime.objectref import ObjectRef
+from client_cache.runtime.sharded import ShardGate
 from client_cache.sharding import (
     RING_LABEL,
     HashRing,
@@ -54,6 +56,7 @@ from client_cache.sharding import (
 from client_cache.sharding.metrics import NoopShardingMetricsProvider
 from client_cache.testing import EmbeddedApiServer
 from client_cache.testing.proxy import TcpProxy
+from client_cache.util.signals import SignalRelay
 from tests.fixtures import HungServer, eventually
 
 FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
@@ -479,6 +482,26 @@ def recorded() -> Iterator[Recorded]:
         set_sharding_metrics_provider(NoopShardingMetricsProvider())
 
 
+def test_a_gate_ready_before_its_cache_counts_the_keys_once_the_cache_is_filled(
+        server: EmbeddedApiServer, recorded: Recorded) -> None:
+    """The member can hold its Lease before the primary informer holds its first list;
+    ``synced`` then counts the keys owned (a CI run saw ``shard_keys_owned`` stay 0) and
+    triggers none: the first list queued every one."""
+    cached: list[ObjectRef] = []
+    triggered: list[ObjectRef] = []
+    gate = ShardGate(ShardingConfig("default", "gate", "only", **FAST), "gate",
+                     server.api_client(), lambda: list(cached), triggered.append)
+    gate.start()
+    try:
+        assert gate.wait_ready(threading.Event())
+        eventually(lambda: recorded.owned == [0])  # reacted to the member, cache empty
+        cached.extend(ObjectRef(f"cm-{i}", "default") for i in range(12))
+        gate.synced()
+        assert recorded.owned[-1] == 12 and triggered == [] and recorded.handovers == 0
+    finally:
+        gate.stop()
+
+
 def test_sharded_controllers_reconcile_each_object_once_and_take_over_on_leave(
         server: EmbeddedApiServer, recorded: Recorded) -> None:
     core = CoreV1Api(server.api_client())
@@ -597,11 +620,13 @@ def test_a_member_back_from_a_half_dead_connection_reconciles_from_a_fresh_cache
 # -- the worker supervisor -----------------------------------------------------------------------
 def _worker(index: int, directory: str) -> None:
     """A worker that handles SIGTERM, then says it started and waits for the signal (said
-    before the handler, a stop could come first and end it by the default action)."""
+    before the handler, a stop could come first and end it by the default action). The
+    relay sets the event: a handler setting it while this thread is on its way into
+    ``done.wait()`` (holding the event's lock) would wait for itself, killed at the grace."""
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    Path(directory, f"{index}-{os.getpid()}").write_text("up")
-    done.wait()
+    with SignalRelay(lambda _: done.set(), (signal.SIGTERM,), name="test-worker"):
+        Path(directory, f"{index}-{os.getpid()}").write_text("up")
+        done.wait()
 
 
 def test_a_worker_group_restarts_a_dead_worker_with_its_index_and_stops_all(

@@ -23,7 +23,7 @@ from kubernetes.client import ApiClient
 from client_cache.errors import ClientCacheError
 from client_cache.testing.apiserver.gates import check_feature_gates, parse_feature_gates
 from client_cache.testing.apiserver.server import LOOPBACK, EmbeddedApiServer, client_configuration
-from client_cache.util.signals import SignalWaker
+from client_cache.util.signals import SignalRelay
 
 __all__ = ["EmbeddedApiServerProcess", "main"]
 
@@ -208,20 +208,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.state:
         server.store.restore(args.state)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    graceful = [signal.SIGINT, signal.SIGTERM]
     if args.exit_with_parent:
         # a child of EmbeddedApiServerProcess: its parent's stop() (SIGTERM) ends it at
         # once, as the parent's death does; there is nothing to save or to shut down
         # gracefully for anyone else (the store's state is taken with the dump control)
+        graceful.remove(signal.SIGTERM)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         threading.Thread(target=_exit_at_eof, name="apiserver-parent-watch",
                          daemon=True).start()
-    with server:
+    with SignalRelay(lambda _: stop.set(), graceful, name="apiserver"), server:
         if args.kubeconfig:
             server.write_kubeconfig(args.kubeconfig)
         print(server.url, flush=True)
-        with SignalWaker() as waker:  # a signal any thread takes wakes this wait
-            waker.wait(stop)
+        stop.wait()
     return 0
 

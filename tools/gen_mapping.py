@@ -122,6 +122,8 @@ PACKAGES = {
     "client_cache.runtime": "(kube-rs kube::runtime::controller; Go names where "
                             "controller-runtime has them)",
     "client_cache.runtime.finalizer": "(kube-rs kube::runtime::finalizer)",
+    "client_cache.runtime.predicates": "(kube-rs kube::runtime::predicates; "
+                                       "controller-runtime pkg/predicate)",
     "client_cache.crd": "(kube-rs kube-derive CustomResource; controller-gen's CRD output)",
     "client_cache.sharding": "(port only: client-go, controller-runtime and kube-rs have no "
                              "sharding; the design of timebertt/kubernetes-controller-sharding)",
@@ -421,6 +423,21 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Action": ("—", "kube-rs Action (requeue, await_change)"),
     "Context": ("—", "kube-rs Arc<Context>: the user's data plus the request"),
     "client_cache.runtime.Controller": ("—", "kube-rs Controller"),
+    "Predicate": ("predicate.Funcs", "kube-rs Predicate; &, or and ~ are And, Or, Not"),
+    "predicates": ("pkg/predicate", "the module: kube-rs kube::runtime::predicates"),
+    "client_cache.runtime.predicates.changed": ("—", "kube-rs predicate_filter with a closure"),
+    "client_cache.runtime.predicates.when": ("predicate.NewPredicateFuncs", "kopf when="),
+    "client_cache.runtime.predicates.labelled": ("predicate.LabelSelectorPredicate",
+                    "kopf labels="),
+    "client_cache.runtime.predicates.generation": ("predicate.GenerationChangedPredicate",
+                      "kube-rs predicates::generation"),
+    "client_cache.runtime.predicates.resource_version": (
+        "predicate.ResourceVersionChangedPredicate", "kube-rs predicates::resource_version"),
+    "client_cache.runtime.predicates.labels": ("predicate.LabelChangedPredicate",
+                  "kube-rs predicates::labels"),
+    "client_cache.runtime.predicates.annotations": (
+        "predicate.AnnotationChangedPredicate", "kube-rs predicates::annotations"),
+    "client_cache.runtime.predicates.finalizers": ("—", "kube-rs predicates::finalizers"),
     "client_cache.runtime.retry.BASE_DELAY": ("—", "the 5 ms of the default limiter"),
     "client_cache.runtime.retry.MAX_DELAY": ("—", "the 1000 s of the default limiter"),
     "client_cache.runtime.retry.RateLimiterFactory": ("—", "makes a run's rate limiter"),

@@ -2,6 +2,7 @@
 :class:`Controller`, its scheduler and the helpers a controller needs. See
 :mod:`client_cache.runtime.controller`."""
 
+from client_cache.runtime import predicates
 from client_cache.runtime.apply import APPLY_PATCH, apply
 from client_cache.runtime.controller import (
     Controller,
@@ -27,6 +28,7 @@ from client_cache.runtime.objectref import (
     object_ref,
     set_controller_reference,
 )
+from client_cache.runtime.predicates import Predicate
 from client_cache.runtime.reconcile import (
     Action,
     Context,
@@ -55,6 +57,7 @@ __all__ = [
     "NoopControllerMetricsProvider",
     "ObjectRef",
     "OwnerConflictError",
+    "Predicate",
     "ReasonKind",
     "ReconcileError",
     "ReconcileReason",
@@ -71,6 +74,7 @@ __all__ = [
     "get_controller_of",
     "is_controlled_by",
     "object_ref",
+    "predicates",
     "reset_controller_metrics_provider_for_tests",
     "set_controller_metrics_provider",
     "set_controller_reference",

@@ -13,6 +13,10 @@ event handlers ``EnqueueRequestForObject``, ``EnqueueRequestForOwner`` and
 * a source (a ``queue.Queue`` or another iterable) yields refs or requests, or, in bulk,
   asks for every cached primary object.
 
+Each informer's events pass its predicates and the controller's event filters first
+(:mod:`client_cache.runtime.predicates`); a filtered primary event still reaches a
+label-mode shard gate, which follows every object of its member.
+
 A request before the run has a scheduler is dropped (the initial list triggers them
 all again once it has one).
 """
@@ -30,6 +34,7 @@ from client_cache.api import meta
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.runtime._kind import PrimaryKind
 from client_cache.runtime.objectref import ObjectRef, object_ref
+from client_cache.runtime.predicates import Predicate, passes
 from client_cache.runtime.reconcile import ReconcileReason, ReconcileRequest
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
@@ -58,6 +63,8 @@ class Triggers:
         self.informer: SharedIndexInformer[Any] | None = None
         self._scheduler: Scheduler | None = None
         self._shard: ShardGate | None = None
+        self.primary_predicates: list[Predicate] = []  # Controller.filter
+        self.event_filters: list[Predicate] = []  # Controller.event_filter: every informer
 
     def attach(self, scheduler: Scheduler | None, shard: ShardGate | None) -> None:
         """Send the requests to ``scheduler`` (None: drop them) and let ``shard`` see the
@@ -65,14 +72,39 @@ class Triggers:
         self._scheduler, self._shard = scheduler, shard
 
     # -- the handlers ------------------------------------------------------------------------
+    def _passes(self, own: Iterable[Predicate], kind: str, *objs: Any) -> bool:
+        """Whether an event passes ``own`` predicates and the event filters."""
+        chosen = (*own, *self.event_filters)
+        return not chosen or passes(chosen, kind, *(_unwrap(obj) for obj in objs))
+
+    def _filtered(self, predicates: tuple[Predicate, ...], add: Callable[[Any], None],
+                  update: Callable[[Any, Any], None], delete: Callable[[Any], None],
+                  ) -> ResourceEventHandlerFuncs[Any]:
+        """A handler calling ``add``, ``update`` or ``delete`` for the events that pass."""
+        def added(obj: Any) -> None:
+            if self._passes(predicates, "add", obj):
+                add(obj)
+
+        def updated(old: Any, new: Any) -> None:
+            if self._passes(predicates, "update", old, new):
+                update(old, new)
+
+        def deleted(obj: Any) -> None:
+            if self._passes(predicates, "delete", obj):
+                delete(obj)
+
+        return ResourceEventHandlerFuncs(add_func=added, update_func=updated,
+                                         delete_func=deleted)
+
     def primary_handler(self) -> ResourceEventHandlerFuncs[Any]:
         """The handler on the primary informer."""
         return ResourceEventHandlerFuncs(
-            add_func=self._primary_applied,
-            update_func=lambda old, new: self._primary_applied(new),
+            add_func=lambda obj: self._primary_applied(obj, (obj,)),
+            update_func=lambda old, new: self._primary_applied(new, (old, new)),
             delete_func=self._primary_deleted)
 
-    def owner_handler(self) -> ResourceEventHandlerFuncs[Any]:
+    def owner_handler(self, predicates: tuple[Predicate, ...] = (),
+                      ) -> ResourceEventHandlerFuncs[Any]:
         """The handler on a child informer (``owns``)."""
         def changed(*objs: Any) -> None:
             primary = self._primary
@@ -92,10 +124,10 @@ class Triggers:
             for owner, related in owners.items():
                 self.trigger(owner, ReconcileReason.related_object_updated(related))
 
-        return ResourceEventHandlerFuncs(add_func=changed, update_func=changed,
-                                         delete_func=changed)
+        return self._filtered(predicates, changed, changed, changed)
 
-    def mapper_handler(self, mapper: Mapper) -> ResourceEventHandlerFuncs[Any]:
+    def mapper_handler(self, mapper: Mapper, predicates: tuple[Predicate, ...] = (),
+                       ) -> ResourceEventHandlerFuncs[Any]:
         """The handler on a related informer (``watches``): ``mapper``'s refs; a ref
         without kind means the primary kind."""
         def changed(obj: Any) -> None:
@@ -112,14 +144,15 @@ class Triggers:
             for ref in [refs] if isinstance(refs, ObjectRef) else refs:
                 self.trigger(ref, reason)
 
-        return ResourceEventHandlerFuncs(add_func=changed,
-                                         update_func=lambda old, new: changed(new),
-                                         delete_func=changed)
+        return self._filtered(predicates, changed, lambda old, new: changed(new), changed)
 
-    def _primary_applied(self, obj: Any, is_in_initial_list: bool = False) -> None:
+    def _primary_applied(self, obj: Any, event: tuple[Any, ...]) -> None:
         shard = self._shard
         if shard is not None and shard.by_labels and shard.observe(obj):
             return  # asked to drain: let go, not reconciled here any more
+        if not self._passes(self.primary_predicates, "add" if len(event) == 1 else "update",
+                            *event):
+            return
         self.trigger(object_ref(obj, self._primary.kind, self._primary.api_version),
                      ReconcileReason.object_updated())
 

@@ -111,6 +111,7 @@ from client_cache.runtime._lifecycle import Run, RunState, Watched
 from client_cache.runtime._triggers import Mapper, Triggers
 from client_cache.runtime.config import ControllerConfig
 from client_cache.runtime.objectref import controller_owner_ref
+from client_cache.runtime.predicates import Predicate
 from client_cache.runtime.reconcile import Action, Context, RunSummary
 from client_cache.sharding import ShardMember
 from client_cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
@@ -131,6 +132,16 @@ ErrorPolicy = Callable[[K, BaseException, Context[D]], "Action | Awaitable[Actio
 """``error_policy(obj, error, ctx) -> Action``, a plain or an ``async def`` function:
 ``ErrorPolicy[V1Pod, MyData]``."""
 
+
+
+def _predicates(predicates: Iterable[Predicate]) -> tuple[Predicate, ...]:
+    """``predicates`` as a tuple, TypeError for anything not a :class:`Predicate`."""
+    chosen = tuple(predicates)
+    for predicate in chosen:
+        if not isinstance(predicate, Predicate):
+            raise TypeError(f"expected client_cache.runtime.predicates.Predicate, not "
+                            f"{type(predicate).__name__} (build one with changed() or when())")
+    return chosen
 
 class Controller(Generic[K]):
     """See the module documentation (kube-rs ``Controller<K>``). Generic in the type of
@@ -223,18 +234,39 @@ class Controller(Generic[K]):
         self._config = config
         return self
 
-    def owns(self, child: GroupVersionResource | GenericInformer[Any]) -> Controller[K]:
-        """Reconcile the owners of changed ``child`` objects (kube-rs ``owns``)."""
+    def owns(self, child: GroupVersionResource | GenericInformer[Any], *,
+             predicates: Iterable[Predicate] = ()) -> Controller[K]:
+        """Reconcile the owners of changed ``child`` objects (kube-rs ``owns``), for the
+        events that pass every one of ``predicates`` (controller-runtime
+        ``Owns(..., WithPredicates(...))``)."""
+        chosen = _predicates(predicates)
         _, informer = self._informer_of(child)
-        self._watch(informer, self._triggers.owner_handler())
+        self._watch(informer, self._triggers.owner_handler(chosen))
         return self
 
     def watches(self, related: GroupVersionResource | GenericInformer[Any],
-                mapper: Mapper) -> Controller[K]:
+                mapper: Mapper, *, predicates: Iterable[Predicate] = ()) -> Controller[K]:
         """Reconcile the refs ``mapper`` returns for each changed ``related`` object (kube-rs
-        ``watches``); a ref without kind means the primary kind."""
+        ``watches``) that passes every one of ``predicates``; a ref without kind means the
+        primary kind."""
+        chosen = _predicates(predicates)
         _, informer = self._informer_of(related)
-        self._watch(informer, self._triggers.mapper_handler(mapper))
+        self._watch(informer, self._triggers.mapper_handler(mapper, chosen))
+        return self
+
+    def filter(self, *predicates: Predicate) -> Controller[K]:
+        """Request a primary object's reconcile only for the events that pass every one of
+        ``predicates`` (:mod:`client_cache.runtime.predicates`; kube-rs
+        ``predicate_filter``, controller-runtime ``For(..., WithPredicates(...))``).
+        ``Controller(...).filter(predicates.generation)`` ignores status writes."""
+        self._triggers.primary_predicates.extend(_predicates(predicates))
+        return self
+
+    def event_filter(self, *predicates: Predicate) -> Controller[K]:
+        """Filter the events of every informer of the controller, the primary one and
+        those of ``owns`` and ``watches``, through ``predicates`` (controller-runtime
+        ``WithEventFilter``)."""
+        self._triggers.event_filters.extend(_predicates(predicates))
         return self
 
     def reconcile_on(self, source: queue.Queue[Any] | Iterable[Any]) -> Controller[K]:

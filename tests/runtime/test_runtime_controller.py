@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -54,22 +54,6 @@ CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
 SECRETS = GroupVersionResource("", "v1", "secrets")
 DEPLOYMENTS = GroupVersionResource("apps", "v1", "deployments")
 NS = "default"
-
-
-@pytest.fixture
-def server() -> Iterator[EmbeddedApiServer]:
-    with EmbeddedApiServer(bookmark_interval=0.2) as srv:
-        yield srv
-
-
-@pytest.fixture
-def core(server: EmbeddedApiServer) -> CoreV1Api:
-    return CoreV1Api(server.api_client())
-
-
-@pytest.fixture
-def factory(server: EmbeddedApiServer) -> SharedInformerFactory:
-    return new_shared_informer_factory(server.api_client(), 0)
 
 
 def cm(core: CoreV1Api, name: str, **labels: str) -> Any:

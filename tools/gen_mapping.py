@@ -423,6 +423,8 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Action": ("—", "kube-rs Action (requeue, await_change)"),
     "Context": ("—", "kube-rs Arc<Context>: the user's data plus the request"),
     "client_cache.runtime.Controller": ("—", "kube-rs Controller"),
+    "ReconcileTimeoutError": ("context.DeadlineExceeded",
+                              "a reconcile past ControllerConfig.reconcile_timeout"),
     "Predicate": ("predicate.Funcs", "kube-rs Predicate; &, or and ~ are And, Or, Not"),
     "predicates": ("pkg/predicate", "the module: kube-rs kube::runtime::predicates"),
     "client_cache.runtime.predicates.changed": ("—", "kube-rs predicate_filter with a closure"),

@@ -51,6 +51,7 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``requeue_after``), ``controller_runtime_reconcile_errors_total``,
   ``controller_runtime_terminal_reconcile_errors_total``,
   ``controller_runtime_reconcile_panics_total``,
+  ``controller_runtime_reconcile_timeouts_total``,
   ``controller_runtime_reconcile_time_seconds``,
   ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``,
   and the package's ``client_cache_controller_stale_cache_deferrals_total``
@@ -347,6 +348,9 @@ class ControllerProvider:
         self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles",
                                     "Maximum number of concurrent reconciles per controller",
                                     ["controller"], registry=registry)
+        self.timeouts = Counter("controller_runtime_reconcile_timeouts",
+                                "Total number of reconciliation timeouts per controller",
+                                ["controller"], registry=registry)
         self.deferrals = Counter("client_cache_controller_stale_cache_deferrals",
                                  "Reconciles deferred until the cache held the object's "
                                  "last write (read-your-writes)", ["controller"],
@@ -376,6 +380,11 @@ class ControllerProvider:
         """The histogram of seconds each reconcile of controller ``name`` took
         (``controller_runtime_reconcile_time_seconds``)."""
         return self.time.labels(name)
+
+    def new_reconcile_timeouts_metric(self, name: str) -> Any:
+        """The counter of reconciles of controller ``name`` that ran past
+        ``reconcile_timeout`` (``controller_runtime_reconcile_timeouts_total``)."""
+        return self.timeouts.labels(name)
 
     def new_active_workers_metric(self, name: str) -> Any:
         """The gauge of reconciles of controller ``name`` running now

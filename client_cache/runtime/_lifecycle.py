@@ -18,6 +18,7 @@ Events are flushed, the signal handlers are put back.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import platform
 import queue
@@ -36,6 +37,7 @@ from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
 from client_cache.runtime._kind import PrimaryKind
 from client_cache.runtime._leading import LeadershipGate
 from client_cache.runtime._read_your_writes import Writer, WrittenVersions
+from client_cache.runtime._timeouts import Watchdog
 from client_cache.runtime._triggers import Triggers, wake_on_stop
 from client_cache.runtime._worker import Tally, Workers
 from client_cache.runtime.config import ControllerConfig
@@ -223,8 +225,16 @@ class Run:
                           _threaded(caller, self.error_policy), self.data, recorder,
                           metrics, gate, shard, state.stopping, state.tally, state.failing,
                           self._writer(api_client))
-            workers += [self._thread(run.loop, f"worker-{i}")
-                        for i in range(config.concurrency)]
+            numbers = itertools.count()
+            if config.reconcile_timeout is not None:
+                def replace() -> None:  # a worker whose call hung is replaced
+                    workers.append(self._thread(run.loop, f"worker-{next(numbers)}"))
+                run.watchdog = Watchdog(self.name, config.reconcile_timeout,
+                                        config.concurrency, replace,
+                                        metrics.timeouts.inc).start()
+                stack.callback(run.watchdog.stop)  # before the workers are joined
+            workers += [self._thread(run.loop, f"worker-{next(numbers)}")
+                        for _ in range(config.concurrency)]
 
     def _writer(self, api_client: Any) -> Writer:
         """The contexts' writer: writes to the primary resource as the controller, read

@@ -17,6 +17,9 @@ error-policy calls; controller-runtime's ``processNextWorkItem`` and
   :class:`~client_cache.runtime.reconcile.TerminalError` is not retried; an error policy's
   Action decides otherwise.
 * **Failures** are logged by episode (:meth:`Workers.report_failure`).
+* **Timeouts** (``ControllerConfig.reconcile_timeout``): a call past its deadline fails
+  with :class:`~client_cache.runtime.reconcile.ReconcileTimeoutError` when it returns,
+  and its worker, replaced meanwhile, then ends (:mod:`client_cache.runtime._timeouts`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from client_cache.errors import describe_error, find_api_error
 from client_cache.record import EventRecorder
 from client_cache.runtime._leading import LeadershipGate
 from client_cache.runtime._read_your_writes import Writer
+from client_cache.runtime._timeouts import Attempt, Watchdog
 from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.objectref import ObjectRef
 from client_cache.runtime.reconcile import (
@@ -40,6 +44,7 @@ from client_cache.runtime.reconcile import (
     Context,
     ReconcileReason,
     ReconcileRequest,
+    ReconcileTimeoutError,
     RunSummary,
     TerminalError,
     is_panic,
@@ -121,11 +126,12 @@ class Workers:
     tally: Tally
     failing: FailureEpisodes
     writer: Writer | None = None
+    watchdog: Watchdog | None = None
 
     def loop(self) -> None:
         """Take, gate and reconcile requests until the scheduler shuts down, the run
         stops or this replica stops leading."""
-        scheduler, shard, gate = self.scheduler, self.shard, self.gate
+        scheduler, shard, gate, watchdog = self.scheduler, self.shard, self.gate, self.watchdog
         identity = "" if shard is None else shard.identity
         while True:
             if gate is not None and not gate.wait_to_lead(self.stopping):
@@ -148,18 +154,26 @@ class Workers:
                     scheduler.forget(ref)
                     continue
                 self.tally.started(ref)
+                attempt: Attempt | None = None
                 try:
                     stopping = self.stopping if gate is None \
                         else gate.term_stopping(self.stopping)
-                    self._reconcile_one(request, Context(self.data, request, stopping,
-                                                         self.recorder, identity,
-                                                         self.writer))
+                    if watchdog is not None:
+                        attempt = watchdog.begin(ref, stopping)
+                        stopping = attempt.cancel
+                    self._reconcile_one(request, Context(
+                        self.data, request, stopping, self.recorder, identity, self.writer,
+                        None if attempt is None else attempt.deadline), attempt)
                 finally:
+                    if watchdog is not None and attempt is not None:
+                        watchdog.end(attempt)
                     if shard is not None:
                         shard.end(ref)
             finally:
                 self.tally.ended(ref)
                 scheduler.done(ref)
+            if watchdog is not None and watchdog.replaced():
+                return  # another worker took this one's place while its call hung
 
     def _defer(self, request: ReconcileRequest) -> bool:
         """Whether ``request`` waits for the primary cache to hold the object's last
@@ -177,7 +191,8 @@ class Workers:
         self.scheduler.schedule(ref, request.reason, wait)
         return True
 
-    def _reconcile_one(self, request: ReconcileRequest, ctx: Context[Any]) -> None:
+    def _reconcile_one(self, request: ReconcileRequest, ctx: Context[Any],
+                       attempt: Attempt | None = None) -> None:
         ref, scheduler, metrics = request.obj_ref, self.scheduler, self.metrics
         obj, exists = self.informer.get_indexer().get_by_key(ref.key())
         if not exists:
@@ -191,7 +206,14 @@ class Workers:
         started = time.monotonic()
         metrics.active.inc()
         try:
-            action = self.reconcile(obj, ctx)
+            try:
+                action = self.reconcile(obj, ctx)
+            except Exception as err:
+                if attempt is not None and attempt.timed_out:
+                    raise self._timed_out(attempt) from err
+                raise
+            if attempt is not None and attempt.timed_out:
+                raise self._timed_out(attempt)
             if not isinstance(action, Action):
                 raise TypeError(
                     f"{_name_of(self.reconcile)} returned {type(action).__name__}, not an "
@@ -224,6 +246,14 @@ class Workers:
         self.tally.count(requeues=1)
         scheduler.schedule(ref, ReconcileReason.reconciler_requested_retry(),
                            action.requeue_after)
+
+    def _timed_out(self, attempt: Attempt) -> ReconcileTimeoutError:
+        """The failure of a call that ran past its deadline (whatever it returned)."""
+        assert self.watchdog is not None
+        timeout = self.watchdog.timeout
+        ran = time.monotonic() - (attempt.deadline - timeout)
+        return ReconcileTimeoutError(f"the reconcile of {attempt.ref} ran {ran:.1f} s, past "
+                                     f"its {timeout:g} s timeout")
 
     def report_failure(self, ref: ObjectRef, obj: Any, err: Exception) -> None:
         """Log a failed reconcile: the first of an episode (failures of one object, for

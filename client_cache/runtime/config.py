@@ -50,7 +50,12 @@ class ControllerConfig:
     ``"end"`` its run (the default, as controller-runtime's manager exits) or
     ``"follow"``: stop reconciling, stand again and resume with warm caches when it leads
     (KEP-5366's graceful transition; see :mod:`client_cache.runtime._leading` for what it
-    means for reconciles in flight)."""
+    means for reconciles in flight); ``reconcile_timeout``: seconds a reconcile may run
+    before its attempt fails (default None: no limit; controller-runtime
+    ``ReconciliationTimeout``, kopf ``timeout=``): its ``ctx.stopping`` is set, it is
+    logged with its stack and counted, another worker takes its place, and its key backs
+    off once the call returns; the call itself cannot be interrupted (see
+    :mod:`client_cache.runtime._timeouts`)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -65,6 +70,7 @@ class ControllerConfig:
     rate_limiter: RateLimiterFactory = default_rate_limiter
     read_your_writes_timeout: float = 10.0
     leadership_lost: str = "end"
+    reconcile_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -73,6 +79,9 @@ class ControllerConfig:
                 self.read_your_writes_timeout < 0:
             raise ValueError("debounce, shutdown_timeout, client_qps and "
                              "read_your_writes_timeout must not be negative")
+        if self.reconcile_timeout is not None and not self.reconcile_timeout > 0:
+            raise ValueError("reconcile_timeout must be positive seconds or None, not "
+                             f"{self.reconcile_timeout!r}")
         if not callable(self.rate_limiter):
             raise TypeError("rate_limiter must be a function making a rate limiter (called "
                             f"at each run), not {type(self.rate_limiter).__name__}")

@@ -126,6 +126,12 @@ class NoopControllerMetricsProvider:
         last write, ``client_cache_controller_stale_cache_deferrals_total``.)"""
         return _NOOP
 
+    def new_reconcile_timeouts_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing. (Optional in a provider: the counter of
+        reconciles of controller ``name`` that ran past ``reconcile_timeout``,
+        ``controller_runtime_reconcile_timeouts_total``.)"""
+        return _NOOP
+
     def new_active_workers_metric(self, name: str) -> GaugeMetric:
         """A metric that records nothing."""
         return _NOOP
@@ -172,6 +178,8 @@ class ControllerMetrics:
         # records no deferrals
         deferrals = getattr(provider, "new_stale_cache_deferrals_metric", None)
         self.deferrals: CounterMetric = deferrals(name) if callable(deferrals) else _NOOP
+        timeouts = getattr(provider, "new_reconcile_timeouts_metric", None)  # optional too
+        self.timeouts: CounterMetric = timeouts(name) if callable(timeouts) else _NOOP
         self.queue_provider = provider.new_queue_metrics_provider(name)
         provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import enum
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -31,6 +32,7 @@ __all__ = [
     "ReconcileError",
     "ReconcileReason",
     "ReconcileRequest",
+    "ReconcileTimeoutError",
     "RunSummary",
     "TerminalError",
     "deep_copy",
@@ -173,6 +175,14 @@ class Context(Generic[D]):
     recorder: Any = None
     shard: str = ""
     writer: Writer | None = None
+    deadline: float | None = None
+    """When the call's ``ControllerConfig.reconcile_timeout`` passes (monotonic), None
+    without one; ``stopping`` is set then too."""
+
+    def expired(self) -> bool:
+        """Whether this reconcile's deadline has passed (never without a timeout): a long
+        reconcile checks it and returns early (controller-runtime ``ctx.Err()``)."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def _writer(self) -> Writer:
         if self.writer is None:
@@ -239,6 +249,13 @@ class ReconcileError(Exception):
     reconciler returns): counted as an ``error``, retried by the error policy, not as a
     panic. API errors and network failures are expected failures as well, without
     deriving from this class (:func:`is_panic`)."""
+
+
+class ReconcileTimeoutError(ReconcileError):
+    """A reconcile ran past ``ControllerConfig.reconcile_timeout``: the attempt failed
+    whatever it returned (the call's own exception, if any, is the cause), and the error
+    policy, or else the key's backoff, decides when it runs again (controller-runtime
+    ``context.DeadlineExceeded`` under ``ReconciliationTimeout``)."""
 
 
 class TerminalError(ReconcileError):

@@ -324,6 +324,7 @@ DOCUMENTED: dict[str, set[str]] = {
     "controller_runtime_reconcile_errors_total": {"controller"},
     "controller_runtime_terminal_reconcile_errors_total": {"controller"},
     "controller_runtime_reconcile_panics_total": {"controller"},
+    "controller_runtime_reconcile_timeouts_total": {"controller"},
     "controller_runtime_reconcile_time_seconds": {"controller"},
     "controller_runtime_max_concurrent_reconciles": {"controller"},
     "controller_runtime_active_workers": {"controller"},

@@ -122,6 +122,8 @@ PACKAGES = {
     "client_cache.runtime": "(kube-rs kube::runtime::controller; Go names where "
                             "controller-runtime has them)",
     "client_cache.runtime.finalizer": "(kube-rs kube::runtime::finalizer)",
+    "client_cache.informers.wait": "(kube-rs kube::runtime::wait; client-go tools/watch)",
+    "client_cache.informers.conditions": "(kube-rs kube::runtime::wait::conditions)",
     "client_cache.runtime.predicates": "(kube-rs kube::runtime::predicates; "
                                        "controller-runtime pkg/predicate)",
     "client_cache.crd": "(kube-rs kube-derive CustomResource; controller-gen's CRD output)",
@@ -423,6 +425,20 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "Action": ("—", "kube-rs Action (requeue, await_change)"),
     "Context": ("—", "kube-rs Arc<Context>: the user's data plus the request"),
     "client_cache.runtime.Controller": ("—", "kube-rs Controller"),
+    "await_condition": ("watchtools.UntilWithSync", "kube-rs await_condition"),
+    "await_condition_async": ("—", "kube-rs await_condition, awaited"),
+    "ConditionTimeoutError": ("wait.ErrWaitTimeout", "the wait gave up"),
+    "Condition": ("watchtools.ConditionFunc", "kube-rs Condition"),
+    "client_cache.informers.conditions.all_of": ("—", "kube-rs Condition::and"),
+    "client_cache.informers.conditions.any_of": ("—", "kube-rs Condition::or"),
+    "client_cache.informers.conditions.exists": ("—", "the object exists"),
+    "client_cache.informers.conditions.has_condition": ("—", "kubectl wait --for=condition=..."),
+    "client_cache.informers.conditions.is_crd_established": (
+        "—", "kube-rs conditions::is_crd_established"),
+    "client_cache.informers.conditions.is_deleted": ("—", "kube-rs conditions::is_deleted"),
+    "client_cache.informers.conditions.is_job_completed": (
+        "—", "kube-rs conditions::is_job_completed"),
+    "client_cache.informers.conditions.is_pod_running": ("—", "kube-rs conditions::is_pod_running"),
     "ReconcileTimeoutError": ("context.DeadlineExceeded",
                               "a reconcile past ControllerConfig.reconcile_timeout"),
     "Predicate": ("predicate.Funcs", "kube-rs Predicate; &, or and ~ are And, Or, Not"),

@@ -15,6 +15,7 @@ which never run on, nor block, the user's event loop. What this package adds:
 * the controller runtime takes ``async def reconcile`` (and an async ``error_policy``),
   run on ``ControllerConfig.loop`` or on a loop the runtime owns;
 * :class:`LoopCaller`, the piece all of these stand on;
+* :func:`await_condition_async`: wait for one object's condition on a watch;
 * :func:`low_latency_sync`: keep the loop responsive while a large cache fills (with
   ``use_watch_list=True`` on the factory or informer).
 
@@ -28,9 +29,11 @@ from client_cache.aio.events import EventsOverflowError, InformerEvent, Overflow
 from client_cache.aio.handler import AsyncHandler
 from client_cache.aio.latency import low_latency_sync
 from client_cache.aio.sync import wait_for_cache_sync_async
+from client_cache.aio.wait import await_condition_async
 
 __all__ = [
     "AsyncHandler",
+    "await_condition_async",
     "CallCancelledError",
     "EventsOverflowError",
     "InformerEvent",

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client_cache.aio.bridge import LoopCaller, is_async_callable
+from client_cache.cache_errors import CacheSyncTimeoutError
+from client_cache.cache_sync import unsynced_details
 from client_cache.controller import ResourceEventHandlerFuncs
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import SharedInformerFactory
@@ -312,13 +314,22 @@ class Run:
         self.state.stopping.set()
 
     def _wait_ready(self) -> bool:
-        """The readiness gate: every involved cache holds its first complete list."""
-        stopping = self.state.stopping
+        """The readiness gate: every involved cache holds its first complete list (True),
+        or the run stops first (False). Past ``cache_sync_timeout``,
+        :class:`~client_cache.errors.CacheSyncTimeoutError` names what did not sync."""
+        stopping, timeout = self.state.stopping, self.config.cache_sync_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         for watched in self.watched:
             indexer = watched.informer.get_indexer()
-            if isinstance(indexer, ReadyIndexer) and not indexer.wait_until_ready(
-                    stop=stopping):
-                return False
+            if not isinstance(indexer, ReadyIndexer):
+                continue
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not indexer.wait_until_ready(timeout=left, stop=stopping):
+                if stopping.is_set():
+                    return False
+                raise CacheSyncTimeoutError(timeout or 0.0, unsynced_details(
+                    [w.informer.has_synced for w in self.watched
+                     if not w.informer.has_synced()]))
         return not stopping.is_set()
 
     def refresh_caches(self, stop: threading.Event) -> bool:

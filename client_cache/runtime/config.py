@@ -55,7 +55,11 @@ class ControllerConfig:
     ``ReconciliationTimeout``, kopf ``timeout=``): its ``ctx.stopping`` is set, it is
     logged with its stack and counted, another worker takes its place, and its key backs
     off once the call returns; the call itself cannot be interrupted (see
-    :mod:`client_cache.runtime._timeouts`)."""
+    :mod:`client_cache.runtime._timeouts`); ``cache_sync_timeout``: seconds ``run`` waits
+    for its caches' first lists before it fails with
+    :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync (default
+    None: as long as it takes, as kube-rs; controller-runtime's ``CacheSyncTimeout``
+    defaults to 2 minutes)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -71,6 +75,7 @@ class ControllerConfig:
     read_your_writes_timeout: float = 10.0
     leadership_lost: str = "end"
     reconcile_timeout: float | None = None
+    cache_sync_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -79,9 +84,11 @@ class ControllerConfig:
                 self.read_your_writes_timeout < 0:
             raise ValueError("debounce, shutdown_timeout, client_qps and "
                              "read_your_writes_timeout must not be negative")
-        if self.reconcile_timeout is not None and not self.reconcile_timeout > 0:
-            raise ValueError("reconcile_timeout must be positive seconds or None, not "
-                             f"{self.reconcile_timeout!r}")
+        for field_name in ("reconcile_timeout", "cache_sync_timeout"):
+            value = getattr(self, field_name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{field_name} must be positive seconds or None, not "
+                                 f"{value!r}")
         if not callable(self.rate_limiter):
             raise TypeError("rate_limiter must be a function making a rate limiter (called "
                             f"at each run), not {type(self.rate_limiter).__name__}")

@@ -1,5 +1,6 @@
 """Issue 70: ``ControllerConfig.reconcile_timeout`` (controller-runtime
-``ReconciliationTimeout``, kopf ``timeout=``)."""
+``ReconciliationTimeout``, kopf ``timeout=``) and ``cache_sync_timeout``
+(``CacheSyncTimeout``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from client_cache.api.schema import GroupVersionResource
-from client_cache.informers import SharedInformerFactory
+from client_cache.errors import CacheSyncTimeoutError
+from client_cache.informers import SharedInformerFactory, new_shared_informer_factory
 from client_cache.runtime import (
     Action,
     Context,
@@ -23,7 +25,7 @@ from client_cache.runtime import (
     reset_controller_metrics_provider_for_tests,
     set_controller_metrics_provider,
 )
-from tests.fixtures import eventually
+from tests.fixtures import HungServer, eventually
 
 NS = "default"
 CONFIGMAPS = GroupVersionResource("", "v1", "configmaps")
@@ -171,6 +173,31 @@ def test_a_reconcile_within_its_timeout_is_untouched(
 
 
 @pytest.mark.parametrize("value", [0, -1.0])
-def test_a_timeout_that_is_not_positive_is_refused(value: float) -> None:
-    with pytest.raises(ValueError, match="reconcile_timeout must be positive"):
-        ControllerConfig(reconcile_timeout=value)
+@pytest.mark.parametrize("field", ["reconcile_timeout", "cache_sync_timeout"])
+def test_a_timeout_that_is_not_positive_is_refused(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=f"{field} must be positive"):
+        ControllerConfig(**{field: value})
+
+
+def test_caches_not_synced_within_cache_sync_timeout_fail_the_run() -> None:
+    """controller-runtime's ``CacheSyncTimeout``: a server that never answers the LIST."""
+    raised: list[BaseException] = []
+    with HungServer() as hung:
+        factory = new_shared_informer_factory(hung.api_client(), 0)
+        controller: Controller[Any] = Controller(
+            factory, CONFIGMAPS, kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                name="unsynced", events=False, cache_sync_timeout=0.5))
+
+        def run() -> None:
+            try:
+                controller.run(lambda obj, ctx: Action.await_change())
+            except BaseException as err:
+                raised.append(err)
+        runner = threading.Thread(target=run, name="test-unsynced", daemon=True)
+        runner.start()
+        runner.join(15)
+        assert not runner.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], CacheSyncTimeoutError), raised
+    assert "configmaps" in str(raised[0]) and "0.5 s" in str(raised[0])
+    eventually(lambda: not [t for t in threading.enumerate()
+                            if t.name.startswith("controller-unsynced")])

@@ -78,3 +78,32 @@ def test_failure_episodes_log_the_first_then_one_line_a_period() -> None:
     episodes.ended("h")
     assert episodes.failed("h", "other").first  # a success ended it
     assert episodes.failed("g", "other").first  # keys are apart
+
+
+ELECTOR = textwrap.dedent('''
+    import socket
+    from kubernetes.client import ApiClient, Configuration
+    from client_cache.leaderelection import (
+        LeaderElectionConfig, LeaseLock, ResourceLockConfig, new_leader_elector)
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    configuration = Configuration()
+    configuration.host = f"http://127.0.0.1:{port}"
+    configuration.retries = 0
+    lock = LeaseLock("default", "app", ApiClient(configuration), ResourceLockConfig("me"))
+    elector = new_leader_elector(LeaderElectionConfig(lock=lock))
+    assert not any(elector.try_acquire_or_renew(timeout=2) for _ in range(3))
+''')
+
+
+def test_lock_failures_reach_stderr_once_per_episode(tmp_path: Path) -> None:
+    """The elector's failed reads of its Lease: the first at ERROR with no logging
+    configured, the two repeats within a minute not printed."""
+    script = tmp_path / "elector.py"
+    script.write_text(ELECTOR, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("error retrieving resource lock default/app") == 1, done.stderr

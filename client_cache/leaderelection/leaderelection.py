@@ -55,6 +55,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from client_cache.errors import ClientCacheError
 from client_cache.leaderelection.metrics import get_leader_metrics_provider
@@ -65,6 +66,7 @@ from client_cache.leaderelection.resourcelock import (
     LockError,
     LockNotFoundError,
 )
+from client_cache.util._logs import FailureEpisodes, log_failure
 from client_cache.util.clock import REAL_CLOCK, WithDelayedExecution
 from client_cache.util.stop import on_stop
 from client_cache.util.wait import jitter
@@ -159,6 +161,7 @@ class LeaderElector:
         _validate(config)
         self.config = config
         self._clock = config.clock
+        self._failing = FailureEpisodes(monotonic=self._clock.monotonic)
         self._lock = threading.Lock()
         self._observed = LeaderElectionRecord()
         self._run_stop = threading.Event()  # the stop of the current run (set: stopping)
@@ -197,8 +200,14 @@ class LeaderElector:
             until = self._leading_until
         return self._clock.monotonic() < until
 
+    def _failed(self, err: BaseException, msg: str, *args: Any) -> None:
+        """A read or write of the lock failed: logged by episode, the first at ERROR
+        even with no logging configured, repeats counted (client-go logs every one)."""
+        log_failure(_log, self._failing, "lock", f"{msg}|{type(err).__name__}", msg, *args)
+
     def _wrote(self, record: LeaderElectionRecord, sent: float) -> None:
         """``record`` was written by a request sent at ``sent`` (monotonic)."""
+        self._failing.ended("lock")
         with self._lock:
             self._observed = record
             self._observed_raw = record.raw()
@@ -274,12 +283,13 @@ class LeaderElector:
                 _log.debug("another candidate created lease %s first", lock.describe())
                 return False
             except LockError as err:
-                _log.error("error initially creating leader election record: %s", err)
+                self._failed(err, "error initially creating leader election record %s: %s",
+                             lock.describe(), err)
                 return False
             self._wrote(record, sent)
             return True
         except LockError as err:
-            _log.error("error retrieving resource lock %s: %s", lock.describe(), err)
+            self._failed(err, "error retrieving resource lock %s: %s", lock.describe(), err)
             return False
         self._observe(old, raw)
         if old.holder_identity and self._lease_valid(now) and not self.is_leader():
@@ -297,7 +307,7 @@ class LeaderElector:
             _log.debug("lost the race for lease %s", lock.describe())
             return False
         except LockError as err:
-            _log.error("Failed to update lock: %s", err)
+            self._failed(err, "Failed to update lock %s: %s", lock.describe(), err)
             return False
         self._wrote(record, sent)
         return True
@@ -316,7 +326,7 @@ class LeaderElector:
                       lock.describe())
             return False
         except LockError as err:
-            _log.error("error retrieving lease lock %s: %s", lock.describe(), err)
+            self._failed(err, "error retrieving lease lock %s: %s", lock.describe(), err)
             return False
         self._observe(old, raw)
         if not self._lease_valid(self._clock.monotonic()):
@@ -334,7 +344,7 @@ class LeaderElector:
         try:
             lock.update(record, timeout)
         except LockError as err:
-            _log.error("Failed to update lock %s: %s", lock.describe(), err)
+            self._failed(err, "Failed to update lock %s: %s", lock.describe(), err)
             return False
         self._wrote(record, sent)
         return True

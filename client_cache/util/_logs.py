@@ -58,6 +58,21 @@ def log_visibly(logger: logging.Logger, level: int, msg: str, *args: Any,
         sys.stderr.flush()
 
 
+def log_failure(logger: logging.Logger, episodes: FailureEpisodes, key: Hashable,
+                reason: str, msg: str, *args: Any) -> None:
+    """Log a failure of ``key`` for ``reason`` by episode (:class:`FailureEpisodes`): the
+    first at ERROR, visible with no logging configured (:func:`log_visibly`); repeats at
+    DEBUG, with one ERROR line every ``repeat_seconds`` saying how many there were."""
+    repeat = episodes.failed(key, reason)
+    if repeat.first:
+        log_visibly(logger, logging.ERROR, msg, *args)
+    elif repeat.due:
+        log_visibly(logger, logging.ERROR, msg + " (%d more times in %.0f s)", *args,
+                    repeat.count, repeat.seconds)
+    else:
+        logger.debug(msg, *args)
+
+
 @dataclass
 class _Episode:
     since: float

@@ -77,7 +77,7 @@ class _Wait:
                 self.result, self.met = obj, True
             self.done.set()
 
-    def handler(self, informer: SharedIndexInformer[Any]) -> ResourceEventHandlerFuncs[Any]:
+    def handler(self) -> ResourceEventHandlerFuncs[Any]:
         def applied(obj: Any) -> None:
             if _key(obj) == self.key:
                 self.ask(obj)
@@ -137,7 +137,7 @@ def await_condition(source: Any, name: str, condition: Condition, *,
 
 def _on_informer(informer: SharedIndexInformer[Any], wait: _Wait, stop: threading.Event,
                  deadline: float | None, timeout: float | None) -> Any:
-    registration = informer.add_event_handler(wait.handler(informer))
+    registration = informer.add_event_handler(wait.handler())
 
     def synced() -> None:  # the initial list delivered: ask about the cached state
         obj, exists = informer.get_indexer().get_by_key(wait.key)

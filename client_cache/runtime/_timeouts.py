@@ -72,6 +72,7 @@ class Watchdog:
         self._heap: list[tuple[float, int, Attempt]] = []
         self._seq = itertools.count()
         self._replaced: set[threading.Thread] = set()
+        self._ended = 0  # entries of the heap whose call returned (dropped lazily)
         self._stopped = False
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"controller-{name}-timeouts")
@@ -100,10 +101,18 @@ class Watchdog:
         return attempt
 
     def end(self, attempt: Attempt) -> None:
-        """The call returned (its heap entry is dropped when it comes due)."""
+        """The call returned. Its heap entry is dropped when it comes due, or sooner when
+        ended entries are over half the heap, so the heap holds about the calls running,
+        not every call of the last ``timeout`` seconds."""
         attempt._unlink.cancel()
         with self._cond:
             attempt.ended = True
+            if not attempt.timed_out:  # a timed-out entry has left the heap already
+                self._ended += 1
+            if self._ended > 64 and self._ended * 2 > len(self._heap):
+                self._heap = [entry for entry in self._heap if not entry[2].ended]
+                heapq.heapify(self._heap)
+                self._ended = 0
 
     def replaced(self) -> bool:
         """Whether this thread's worker was replaced (it ends after its call)."""
@@ -121,7 +130,9 @@ class Watchdog:
                 due: list[Attempt] = []
                 while self._heap and self._heap[0][0] <= now:
                     attempt = heapq.heappop(self._heap)[2]
-                    if not attempt.ended:
+                    if attempt.ended:
+                        self._ended -= 1
+                    else:
                         attempt.timed_out = True
                         due.append(attempt)
                 if due:

@@ -74,8 +74,9 @@ class Triggers:
     # -- the handlers ------------------------------------------------------------------------
     def _passes(self, own: Iterable[Predicate], kind: str, *objs: Any) -> bool:
         """Whether an event passes ``own`` predicates and the event filters."""
-        chosen = (*own, *self.event_filters)
-        return not chosen or passes(chosen, kind, *(_unwrap(obj) for obj in objs))
+        if not own and not self.event_filters:  # the common case: nothing to ask
+            return True
+        return passes((*own, *self.event_filters), kind, *(_unwrap(obj) for obj in objs))
 
     def _filtered(self, predicates: tuple[Predicate, ...], add: Callable[[Any], None],
                   update: Callable[[Any, Any], None], delete: Callable[[Any], None],

@@ -25,6 +25,8 @@ from client_cache.runtime import (
     reset_controller_metrics_provider_for_tests,
     set_controller_metrics_provider,
 )
+from client_cache.runtime._timeouts import Watchdog
+from client_cache.runtime.objectref import ObjectRef
 from tests.fixtures import HungServer, eventually
 
 NS = "default"
@@ -201,3 +203,19 @@ def test_caches_not_synced_within_cache_sync_timeout_fail_the_run() -> None:
     assert "configmaps" in str(raised[0]) and "0.5 s" in str(raised[0])
     eventually(lambda: not [t for t in threading.enumerate()
                             if t.name.startswith("controller-unsynced")])
+
+
+def test_the_watchdog_holds_about_the_running_calls_not_every_call() -> None:
+    """10,000 quick calls under a 300 s timeout: the deadlines of the calls that returned
+    are dropped long before they come due."""
+    watchdog = Watchdog("heap", 300.0, 1, lambda: None, lambda: None).start()
+    try:
+        stopping = threading.Event()
+        running = watchdog.begin(ObjectRef("long-running"), stopping)
+        for i in range(10_000):
+            watchdog.end(watchdog.begin(ObjectRef(f"quick-{i}"), stopping))
+        assert len(watchdog._heap) <= 130, len(watchdog._heap)
+        assert any(entry[2] is running for entry in watchdog._heap)
+    finally:
+        watchdog.stop()
+    assert not watchdog._thread.is_alive()

@@ -24,6 +24,10 @@ afterwards) and adds a collector that reads the informers' health at each scrape
   ``workqueue_work_duration_seconds`` (histograms, client-go's buckets: 10 ns to 10 s
   by factors of 10), ``workqueue_unfinished_work_seconds``,
   ``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``;
+  ``workqueue_depth`` also has controller-runtime's label ``priority``: the priority
+  items wait at in a priority queue (:mod:`client_cache.workqueue.priority`, a runtime
+  controller's by default), empty for a plain queue; past 25 distinct priorities in one
+  queue the rest are counted as ``priority="other"`` (a bounded number of series);
 * reflectors, label ``name``: ``reflector_lists_total``,
   ``reflector_list_duration_seconds``, ``reflector_items_per_list``,
   ``reflector_watches_total``, ``reflector_short_watches_total``,
@@ -121,8 +125,9 @@ class WorkqueueProvider:
         def histogram(name: str, text: str) -> Histogram:
             return Histogram(name, text, labels, registry=registry,
                              buckets=WORKQUEUE_BUCKETS)
-        self.depth = Gauge("workqueue_depth", "Current depth of workqueue", labels,
-                           registry=registry)
+        self.depth = Gauge("workqueue_depth",
+                           "Current depth of workqueue by workqueue and priority",
+                           [*labels, "priority"], registry=registry)
         self.adds = Counter("workqueue_adds", "Total number of adds handled by workqueue",
                             labels, registry=registry)
         self.latency = histogram("workqueue_queue_duration_seconds",
@@ -149,8 +154,15 @@ class WorkqueueProvider:
         return view
 
     def new_depth_metric(self, name: str) -> Any:
-        """The gauge of how many items wait in queue ``name`` (``workqueue_depth``)."""
-        return self.depth.labels(name, self.controller)
+        """The gauge of how many items wait in queue ``name`` (``workqueue_depth``, no
+        priority)."""
+        return self.depth.labels(name, self.controller, "")
+
+    def new_depth_metric_with_priority(self, name: str) -> _DepthByPriority:
+        """The gauges of how many items wait in priority queue ``name`` at each priority
+        (``workqueue_depth{priority}``; controller-runtime
+        ``NewDepthMetricWithPriority``)."""
+        return _DepthByPriority(self.depth, name, self.controller)
 
     def new_adds_metric(self, name: str) -> Any:
         """The counter of items added to queue ``name`` (``workqueue_adds_total``)."""
@@ -180,6 +192,43 @@ class WorkqueueProvider:
         """The counter of rate-limited re-adds to queue ``name``
         (``workqueue_retries_total``)."""
         return self.retries.labels(name, self.controller)
+
+
+MAX_PRIORITY_LABELS = 25
+"""How many distinct priorities one queue's depth gauge labels; the rest are ``other``."""
+
+
+class _DepthByPriority:
+    """One queue's ``workqueue_depth`` by priority: a priority's child is made on first
+    use, up to :data:`MAX_PRIORITY_LABELS` of them; a priority seen after that is counted
+    under ``other`` (always the same one for it, so its inc and dec meet)."""
+
+    def __init__(self, gauge: Gauge, name: str, controller: str) -> None:
+        self._gauge = gauge
+        self._name = name
+        self._controller = controller
+        self._children: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def _child(self, priority: int) -> Any:
+        child = self._children.get(priority)
+        if child is None:
+            with self._lock:
+                child = self._children.get(priority)
+                if child is None:
+                    label = (str(priority) if len(self._children) < MAX_PRIORITY_LABELS
+                             else "other")
+                    child = self._gauge.labels(self._name, self._controller, label)
+                    self._children[priority] = child
+        return child
+
+    def inc(self, priority: int) -> None:
+        """One more item waits at ``priority``."""
+        self._child(priority).inc()
+
+    def dec(self, priority: int) -> None:
+        """One fewer item waits at ``priority``."""
+        self._child(priority).dec()
 
 
 INFORMER_LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,

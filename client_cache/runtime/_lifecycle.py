@@ -32,7 +32,7 @@ from typing import Any
 from client_cache.aio.bridge import LoopCaller, is_async_callable
 from client_cache.cache_errors import CacheSyncTimeoutError
 from client_cache.cache_sync import unsynced_details
-from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.controller import ResourceEventHandler
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import SharedInformerFactory
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
@@ -70,7 +70,7 @@ class Watched:
     """An informer a controller reads and the handler it adds to it for the run."""
 
     informer: SharedIndexInformer[Any]
-    handler: ResourceEventHandlerFuncs[Any]
+    handler: ResourceEventHandler[Any]
 
 
 @dataclass
@@ -170,7 +170,7 @@ class Run:
         metrics = ControllerMetrics(self.name, config.concurrency)
         scheduler = state.scheduler = Scheduler(
             self.name, config.debounce, config.rate_limiter(), clock=self.clock,
-            metrics_provider=metrics.queue_provider)
+            metrics_provider=metrics.queue_provider, priorities=config.priority_queue)
         self.triggers.attach(scheduler, shard)
         caller = None
         if is_async_callable(self.reconcile) or is_async_callable(self.error_policy):

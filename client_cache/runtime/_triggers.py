@@ -13,6 +13,14 @@ event handlers ``EnqueueRequestForObject``, ``EnqueueRequestForOwner`` and
 * a source (a ``queue.Queue`` or another iterable) yields refs or requests, or, in bulk,
   asks for every cached primary object.
 
+Each request carries a priority (:mod:`client_cache.runtime.scheduler`): what the
+controller did not see change asks :data:`~client_cache.workqueue.priority.LOW_PRIORITY`
+(an add from an informer's initial list, an update whose resourceVersion did not move: a
+resync or an unchanged relist, and a bulk reconcile), every other event
+:data:`~client_cache.workqueue.priority.DEFAULT_PRIORITY` (controller-runtime's
+``WithLowPriorityWhenUnchanged``, on every handler as there); a source's
+:class:`~client_cache.runtime.reconcile.ReconcileRequest` gives its own.
+
 Each informer's events pass its predicates and the controller's event filters first
 (:mod:`client_cache.runtime.predicates`); a filtered primary event still reaches a
 label-mode shard gate, which follows every object of its member.
@@ -31,7 +39,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from client_cache.api import meta
-from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.controller import ResourceEventHandlerDetailedFuncs
 from client_cache.runtime._kind import PrimaryKind
 from client_cache.runtime.objectref import ObjectRef, object_ref
 from client_cache.runtime.predicates import Predicate, passes
@@ -40,6 +48,7 @@ from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
 from client_cache.shared_informer import SharedIndexInformer
 from client_cache.store import DeletedFinalStateUnknown
+from client_cache.workqueue.priority import DEFAULT_PRIORITY, LOW_PRIORITY
 
 __all__ = ["Mapper", "Triggers", "wake_on_stop"]
 
@@ -78,36 +87,40 @@ class Triggers:
             return True
         return passes((*own, *self.event_filters), kind, *(_unwrap(obj) for obj in objs))
 
-    def _filtered(self, predicates: tuple[Predicate, ...], add: Callable[[Any], None],
-                  update: Callable[[Any, Any], None], delete: Callable[[Any], None],
-                  ) -> ResourceEventHandlerFuncs[Any]:
-        """A handler calling ``add``, ``update`` or ``delete`` for the events that pass."""
-        def added(obj: Any) -> None:
+    def _filtered(self, predicates: tuple[Predicate, ...],
+                  add: Callable[[Any, int], None], update: Callable[[Any, Any, int], None],
+                  delete: Callable[[Any, int], None],
+                  ) -> ResourceEventHandlerDetailedFuncs[Any]:
+        """A handler calling ``add``, ``update`` or ``delete`` with the event's priority
+        for the events that pass."""
+        def added(obj: Any, is_in_initial_list: bool) -> None:
             if self._passes(predicates, "add", obj):
-                add(obj)
+                add(obj, _added_priority(is_in_initial_list))
 
         def updated(old: Any, new: Any) -> None:
             if self._passes(predicates, "update", old, new):
-                update(old, new)
+                update(old, new, _updated_priority(old, new))
 
         def deleted(obj: Any) -> None:
             if self._passes(predicates, "delete", obj):
-                delete(obj)
+                delete(obj, DEFAULT_PRIORITY)
 
-        return ResourceEventHandlerFuncs(add_func=added, update_func=updated,
-                                         delete_func=deleted)
+        return ResourceEventHandlerDetailedFuncs(add_func=added, update_func=updated,
+                                                 delete_func=deleted)
 
-    def primary_handler(self) -> ResourceEventHandlerFuncs[Any]:
+    def primary_handler(self) -> ResourceEventHandlerDetailedFuncs[Any]:
         """The handler on the primary informer."""
-        return ResourceEventHandlerFuncs(
-            add_func=lambda obj: self._primary_applied(obj, (obj,)),
-            update_func=lambda old, new: self._primary_applied(new, (old, new)),
+        return ResourceEventHandlerDetailedFuncs(
+            add_func=lambda obj, initial: self._primary_applied(
+                obj, (obj,), _added_priority(initial)),
+            update_func=lambda old, new: self._primary_applied(
+                new, (old, new), _updated_priority(old, new)),
             delete_func=self._primary_deleted)
 
     def owner_handler(self, predicates: tuple[Predicate, ...] = (),
-                      ) -> ResourceEventHandlerFuncs[Any]:
+                      ) -> ResourceEventHandlerDetailedFuncs[Any]:
         """The handler on a child informer (``owns``)."""
-        def changed(*objs: Any) -> None:
+        def changed(priority: int, *objs: Any) -> None:
             primary = self._primary
             owners: dict[ObjectRef, ObjectRef] = {}
             for changed_obj in objs:
@@ -123,15 +136,17 @@ class Triggers:
                                           primary.kind, primary.api_version, ref.uid)
                         owners[owner] = object_ref(obj)
             for owner, related in owners.items():
-                self.trigger(owner, ReconcileReason.related_object_updated(related))
+                self.trigger(owner, ReconcileReason.related_object_updated(related), priority)
 
-        return self._filtered(predicates, changed, changed, changed)
+        return self._filtered(predicates, lambda obj, p: changed(p, obj),
+                              lambda old, new, p: changed(p, old, new),
+                              lambda obj, p: changed(p, obj))
 
     def mapper_handler(self, mapper: Mapper, predicates: tuple[Predicate, ...] = (),
-                       ) -> ResourceEventHandlerFuncs[Any]:
+                       ) -> ResourceEventHandlerDetailedFuncs[Any]:
         """The handler on a related informer (``watches``): ``mapper``'s refs; a ref
         without kind means the primary kind."""
-        def changed(obj: Any) -> None:
+        def changed(obj: Any, priority: int) -> None:
             obj = _unwrap(obj)
             try:
                 refs = mapper(obj)
@@ -143,11 +158,12 @@ class Triggers:
                 return
             reason = ReconcileReason.related_object_updated(object_ref(obj))
             for ref in [refs] if isinstance(refs, ObjectRef) else refs:
-                self.trigger(ref, reason)
+                self.trigger(ref, reason, priority)
 
-        return self._filtered(predicates, changed, lambda old, new: changed(new), changed)
+        return self._filtered(predicates, changed, lambda old, new, p: changed(new, p),
+                              changed)
 
-    def _primary_applied(self, obj: Any, event: tuple[Any, ...]) -> None:
+    def _primary_applied(self, obj: Any, event: tuple[Any, ...], priority: int) -> None:
         shard = self._shard
         if shard is not None and shard.by_labels and shard.observe(obj):
             return  # asked to drain: let go, not reconciled here any more
@@ -155,7 +171,7 @@ class Triggers:
                             *event):
             return
         self.trigger(object_ref(obj, self._primary.kind, self._primary.api_version),
-                     ReconcileReason.object_updated())
+                     ReconcileReason.object_updated(), priority)
 
     def _primary_deleted(self, obj: Any) -> None:
         shard = self._shard
@@ -163,9 +179,10 @@ class Triggers:
             shard.forget(obj)
 
     # -- requests ----------------------------------------------------------------------------
-    def trigger(self, ref: ObjectRef, reason: ReconcileReason) -> None:
-        """Request the reconcile of ``ref`` (its kind and apiVersion filled in when
-        missing; a ref of another kind is refused with a WARNING)."""
+    def trigger(self, ref: ObjectRef, reason: ReconcileReason,
+                priority: int = DEFAULT_PRIORITY) -> None:
+        """Request the reconcile of ``ref`` at ``priority`` (its kind and apiVersion
+        filled in when missing; a ref of another kind is refused with a WARNING)."""
         primary = self._primary
         if not ref.kind:
             ref = ObjectRef(ref.name, ref.namespace, primary.kind, primary.api_version,
@@ -179,7 +196,7 @@ class Triggers:
             ref = ObjectRef(ref.name, ref.namespace, ref.kind, primary.api_version, ref.uid)
         scheduler = self._scheduler
         if scheduler is not None:
-            scheduler.schedule(ref, reason)
+            scheduler.schedule(ref, reason, 0.0, priority)
 
     def primary_refs(self) -> list[ObjectRef]:
         """A ref to every cached primary object."""
@@ -200,9 +217,10 @@ class Triggers:
         return ref.uid
 
     def trigger_all(self) -> None:
-        """Request the reconcile of every cached primary object (``BULK_RECONCILE``)."""
+        """Request the reconcile of every cached primary object (``BULK_RECONCILE``, at
+        low priority: a change of any one of them runs first)."""
         for ref in self.primary_refs():
-            self.trigger(ref, ReconcileReason.bulk_reconcile())
+            self.trigger(ref, ReconcileReason.bulk_reconcile(), LOW_PRIORITY)
 
     def pump(self, source: Any, bulk: bool, stopping: threading.Event) -> None:
         """Read ``source`` until ``stopping`` (a ``queue.Queue``) or its end (another
@@ -211,7 +229,7 @@ class Triggers:
             if bulk:
                 self.trigger_all()
             elif isinstance(item, ReconcileRequest):
-                self.trigger(item.obj_ref, item.reason)
+                self.trigger(item.obj_ref, item.reason, item.priority)
             elif isinstance(item, ObjectRef):
                 self.trigger(item, ReconcileReason.unknown())
             else:
@@ -229,6 +247,22 @@ class Triggers:
             if stopping.is_set():
                 return
             handle(item)
+
+
+def _added_priority(is_in_initial_list: bool) -> int:
+    """An add's priority: low when the informer's initial list (or a replay to a handler
+    added late) delivered it."""
+    return LOW_PRIORITY if is_in_initial_list else DEFAULT_PRIORITY
+
+
+def _updated_priority(old: Any, new: Any) -> int:
+    """An update's priority: low when its resourceVersion did not move (a resync, or an
+    object a relist found unchanged)."""
+    try:
+        same = meta.get_resource_version(_unwrap(old)) == meta.get_resource_version(new)
+    except Exception:  # an unreadable object: treated as changed
+        return DEFAULT_PRIORITY
+    return LOW_PRIORITY if same else DEFAULT_PRIORITY
 
 
 class _Wake:

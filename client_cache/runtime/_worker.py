@@ -146,7 +146,7 @@ class Workers:
                 if gate is not None and not gate.holds_lease():  # lost, maybe by a pause
                     if not gate.follows:
                         return
-                    scheduler.schedule(ref, request.reason)  # runs once leading again
+                    scheduler.schedule(ref, request.reason, 0.0, request.priority)  # once leading
                     continue
                 if self.writer is not None and self._defer(request):
                     continue
@@ -188,7 +188,7 @@ class Workers:
         _log.debug("controller %s: %s waits up to %.1f s for the cache (at %s) to hold "
                    "its last write", self.name, ref, wait, cache_rv)
         self.metrics.deferrals.inc()
-        self.scheduler.schedule(ref, request.reason, wait)
+        self.scheduler.schedule(ref, request.reason, wait, request.priority)
         return True
 
     def _reconcile_one(self, request: ReconcileRequest, ctx: Context[Any],
@@ -233,10 +233,11 @@ class Workers:
             metrics.active.dec()
         self.tally.count(reconciles=1)
         self.failing.ended(ref)  # the episode of failures, if any, is over
+        priority = request.priority if action.priority is None else action.priority
         if action.backoff:
             metrics.observe(started, "requeue")
             self.tally.count(requeues=1)
-            scheduler.backoff(ref, ReconcileReason.reconciler_requested_retry())
+            scheduler.backoff(ref, ReconcileReason.reconciler_requested_retry(), priority)
             return
         scheduler.forget(ref)
         if action.requeue_after is None:
@@ -245,7 +246,7 @@ class Workers:
         metrics.observe(started, "requeue_after")
         self.tally.count(requeues=1)
         scheduler.schedule(ref, ReconcileReason.reconciler_requested_retry(),
-                           action.requeue_after)
+                           action.requeue_after, priority)
 
     def _timed_out(self, attempt: Attempt) -> ReconcileTimeoutError:
         """The failure of a call that ran past its deadline (whatever it returned)."""
@@ -291,12 +292,14 @@ class Workers:
                 action = self.error_policy(obj, err, ctx)
             except Exception:
                 _log.exception("controller %s: error_policy failed; backing off", self.name)
+        priority = ctx.request.priority  # a retry keeps the request's priority
         if isinstance(action, Action):
             if action.requeue_after is None:
                 return
-            self.scheduler.schedule(ctx.obj_ref, reason, action.requeue_after)
+            self.scheduler.schedule(ctx.obj_ref, reason, action.requeue_after,
+                                    priority if action.priority is None else action.priority)
         else:
-            self.scheduler.backoff(ctx.obj_ref, reason)
+            self.scheduler.backoff(ctx.obj_ref, reason, priority)
         self.tally.count(requeues=1)
 
 

@@ -59,7 +59,11 @@ class ControllerConfig:
     for its caches' first lists before it fails with
     :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync (default
     None: as long as it takes, as kube-rs; controller-runtime's ``CacheSyncTimeout``
-    defaults to 2 minutes)."""
+    defaults to 2 minutes); ``priority_queue``: hand out due requests highest priority
+    first, so that after a start or a bulk reconcile what changed is reconciled ahead of
+    the backlog of what did not (default True, controller-runtime's default since v0.23;
+    False: first due, first served, controller-runtime ``UsePriorityQueue: false``; see
+    :mod:`client_cache.runtime.scheduler`)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -76,6 +80,7 @@ class ControllerConfig:
     leadership_lost: str = "end"
     reconcile_timeout: float | None = None
     cache_sync_timeout: float | None = None
+    priority_queue: bool = True
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -102,7 +102,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.codec import WireObject
-from client_cache.controller import ResourceEventHandlerFuncs
+from client_cache.controller import ResourceEventHandler
 from client_cache.index import Indexer
 from client_cache.informers.factory import GenericInformer, SharedInformerFactory
 from client_cache.reflector_status import InformerHealth
@@ -226,7 +226,7 @@ class Controller(Generic[K]):
                         f"not {type(what).__name__}")
 
     def _watch(self, informer: SharedIndexInformer[Any],
-               handler: ResourceEventHandlerFuncs[Any]) -> None:
+               handler: ResourceEventHandler[Any]) -> None:
         self._watched.append(Watched(informer, handler))
 
     def with_config(self, config: ControllerConfig) -> Controller[K]:

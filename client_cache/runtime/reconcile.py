@@ -47,17 +47,24 @@ class Action:
     """What to do after a reconcile (kube-rs ``Action``): run it again after
     ``requeue_after`` seconds, or (None) only when something changes; ``backoff``: run it
     again after the object's next backoff delay (controller-runtime's
-    ``Result{Requeue: true}``)."""
+    ``Result{Requeue: true}``); ``priority``: the priority of that next run (None: the
+    priority this run was requested at; controller-runtime ``Result.Priority``)."""
 
     requeue_after: float | None = None
     backoff: bool = False
+    priority: int | None = None
 
     @classmethod
-    def requeue(cls, seconds: float) -> Action:
-        """Reconcile this object again in ``seconds`` (kube-rs ``Action::requeue``)."""
+    def requeue(cls, seconds: float, priority: int | None = None) -> Action:
+        """Reconcile this object again in ``seconds`` (kube-rs ``Action::requeue``), at
+        ``priority`` (None: this request's; higher runs first among the due requests,
+        :mod:`client_cache.runtime.scheduler`)."""
         if seconds < 0:
             raise ValueError(f"requeue delay must not be negative, not {seconds}")
-        return cls(float(seconds))
+        if priority is not None and (isinstance(priority, bool)
+                                     or not isinstance(priority, int)):
+            raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+        return cls(float(seconds), False, priority)
 
     @classmethod
     def requeue_with_backoff(cls) -> Action:
@@ -146,10 +153,13 @@ class ReconcileReason:
 class ReconcileRequest:
     """A request to reconcile ``obj_ref`` (kube-rs ``ReconcileRequest``); what a
     ``reconcile_on`` source may yield to give its own reason (a bare :class:`ObjectRef`
-    gets ``UNKNOWN``)."""
+    gets ``UNKNOWN``). ``priority`` orders it among the due requests (higher first;
+    :mod:`client_cache.runtime.scheduler`): a source's request asks for it, a reconcile
+    reads the one it was handed out at (controller-runtime ``GetWithPriority``)."""
 
     obj_ref: ObjectRef
     reason: ReconcileReason = field(default_factory=ReconcileReason.unknown)
+    priority: int = 0
 
 
 @dataclass(frozen=True)

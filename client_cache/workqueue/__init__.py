@@ -41,6 +41,12 @@ from client_cache.workqueue.metrics import (
     set_provider,
 )
 from client_cache.workqueue.parallelizer import DoWorkPieceFunc, parallelize_until
+from client_cache.workqueue.priority import (
+    DEFAULT_PRIORITY,
+    LOW_PRIORITY,
+    PriorityQueue,
+    new_priority_queue,
+)
 from client_cache.workqueue.queue import (
     C_CORE_AVAILABLE,
     C_CORE_ENV,
@@ -73,6 +79,8 @@ from client_cache.workqueue.workers import run_workers
 __all__ = [
     "C_CORE_AVAILABLE",
     "C_CORE_ENV",
+    "DEFAULT_PRIORITY",
+    "LOW_PRIORITY",
     "BucketRateLimiter",
     "CounterMetric",
     "DefaultQueue",
@@ -88,6 +96,7 @@ __all__ = [
     "MaxOfRateLimiter",
     "MetricsProvider",
     "NoopMetricsProvider",
+    "PriorityQueue",
     "Queue",
     "QueueConfig",
     "RateLimiter",
@@ -112,6 +121,7 @@ __all__ = [
     "new_item_fast_slow_rate_limiter",
     "new_max_of_rate_limiter",
     "new_named",
+    "new_priority_queue",
     "new_named_delaying_queue",
     "new_named_rate_limiting_queue",
     "new_rate_limiting_queue",

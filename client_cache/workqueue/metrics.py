@@ -212,8 +212,8 @@ class QueueMetrics(Generic[T]):
 
     def __init__(self, provider: MetricsProvider, name: str, clock: PassiveClock) -> None:
         self._clock = clock
-        self.depth = provider.new_depth_metric(name)
         self.adds = provider.new_adds_metric(name)
+        self._make_depth(provider, name)
         self.latency = provider.new_latency_metric(name)
         self.work_duration = provider.new_work_duration_metric(name)
         self.unfinished_work_seconds = provider.new_unfinished_work_seconds_metric(name)
@@ -222,6 +222,10 @@ class QueueMetrics(Generic[T]):
         )
         self._add_times: dict[T, float] = {}
         self._processing_start_times: dict[T, float] = {}
+
+    def _make_depth(self, provider: MetricsProvider, name: str) -> None:
+        """Make the depth gauge (a priority queue's is labelled by priority)."""
+        self.depth = provider.new_depth_metric(name)
 
     def add(self, item: T) -> None:
         """Count an add of ``item`` and note when it was queued."""

@@ -60,6 +60,8 @@ from client_cache.workqueue import (
     new_named_rate_limiting_queue,
 )
 from client_cache.workqueue.metrics import reset_provider_for_tests
+from client_cache.workqueue.priority import LOW_PRIORITY, PriorityQueue, new_priority_queue
+from client_cache.workqueue.queue import QueueConfig
 from tests.client.test_transport import PODS, RawServer
 from tests.fixtures import eventually, http_get
 
@@ -167,7 +169,10 @@ def test_a_known_workload_in_the_exposition_text(server: EmbeddedApiServer,
             expected = {
                 'workqueue_adds_total{controller="",name="test-queue"}': 4.0,
                 'workqueue_retries_total{controller="",name="test-queue"}': 1.0,
-                'workqueue_depth{controller="",name="test-queue"}': 0.0,
+                'workqueue_depth{controller="",name="test-queue",priority=""}': 0.0,
+                # the controller's priority queue: the initial list came in at low
+                'workqueue_depth{controller="metrics-test",name="metrics-test",'
+                'priority="-100"}': 0.0,
                 'workqueue_work_duration_seconds_count{controller="",name="test-queue"}': 4.0,
                 'workqueue_queue_duration_seconds_count{controller="",name="test-queue"}': 4.0,
                 'reflector_lists_total{name="pods"}': 1.0,
@@ -294,7 +299,7 @@ DOCUMENTED: dict[str, set[str]] = {
     "rest_client_request_size_bytes": {"verb", "host"},
     "rest_client_response_size_bytes": {"verb", "host"},
     "rest_client_request_retries_total": {"code", "verb", "host"},
-    "workqueue_depth": {"name", "controller"},
+    "workqueue_depth": {"name", "controller", "priority"},
     "workqueue_adds_total": {"name", "controller"},
     "workqueue_queue_duration_seconds": {"name", "controller"},
     "workqueue_work_duration_seconds": {"name", "controller"},
@@ -478,3 +483,30 @@ def test_a_sharded_controller_exports_the_shard_metrics(
                        and found().get('shard_drain_duration_seconds_count{ring="cms"}', 0)
                        >= 1, 15, lambda: str({k: v for k, v in found().items()
                                               if k.startswith("shard_")}))
+
+
+def test_a_priority_queue_depth_is_labelled_by_priority_up_to_a_bound() -> None:
+    registry = CollectorRegistry()
+    provider = exporter.WorkqueueProvider(registry).for_controller("pq")
+    queue: PriorityQueue[str] = new_priority_queue(QueueConfig(
+        name="pq", metrics_provider=provider))
+    try:
+        for priority in range(exporter.MAX_PRIORITY_LABELS + 5):
+            queue.add_with_priority(f"item-{priority}", priority)
+        queue.add_with_priority("raised", LOW_PRIORITY)
+        queue.add_with_priority("raised", 3)  # moves from -100 to 3
+        depth = {k: v for k, v in samples(
+            prometheus_client.generate_latest(registry).decode()).items()
+            if k.startswith("workqueue_depth")}
+        label = 'workqueue_depth{{controller="pq",name="pq",priority="{}"}}'.format
+        assert depth[label("3")] == 2.0
+        # the priorities past the bound (25..29; -100 came and went)
+        assert depth[label("other")] == 5.0
+        assert len(depth) == exporter.MAX_PRIORITY_LABELS + 1
+        while queue.len():
+            item, _ = queue.get(timeout=1)
+            queue.done(item)
+        assert set(samples(prometheus_client.generate_latest(registry).decode())
+                   [k] for k in depth) == {0.0}
+    finally:
+        queue.shut_down()

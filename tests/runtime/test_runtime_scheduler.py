@@ -9,6 +9,8 @@ import pytest
 
 from client_cache.runtime import ObjectRef, ReasonKind, ReconcileReason, Scheduler
 from client_cache.util.clock import FakeClock
+from client_cache.workqueue.priority import LOW_PRIORITY
+from tests.runtime.handed_out import take_all
 
 A = ObjectRef("a", "ns", "Foo", "example.com/v1")
 B = ObjectRef("b", "ns", "Foo", "example.com/v1")
@@ -146,3 +148,67 @@ def test_shut_down_wakes_getters_and_drops_pending(sched: Scheduler) -> None:
 def test_bad_debounce(clock: FakeClock) -> None:
     with pytest.raises(ValueError, match="debounce"):
         Scheduler("x", -1.0, clock=clock)
+
+
+C = ObjectRef("c", "ns", "Foo", "example.com/v1")
+
+
+def test_due_requests_run_highest_priority_first(sched: Scheduler) -> None:
+    sched.schedule(A, UPDATED, priority=LOW_PRIORITY)
+    sched.schedule(B, UPDATED, priority=LOW_PRIORITY)
+    sched.schedule(C, UPDATED)  # a change: the default priority, ahead of both
+    assert sched.priorities
+    assert take_all(sched) == [("c", 0), ("a", LOW_PRIORITY), ("b", LOW_PRIORITY)]
+
+
+def test_a_collapse_raises_the_priority_and_never_lowers_it(sched: Scheduler) -> None:
+    sched.schedule(A, UPDATED, priority=LOW_PRIORITY)
+    sched.schedule(B, UPDATED, priority=LOW_PRIORITY)
+    sched.schedule(B, RETRY, priority=5)  # later or equal run time: raises B only
+    sched.schedule(C, UPDATED, priority=3)
+    sched.schedule(C, UPDATED, priority=LOW_PRIORITY)  # lower: C keeps 3
+    assert take_all(sched) == [("b", 5), ("c", 3), ("a", LOW_PRIORITY)]
+
+
+def test_a_delayed_request_comes_due_at_its_priority(sched: Scheduler,
+                                                     clock: FakeClock) -> None:
+    sched.schedule(A, RETRY, 2.0, priority=7)
+    sched.schedule(B, UPDATED, 2.0)
+    sched.schedule(C, UPDATED, 1.0, priority=LOW_PRIORITY)
+    step(sched, clock, 1.0)
+    step(sched, clock, 1.0)  # all three due now: by priority, not by due time
+    assert take_all(sched) == [("a", 7), ("b", 0), ("c", LOW_PRIORITY)]
+
+
+def test_a_request_moved_later_keeps_the_higher_priority(sched: Scheduler,
+                                                         clock: FakeClock) -> None:
+    sched.schedule(A, RETRY, 5.0, priority=LOW_PRIORITY)
+    sched.schedule(A, UPDATED, 1.0, priority=4)  # earlier: replaces, at 4
+    sched.schedule(B, UPDATED, 1.0)
+    step(sched, clock, 1.0)
+    assert take_all(sched) == [("a", 4), ("b", 0)]
+    step(sched, clock, 4.0)  # the old timer: served already
+    assert nothing_due(sched)
+
+
+def test_a_request_held_while_reconciling_keeps_its_priority(sched: Scheduler) -> None:
+    sched.schedule(A, UPDATED)
+    first = sched.get(timeout=5)
+    assert first is not None and first.priority == 0
+    sched.schedule(A, RETRY, priority=9)  # while A reconciles
+    sched.schedule(B, UPDATED)
+    sched.schedule(C, UPDATED, priority=LOW_PRIORITY)
+    sched.done(A)
+    assert take_all(sched) == [("a", 9), ("b", 0), ("c", LOW_PRIORITY)]
+
+
+def test_without_priorities_due_requests_run_first_come(clock: FakeClock) -> None:
+    plain = Scheduler("plain", clock=clock, priorities=False)
+    try:
+        assert not plain.priorities
+        plain.schedule(A, UPDATED, priority=LOW_PRIORITY)
+        plain.schedule(B, UPDATED, priority=9)
+        plain.schedule(C, UPDATED)
+        assert [name for name, _ in take_all(plain)] == ["a", "b", "c"]
+    finally:
+        plain.shut_down()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -65,7 +66,22 @@ PR_SET_PDEATHSIG = 1
 def _worker_main(target: Callable[..., None], index: int, supervisor: int,
                  args: tuple[Any, ...]) -> None:
     """A worker's entry: on Linux, ask for SIGTERM when the supervising thread ends; when
-    it ended already (this process was adopted), end; then run ``target(index, *args)``."""
+    it ended already (this process was adopted), end; then run ``target(index, *args)``.
+
+    When the target returns or raises, the worker's heap is frozen (:func:`gc.freeze`):
+    the interpreter's teardown then runs the exit handlers and joins threads as ever, but
+    does not walk every object the worker made for garbage cycles. A worker that imported
+    the ``kubernetes`` client spent about 0.25 s of CPU on that walk on its way out (2 s
+    beside a CPU hog, enough to miss a stop's grace); it is under 0.03 s frozen. Objects in
+    cycles then get no finalizer call at exit, which CPython never promised anyway."""
+    try:
+        _start_worker(target, index, supervisor, args)
+    finally:
+        gc.freeze()
+
+
+def _start_worker(target: Callable[..., None], index: int, supervisor: int,
+                  args: tuple[Any, ...]) -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own symbols: libc's
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:

@@ -6,7 +6,9 @@ The member processes, 1,000 objects and 20 membership changes on both servers ar
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import itertools
 import logging
 import os
@@ -642,6 +644,24 @@ def test_a_worker_group_restarts_a_dead_worker_with_its_index_and_stops_all(
     finally:
         codes = group.stop()
     assert codes == {0: 0, 1: 0}
+
+
+def _worker_leaving_a_note(index: int, directory: str) -> None:
+    """Returns at once; its exit handler says how many objects the teardown will skip."""
+    atexit.register(lambda: Path(directory, "frozen").write_text(str(gc.get_freeze_count())))
+
+
+def test_a_worker_leaves_with_its_heap_frozen_and_its_exit_handlers_run(
+        tmp_path: Path) -> None:
+    """A worker's way out runs its exit handlers but skips the teardown's walk of its heap
+    for cycles (0.25 s of CPU with the kubernetes client imported, 2 s beside a CPU hog)."""
+    group = WorkerGroup(_worker_leaving_a_note, 1, args=(str(tmp_path),), restart=False,
+                        name="frozen").start()
+    try:
+        eventually(lambda: Path(tmp_path, "frozen").exists(), 60)
+    finally:
+        group.stop()
+    assert int(Path(tmp_path, "frozen").read_text()) > 10_000
 
 
 def test_a_worker_group_needs_a_replica_and_a_target_it_can_send() -> None:

@@ -157,10 +157,11 @@ lint: $(STAMP)
 # and Watch loops vs client-go (needs `make envtest`; about 65 minutes on this 2-core
 # machine), then the idle-CPU figure (1 min), metadata-only vs full informer memory
 # (2 min), the controller runtime vs a hand-written work-queue controller (1 min),
-# leader-election takeovers over 20 kills per server (5 min), the sample-controller
-# ports side by side (about 5 min) and one sharded member process against two (about 10
-# min). Writes bench/results/latest.*, idle.*, metadata.*, runtime.*, leaderelection.*,
-# sample-controller.*, sharding.*
+# leader-election takeovers over 20 kills per server (5 min), warm and cold standbys'
+# takeovers (2 min), the sample-controller ports side by side (about 5 min) and one
+# sharded member process against two (about 10 min). Writes bench/results/latest.*,
+# idle.*, metadata.*, runtime.*, leaderelection.*, warmup.*, sample-controller.*,
+# sharding.*
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install -e '.[test,bench]' --config-settings editable_mode=compat
@@ -172,6 +173,7 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.bench_metadata
 	$(PY) -m bench.bench_runtime
 	$(PY) -m bench.bench_leaderelection
+	$(PY) -m bench.bench_warmup
 	$(PY) -m bench.bench_sample_controller
 	$(PY) -m bench.bench_sharding --real
 

@@ -14,20 +14,19 @@ Writes ``bench/results/sample-controller.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client import AppsV1Api, CoreV1Api, CustomObjectsApi
 
-from bench.contenders import save_results
+from bench.contenders import api_servers, save_results
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -36,24 +35,6 @@ def example(name: str) -> Any:
     if str(EXAMPLES) not in sys.path:
         sys.path.insert(0, str(EXAMPLES))
     return importlib.import_module(name)
-
-
-@contextlib.contextmanager
-def servers() -> Iterator[list[tuple[str, Callable[[], Any]]]]:
-    """``(name, api client factory)`` of each server run."""
-    from client_cache.testing.apiserver import EmbeddedApiServerProcess
-    from client_cache.testing.envtest import ControlPlane, find_binaries
-
-    with contextlib.ExitStack() as stack:
-        embedded = stack.enter_context(EmbeddedApiServerProcess(bookmark_interval=60))
-        found: list[tuple[str, Callable[[], Any]]] = [("embedded", embedded.api_client)]
-        binaries = find_binaries()
-        if binaries is not None:
-            plane = stack.enter_context(ControlPlane(binaries))
-            found.append(("kube-apiserver", plane.api_client))
-        else:
-            print("real server skipped: run `make envtest` first", file=sys.stderr)
-        yield found
 
 
 def converged(api: Any, ns: str, foos: int) -> bool:
@@ -125,7 +106,7 @@ def main() -> int:
     parser.add_argument("--foos", type=int, default=200)
     args = parser.parse_args()
     results: dict[str, Any] = {"foos": args.foos, "rounds": args.rounds, "servers": {}}
-    with servers() as found:
+    with api_servers() as found:
         for server, new_client in found:
             runs: dict[str, list[float]] = {v: [] for v in VARIANTS}
             for _ in range(args.rounds):  # alternated: each round runs every variant

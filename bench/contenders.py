@@ -34,6 +34,7 @@ Python alternatives having no workqueue. Delivery mode (:func:`delivery`, conten
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -619,3 +620,22 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@contextlib.contextmanager
+def api_servers() -> Iterator[list[tuple[str, Callable[[], Any]]]]:
+    """``(name, api client factory)`` of each server run: the embedded server in a process
+    of its own, and the kube-apiserver of `make envtest` when it is built."""
+    from client_cache.testing.apiserver import EmbeddedApiServerProcess
+    from client_cache.testing.envtest import ControlPlane, find_binaries
+
+    with contextlib.ExitStack() as stack:
+        embedded = stack.enter_context(EmbeddedApiServerProcess(bookmark_interval=60))
+        found: list[tuple[str, Callable[[], Any]]] = [("embedded", embedded.api_client)]
+        binaries = find_binaries()
+        if binaries is not None:
+            plane = stack.enter_context(ControlPlane(binaries))
+            found.append(("kube-apiserver", plane.api_client))
+        else:
+            print("real server skipped: run `make envtest` first", file=sys.stderr)
+        yield found

@@ -35,8 +35,9 @@ RANKS = {"util": 0, "codec": 1, "api": 1, "client": 2, "cache": 3, **dict.fromke
          "testing": 5}
 
 UPPER_EDGES: dict[str, set[str]] = {
-    # a controller runs under leader election, records Events and runs async reconciles
-    "runtime": {"leaderelection", "record", "aio", "sharding"},
+    # a controller runs under leader election, records Events (events.k8s.io/v1 or
+    # core/v1) and runs async reconciles
+    "runtime": {"leaderelection", "record", "events", "aio", "sharding"},
     # the Prometheus exporters of the runtime's and the elector's metrics providers
     "metrics": {"runtime", "leaderelection", "sharding"},
     # the events.k8s.io recorder shares client-go record's broadcaster

@@ -42,6 +42,7 @@ from client_cache.runtime.reconcile import (
     deep_copy,
     is_panic,
 )
+from client_cache.runtime.recorder import ControllerRecorder
 from client_cache.runtime.scheduler import Scheduler
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Context",
     "Controller",
     "ControllerConfig",
+    "ControllerRecorder",
     "ErrorPolicy",
     "ControllerMetricsProvider",
     "FinalizerError",

@@ -33,6 +33,8 @@ from client_cache.aio.bridge import LoopCaller, is_async_callable
 from client_cache.cache_errors import CacheSyncTimeoutError
 from client_cache.cache_sync import unsynced_details
 from client_cache.controller import ResourceEventHandler
+from client_cache.events import EventBroadcaster as EventsV1Broadcaster
+from client_cache.events import EventsV1Sink
 from client_cache.index import ReadyIndexer
 from client_cache.informers.factory import SharedInformerFactory
 from client_cache.record import CoreV1EventSink, EventBroadcaster, EventSource
@@ -45,6 +47,7 @@ from client_cache.runtime._worker import Tally, Workers
 from client_cache.runtime.config import ControllerConfig
 from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.reconcile import ReconcileReason, RunSummary
+from client_cache.runtime.recorder import ControllerRecorder
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
 from client_cache.shared_informer import SharedIndexInformer
@@ -77,11 +80,14 @@ class Watched:
 class RunState:
     """What a controller's other methods read of its current (or last) run, from any
     thread: the stop, whether the run has chosen its informers (``prepared``) and is
-    between its setup and its end (``active``), its counts, scheduler and shard gate."""
+    between its setup and its end (``active``), whether it stands by cold
+    (``standing_by``), its counts, scheduler and shard gate."""
 
     stopping: threading.Event = field(default_factory=threading.Event)
     prepared: threading.Event = field(default_factory=threading.Event)
     active: bool = False
+    standing_by: bool = False
+    """A cold standby (``warmup=False``) waiting to lead, its informers not started."""
     tally: Tally = field(default_factory=Tally)
     scheduler: Scheduler | None = None
     shard: ShardGate | None = None
@@ -160,13 +166,8 @@ class Run:
         gate, shard = self._gates()
         self._own_informer(stack, shard)
         state.prepared.set()
-        recorder = None
-        broadcaster: EventBroadcaster | None = None
-        if config.events:
-            broadcaster = EventBroadcaster()
-            broadcaster.start_recording_to_sink(CoreV1EventSink(api_client,
-                                                                limiter=events_limiter))
-            recorder = broadcaster.new_recorder(EventSource(component=self.name))
+        recorder, broadcaster = self._recorder(events_limiter) if config.events \
+            else (None, None)
         metrics = ControllerMetrics(self.name, config.concurrency)
         scheduler = state.scheduler = Scheduler(
             self.name, config.debounce, config.rate_limiter(), clock=self.clock,
@@ -187,15 +188,19 @@ class Run:
             stack.callback(self._flush_events, broadcaster)
         pumps: list[threading.Thread] = []
         stack.callback(_join_each, pumps, 1.0)
+        # a cold standby (warmup off) starts its informers once it leads
+        warm = gate is None or config.warmup
         if self.primary.pending:
             # the informers start (they wait for the resource too, not ready); the
             # handlers are added once the kind is known, and get the cache replayed
-            self.factory.start(informer_stop)
+            if warm:
+                self.factory.start(informer_stop)
             self.primary.await_served(api_client, state.stopping, self.name)
         for watched in self.watched:
             registration = watched.informer.add_event_handler(watched.handler)
             stack.callback(watched.informer.remove_event_handler, registration)
-        self.factory.start(informer_stop)
+        if warm:
+            self.factory.start(informer_stop)
         by_range = shard is not None and shard.by_server
         if self._own_factory is not None and not by_range:
             self._own_factory.start(informer_stop)
@@ -214,6 +219,8 @@ class Run:
         stack.callback(self._end_workers, workers, caller)
         if by_range:
             self._start_range(shard, informer_stop)
+        if not warm and not self._start_when_leading(gate, informer_stop):
+            return
         _log.info("controller %s: waiting for %d caches to sync", self.name,
                   len(self.watched))
         if self._wait_ready() and (gate is None or gate.wait_leading(state.stopping)) \
@@ -237,6 +244,20 @@ class Run:
                 stack.callback(run.watchdog.stop)  # before the workers are joined
             workers += [self._thread(run.loop, f"worker-{next(numbers)}")
                         for _ in range(config.concurrency)]
+
+    def _recorder(self, limiter: TokenBucketRateLimiter | None
+                  ) -> tuple[ControllerRecorder, EventBroadcaster | EventsV1Broadcaster]:
+        """``ctx.recorder`` and the broadcaster writing its Events, on the API
+        ``events_api`` names; ``limiter``: the Events' own bucket (None: unthrottled)."""
+        api_client = self.factory.api_client
+        if self.config.events_api == "v1":
+            core = EventBroadcaster()
+            core.start_recording_to_sink(CoreV1EventSink(api_client, limiter=limiter))
+            return ControllerRecorder(core.new_recorder(EventSource(component=self.name))), \
+                core
+        broadcaster = EventsV1Broadcaster(EventsV1Sink(api_client, limiter=limiter))
+        broadcaster.start_recording_to_sink()
+        return ControllerRecorder(broadcaster.new_recorder(self.name)), broadcaster
 
     def _writer(self, api_client: Any) -> Writer:
         """The contexts' writer: writes to the primary resource as the controller, read
@@ -283,6 +304,25 @@ class Run:
             log_visibly(_log, logging.WARNING, "controller %s: the factory's %s informer "
                         "runs already: every object stays cached beside this member's "
                         "share", self.name, gvr.label())
+
+    def _start_when_leading(self, gate: LeadershipGate | None,
+                            informer_stop: threading.Event) -> bool:
+        """A cold standby (``warmup=False``): wait to lead with no informer running
+        (ready meanwhile, see :attr:`RunState.standing_by`), then start them; False when
+        the run stops first."""
+        assert gate is not None
+        state = self.state
+        _log.info("controller %s: standing by with cold caches until it leads (warmup "
+                  "off)", self.name)
+        state.standing_by = True
+        try:
+            if not gate.wait_leading(state.stopping):
+                return False
+        finally:
+            state.standing_by = False
+        _log.info("controller %s: leading; starting its informers", self.name)
+        self.factory.start(informer_stop)
+        return True
 
     def _start_range(self, shard: ShardGate | None, informer_stop: threading.Event) -> None:
         """A server-sharded member's primary informer starts once the member has read
@@ -376,7 +416,7 @@ class Run:
         shard.stop(self._left())
         self.state.tally.summary.lost_shard = shard.lost
 
-    def _flush_events(self, broadcaster: EventBroadcaster) -> None:
+    def _flush_events(self, broadcaster: EventBroadcaster | EventsV1Broadcaster) -> None:
         # queued Events are written within what is left of the shutdown timeout (at least
         # a second), not dropped after one
         broadcaster.shutdown(self._left())

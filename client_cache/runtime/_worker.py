@@ -33,7 +33,6 @@ from typing import Any
 
 from client_cache.api import meta
 from client_cache.errors import describe_error, find_api_error
-from client_cache.record import EventRecorder
 from client_cache.runtime._leading import LeadershipGate
 from client_cache.runtime._read_your_writes import Writer
 from client_cache.runtime._timeouts import Attempt, Watchdog
@@ -49,6 +48,7 @@ from client_cache.runtime.reconcile import (
     TerminalError,
     is_panic,
 )
+from client_cache.runtime.recorder import ControllerRecorder
 from client_cache.runtime.scheduler import Scheduler
 from client_cache.runtime.sharded import ShardGate
 from client_cache.shared_informer import SharedIndexInformer
@@ -118,7 +118,7 @@ class Workers:
     reconcile: PlainReconciler
     error_policy: PlainErrorPolicy | None
     data: Any
-    recorder: EventRecorder | None
+    recorder: ControllerRecorder | None
     metrics: ControllerMetrics
     gate: LeadershipGate | None
     shard: ShardGate | None

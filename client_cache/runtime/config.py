@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from client_cache.leaderelection import LeaderElectionConfig
+from client_cache.runtime.recorder import EVENTS_APIS
 from client_cache.runtime.retry import RateLimiterFactory, default_rate_limiter
 from client_cache.sharding import ShardingConfig
 
@@ -32,12 +33,14 @@ class ControllerConfig:
     server with clients that lack that protection;
     ``client_burst`` (default 30) applies when it is set; ``name`` of the
     controller in thread names, logs and metrics (default: the primary resource);
-    ``events``: hand reconcilers an event recorder (``ctx.recorder``, core/v1 Events
-    reporting as ``name``, flushed at shutdown); ``leader_election``: reconcile only while
-    this replica leads (see :mod:`client_cache.runtime._leading`); ``sharding``: every
-    replica reconciles its share of the keys, handed over between replicas as they come
-    and go (see :mod:`client_cache.runtime.sharded`; not with ``leader_election``, which
-    keeps one replica acting); ``loop``: where an
+    ``events``: hand reconcilers an event recorder (``ctx.recorder``, reporting as
+    ``name``, flushed at shutdown; see :mod:`client_cache.runtime.recorder`);
+    ``events_api``: the Event API it writes, ``"events.k8s.io/v1"`` (the default, as
+    controller-runtime's since v0.23) or ``"v1"`` (core/v1 Events); ``leader_election``:
+    reconcile only while this replica leads (see :mod:`client_cache.runtime._leading`);
+    ``sharding``: every replica reconciles its share of the keys, handed over between
+    replicas as they come and go (see :mod:`client_cache.runtime.sharded`; not with
+    ``leader_election``, which keeps one replica acting); ``loop``: where an
     ``async def`` reconcile or error policy runs (default: a loop the controller starts
     on a thread of its own and ends with the run); ``rate_limiter``: a function making the
     limiter that spaces the retries of a failing object, called at each run (default
@@ -63,7 +66,14 @@ class ControllerConfig:
     first, so that after a start or a bulk reconcile what changed is reconciled ahead of
     the backlog of what did not (default True, controller-runtime's default since v0.23;
     False: first due, first served, controller-runtime ``UsePriorityQueue: false``; see
-    :mod:`client_cache.runtime.scheduler`)."""
+    :mod:`client_cache.runtime.scheduler`); ``warmup``: with ``leader_election``, whether a
+    standby replica starts its informers and fills its caches before it leads (default
+    True: a takeover reconciles at once from warm caches, at the price of every standby
+    holding the caches and watching the server; controller-runtime's ``EnableWarmup``,
+    which is off there by default). False: a standby starts its informers only once it
+    leads (controller-runtime's default), so a takeover first lists every resource; it
+    counts as ready while it stands by (see :meth:`Controller.ready`). Without leader
+    election it changes nothing."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -72,6 +82,7 @@ class ControllerConfig:
     client_burst: int = 30
     name: str = ""
     events: bool = True
+    events_api: str = "events.k8s.io/v1"
     leader_election: LeaderElectionConfig | None = None
     sharding: ShardingConfig | None = None
     loop: asyncio.AbstractEventLoop | None = None
@@ -81,6 +92,7 @@ class ControllerConfig:
     reconcile_timeout: float | None = None
     cache_sync_timeout: float | None = None
     priority_queue: bool = True
+    warmup: bool = True
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -97,6 +109,9 @@ class ControllerConfig:
         if not callable(self.rate_limiter):
             raise TypeError("rate_limiter must be a function making a rate limiter (called "
                             f"at each run), not {type(self.rate_limiter).__name__}")
+        if self.events_api not in EVENTS_APIS:
+            raise ValueError(f"events_api is one of {', '.join(map(repr, EVENTS_APIS))}, "
+                             f"not {self.events_api!r}")
         if self.leadership_lost not in ("end", "follow"):
             raise ValueError("leadership_lost is 'end' or 'follow', not "
                              f"{self.leadership_lost!r}")

@@ -69,12 +69,15 @@ What it does, as kube-rs:
   the factory's API client sends (:func:`~client_cache.util.flowcontrol.throttle_client`);
   Events have a bucket of their own of the same size. Every request on that client is counted in the
   ``rest_client_*`` metrics (:mod:`client_cache.util.rest_metrics`).
-* **Events.** ``ctx.recorder`` posts core/v1 Events as the controller (client-go's
-  correlator and spam filter; flushed at shutdown); ``ControllerConfig(events=False)``
-  leaves it None.
+* **Events.** ``ctx.recorder`` posts events.k8s.io/v1 Events as the controller
+  (repeats folded into series; flushed at shutdown), or core/v1 Events with
+  ``ControllerConfig(events_api="v1")`` (client-go's correlator and spam filter); one
+  call shape for both (:mod:`~client_cache.runtime.recorder`);
+  ``ControllerConfig(events=False)`` leaves it None.
 * **Replicas.** ``ControllerConfig(leader_election=LeaderElectionConfig(lock=LeaseLock(...)))``:
-  every replica keeps its caches warm, only the leader reconciles; a replica that stops
-  leading stops starting reconciles at once and its run ends
+  every replica keeps its caches warm (``warmup=False``: a standby starts its informers
+  once it leads, as controller-runtime's default), only the leader reconciles; a replica
+  that stops leading stops starting reconciles at once and its run ends
   (``RunSummary.lost_leadership``), as controller-runtime's manager exits; with
   ``leadership_lost="follow"`` it follows instead, with warm caches, and leads again
   when it wins the lease (KEP-5366).
@@ -349,10 +352,13 @@ class Controller(Generic[K]):
         lead is ready once its caches are synced, as controller-runtime's standby
         replicas are (a Deployment's rollout waits on readiness: requiring the lease
         would leave every standby unready); the leader's own lease is the elector's
-        liveness check."""
+        liveness check. A cold standby (``ControllerConfig(warmup=False)``), whose
+        informers start when it leads, is ready while it stands by."""
         state = self._state
         if not state.active or state.stopping.is_set():
             return "not running"
+        if state.standing_by:
+            return None
         waiting = [h.resource for h in self.health().values() if not h.synced]
         if waiting:
             return f"caches not synced: {', '.join(waiting)}"

@@ -168,8 +168,9 @@ class Context(Generic[D]):
     ``data`` given to ``run`` (kube-rs passes that object itself; here it sits beside the
     request), the request being served and its reason, ``stopping``, an event set when
     graceful shutdown begins or leadership is lost (a long reconcile may check it), and
-    ``recorder``, an :class:`~client_cache.record.EventRecorder` reporting as the
-    controller (None when the controller was built without events), and ``shard``, the
+    ``recorder``, a :class:`~client_cache.runtime.recorder.ControllerRecorder` reporting
+    as the controller on events.k8s.io/v1 or core/v1 (``ControllerConfig.events_api``;
+    None when the controller was built without events), and ``shard``, the
     identity of the shard (this replica's member of the ring) running the reconcile when
     the controller is sharded (``ControllerConfig.sharding``), else ``""``.
 

@@ -1,14 +1,22 @@
 """events.k8s.io/v1 Events on both servers: repeats folded into one Event whose series
 count the server stores, the server's validation refusing what it must, and the adapter
-choosing events.k8s.io/v1 where it is served."""
+choosing events.k8s.io/v1 where it is served; the runtime's recorder writing them by
+default."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from kubernetes.client import EventsV1Api
+from kubernetes.client import CoreV1Api, EventsV1Api
 
+from client_cache.api.schema import GroupVersionResource
 from client_cache.events import EventBroadcaster, EventBroadcasterAdapter, EventsV1Sink
+from client_cache.informers import (
+    SharedInformerFactoryOptions,
+    new_shared_informer_factory_with_options,
+)
+from client_cache.runtime import Action, Context, Controller, ControllerConfig
 
 
 def foo(ns: str, name: str) -> dict[str, Any]:
@@ -56,3 +64,28 @@ def test_the_adapter_records_events_v1(api: Any, ns: str) -> None:
     (event,) = stored(api, ns)
     assert event.related.name == "cm" and event.action == "Reconcile"
     assert event.reporting_instance.startswith("adapted-")
+
+
+def test_a_controller_records_events_v1_by_default(api: Any, ns: str) -> None:
+    """The runtime's ``ctx.recorder`` writes events.k8s.io/v1 Events by default: the
+    default action, the controller as reporter, and a reconcile's repeats as one series."""
+    CoreV1Api(api).create_namespaced_config_map(ns, {"metadata": {"name": "seen"}})
+    recorded = threading.Event()
+
+    def reconcile(obj: Any, ctx: Context[Any]) -> Action:
+        for _ in range(3):
+            ctx.recorder.event(obj, "Normal", "Seen", "seen", kind="ConfigMap",
+                               api_version="v1")
+        recorded.set()
+        return Action.await_change()
+
+    factory = new_shared_informer_factory_with_options(
+        api, 0, SharedInformerFactoryOptions(namespace=ns))
+    controller: Controller[Any] = Controller(
+        factory, GroupVersionResource("", "v1", "configmaps"),
+        config=ControllerConfig(name="conformance-events"))
+    with controller.running(reconcile):
+        assert recorded.wait(30)
+    (event,) = stored(api, ns)  # the run's end flushed the series count
+    assert (event.reason, event.action, event.regarding.name, event.reporting_controller,
+            event.series.count) == ("Seen", "Reconcile", "seen", "conformance-events", 3)

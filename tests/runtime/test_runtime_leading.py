@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kubernetes.client import CoreV1Api
+from kubernetes.client import CoreV1Api, EventsV1Api
 
 from client_cache.api.schema import GroupVersionResource
 from client_cache.informers import new_shared_informer_factory
@@ -55,7 +55,8 @@ class Replica:
 
     def __init__(self, server: EmbeddedApiServer, identity: str,
                  reconcile_gate: threading.Event | None = None, *,
-                 leadership_lost: str = "end", **election: Any) -> None:
+                 leadership_lost: str = "end", warmup: bool = True,
+                 **election: Any) -> None:
         self.reconcile_gate = reconcile_gate
         self.api = server.api_client()
         self.identity = identity
@@ -65,7 +66,7 @@ class Replica:
         self.lock = BreakableLock("default", "replicas", self.api,
                                   ResourceLockConfig(identity))
         config = ControllerConfig(client_qps=0, name=f"replica-{identity}",
-                                  leadership_lost=leadership_lost,
+                                  leadership_lost=leadership_lost, warmup=warmup,
                                   leader_election=LeaderElectionConfig(
                                       lock=self.lock, **{**FAST, **election}))
         self.controller: Controller[Any] = Controller(
@@ -103,11 +104,41 @@ def test_only_the_leader_reconciles_and_the_other_takes_over(
     try:
         core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
         eventually(lambda: first.reconciled == ["a", "b"], 10)
-        assert second.reconciled == []  # its caches are warm, but it does not lead
+        assert second.reconciled == []  # it does not lead
+        eventually(lambda: second.controller.ready() is None, 10)  # but its caches are warm
+        (health,) = second.controller.health().values()
+        assert health.synced and health.lists == 1
         summary = first.stop()  # releases the lease
         assert not summary.lost_leadership
         eventually(lambda: sorted(second.reconciled) == ["a", "b"], 10,
                    "the second replica did not take over")
+    finally:
+        second.stop()
+
+
+def test_a_cold_standby_starts_its_informers_when_it_leads(
+        server: EmbeddedApiServer) -> None:
+    """``warmup=False`` (controller-runtime's default): the standby lists nothing and is
+    ready while it stands by; it starts its informers on taking over and reconciles all."""
+    core = CoreV1Api(server.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    first = Replica(server, "first", release_on_cancel=True)
+    eventually(lambda: first.reconciled == ["a"], 10, "the leader did not reconcile")
+    second = Replica(server, "second", warmup=False, release_on_cancel=True)
+    try:
+        eventually(lambda: second.controller.ready() is None, 10,
+                   "a cold standby is ready while it stands by")
+        core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+        eventually(lambda: first.reconciled == ["a", "b"], 10)
+        (health,) = second.controller.health().values()
+        assert not health.synced and health.lists == 0  # nothing started, nothing listed
+        assert second.reconciled == []
+        first.stop()  # releases the lease
+        eventually(lambda: sorted(second.reconciled) == ["a", "b"], 10,
+                   "the cold standby did not take over")
+        (health,) = second.controller.health().values()
+        assert health.synced and health.lists == 1
+        assert second.controller.ready() is None
     finally:
         second.stop()
 
@@ -221,29 +252,47 @@ def test_no_reconcile_starts_after_a_pause_longer_than_the_renew_deadline(
         replica.stop()
 
 
-def test_reconcilers_get_a_recorder(server: EmbeddedApiServer) -> None:
+@pytest.mark.parametrize("events_api", ["events.k8s.io/v1", "v1"])
+def test_reconcilers_get_a_recorder(server: EmbeddedApiServer, events_api: str) -> None:
+    """``ctx.recorder`` writes events.k8s.io/v1 Events by default (the action defaults to
+    ``Reconcile``, ``related`` is sent) and core/v1 Events with ``events_api="v1"``, one
+    call shape for both."""
     api = server.api_client()
     core = CoreV1Api(api)
     core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
 
     def reconcile(obj: Any, ctx: Context[Any]) -> Action:
-        ctx.recorder.event(obj, "Normal", "Synced", "synced", kind="ConfigMap",
-                           api_version="v1")
+        if obj["metadata"]["name"] == "a":
+            related = core.read_namespaced_config_map("b", "default")
+            ctx.recorder.event(obj, "Normal", "Synced", "synced", kind="ConfigMap",
+                               api_version="v1", related=related)
         return Action.await_change()
 
     controller: Controller[Any] = Controller(
         new_shared_informer_factory(api, 0), CONFIGMAPS,
-        config=ControllerConfig(client_qps=0, name="recording"))
+        config=ControllerConfig(client_qps=0, name="recording", events_api=events_api))
     done = threading.Event()
     runner = threading.Thread(target=lambda: (controller.run(reconcile), done.set()),
                               name="test-recording", daemon=True)
     runner.start()
-    eventually(lambda: len(core.list_namespaced_event("default").items) == 1, 10)
-    controller.shutdown()
-    assert done.wait(10)
-    event = core.list_namespaced_event("default").items[0]
-    assert (event.reason, event.source.component, event.involved_object.name) == \
-        ("Synced", "recording", "a")
+    newer = EventsV1Api(api)
+    listed: Callable[[], list[Any]] = (
+        (lambda: newer.list_namespaced_event("default").items) if events_api != "v1"
+        else (lambda: core.list_namespaced_event("default").items))
+    try:
+        eventually(lambda: len(listed()) == 1, 10)
+    finally:
+        controller.shutdown()
+        assert done.wait(10)
+    (event,) = listed()
+    if events_api == "v1":
+        assert (event.reason, event.source.component, event.involved_object.name) == \
+            ("Synced", "recording", "a")
+    else:
+        assert (event.reason, event.reporting_controller, event.regarding.name,
+                event.action, event.related.name, event.note) == \
+            ("Synced", "recording", "a", "Reconcile", "b", "synced")
     api.close()
 
 

@@ -390,13 +390,21 @@ class Controller(Generic[K]):
         with-block, which starts once every informer the controller reads has synced;
         at its end, a graceful :meth:`shutdown` and a join (a port addition; the counts
         are in :meth:`summary`). A sync slower than ``timeout`` (None: no limit) raises
-        :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync."""
+        :class:`~client_cache.errors.CacheSyncTimeoutError` naming what did not sync. When
+        the run itself fails (its own ``cache_sync_timeout``, a resource the server does
+        not serve), its exception is raised here: at once when it fails before the block
+        starts, at the block's end when it fails during it."""
         state = self._state
+        failed: list[BaseException] = []
+        ended = threading.Event()
 
         def run() -> None:
             try:
                 self.run(reconcile, error_policy, data)
+            except BaseException as err:  # raised in the caller's thread instead
+                failed.append(err)
             finally:
+                ended.set()
                 state.prepared.set()  # a run that failed early must not leave us waiting
 
         thread = threading.Thread(target=run, name=f"controller-{self.name}", daemon=True)
@@ -410,12 +418,20 @@ class Controller(Generic[K]):
                 state.prepared.wait()
             finally:
                 wake.cancel()
-            wait_for_cache_sync(state.stopping, *(i.has_synced for i in self._informers()),
-                                timeout=timeout)
+            if not wait_for_cache_sync(state.stopping,
+                                       *(i.has_synced for i in self._informers()),
+                                       timeout=timeout):
+                # stopped before the caches synced: a failing run sets the stop in its
+                # teardown, and its exception follows when it has ended
+                ended.wait(self._config.shutdown_timeout + 5.0)
+                if failed:
+                    raise failed[0]
             yield self
         finally:
             self.shutdown()
             thread.join(self._config.shutdown_timeout + 5.0)
+        if failed:
+            raise failed[0]
 
     def run(self, reconcile: Reconciler[K, D],
             error_policy: ErrorPolicy[K, D] | None = None,

@@ -205,6 +205,21 @@ def test_caches_not_synced_within_cache_sync_timeout_fail_the_run() -> None:
                             if t.name.startswith("controller-unsynced")])
 
 
+def test_running_raises_the_runs_cache_sync_timeout_before_its_block() -> None:
+    """``running()`` with no wait limit of its own: the run's ``cache_sync_timeout``
+    failure is raised in the caller, and the block never runs on a dead controller."""
+    with HungServer() as hung:
+        factory = new_shared_informer_factory(hung.api_client(), 0)
+        controller: Controller[Any] = Controller(
+            factory, CONFIGMAPS, kind="ConfigMap", namespaced=True, config=ControllerConfig(
+                name="unsynced-block", events=False, cache_sync_timeout=0.5))
+        with pytest.raises(CacheSyncTimeoutError, match=r"after 0\.5 s: configmaps"), \
+                controller.running(lambda obj, ctx: Action.await_change(), timeout=None):
+            pytest.fail("the block ran although the run had failed")
+    eventually(lambda: not [t for t in threading.enumerate()
+                            if t.name.startswith("controller-unsynced-block")])
+
+
 def test_the_watchdog_holds_about_the_running_calls_not_every_call() -> None:
     """10,000 quick calls under a 300 s timeout: the deadlines of the calls that returned
     are dropped long before they come due."""

@@ -51,13 +51,18 @@ APP = textwrap.dedent('''
 ''')
 
 
-def test_handler_failures_reach_stderr_with_no_logging_configured(tmp_path: Path) -> None:
-    script = tmp_path / "app.py"
-    script.write_text(APP, encoding="utf-8")
+def run_app(tmp_path: Path, name: str, code: str) -> str:
+    """Run ``code`` as a script with no logging configured; its stderr (it must exit 0)."""
+    script = tmp_path / name
+    script.write_text(code, encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    err = done.stderr
+    return done.stderr
+
+
+def test_handler_failures_reach_stderr_with_no_logging_configured(tmp_path: Path) -> None:
+    err = run_app(tmp_path, "app.py", APP)
     assert err.count("RuntimeError: sync handler broke") == 2, err  # the line + traceback
     assert err.count("KeyError: 'async handler broke'") == 2, err
     assert err.count("notification (the add of ConfigMap default/") == 2, err
@@ -101,9 +106,31 @@ ELECTOR = textwrap.dedent('''
 def test_lock_failures_reach_stderr_once_per_episode(tmp_path: Path) -> None:
     """The elector's failed reads of its Lease: the first at ERROR with no logging
     configured, the two repeats within a minute not printed."""
-    script = tmp_path / "elector.py"
-    script.write_text(ELECTOR, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stderr.count("error retrieving resource lock default/app") == 1, done.stderr
+    err = run_app(tmp_path, "elector.py", ELECTOR)
+    assert err.count("error retrieving resource lock default/app") == 1, err
+
+
+REFUSED_EVENTS = textwrap.dedent('''
+    from client_cache.events import EventBroadcaster, EventsV1Sink
+    from client_cache.testing.apiserver import EmbeddedApiServer
+
+    with EmbeddedApiServer() as server:
+        server.fail_next(3, 403, method="POST")  # no RBAC rule for events.k8s.io events
+        broadcaster = EventBroadcaster(EventsV1Sink(server.api_client()))
+        broadcaster.start_recording_to_sink()
+        recorder = broadcaster.new_recorder("app")
+        for name in ("one", "two", "three"):
+            recorder.eventf({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                "name": name, "namespace": "default", "uid": name}}, None, "Normal",
+                "Synced", "Reconcile", "synced")
+        assert broadcaster.shutdown(10) == []
+        assert broadcaster.failed() == 3, broadcaster.failed()
+''')
+
+
+def test_refused_events_reach_stderr_once_per_episode(tmp_path: Path) -> None:
+    """Events the server refuses (403: a missing RBAC rule refuses them all): the first
+    at ERROR with no logging configured, naming the object, the repeats not printed."""
+    err = run_app(tmp_path, "events.py", REFUSED_EVENTS)
+    assert err.count("Server rejected event Synced") == 1, err
+    assert "ConfigMap default/one" in err and "HTTP 403" in err, err

@@ -24,6 +24,7 @@ from typing import Any
 from client_cache.api import meta
 from client_cache.client.rest import RestError, request_json
 from client_cache.errors import ClientCacheError
+from client_cache.util._logs import FailureEpisodes, log_failure
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
 from client_cache.util.rest_metrics import RateLimiter
 
@@ -237,6 +238,9 @@ class BroadcasterBase:
         self.fanout = EventFanout(name, max_queued, clock)
         self.counter_lock = threading.Lock()
         self._failed = 0
+        # writes given up on, by why: the first of each is visible with no logging
+        # configured (a missing RBAC rule refuses every Event), repeats are counted
+        self._failures = FailureEpisodes()
 
     def start_event_watcher(self, handler: Callable[[dict[str, Any]], None],
                             ) -> Callable[[], None]:
@@ -285,8 +289,8 @@ class BroadcasterBase:
             return True
         with self.counter_lock:
             self._failed += 1
-        _log.error("Unable to write event %s for %s (retry limit exceeded or shut down)",
-                   reason, regarding)
+        log_failure(_log, self._failures, "gave up", "retries", "Unable to write event %s "
+                    "for %s (retry limit exceeded or shut down)", reason, regarding)
         return False
 
     def failed_try(self, err: EventSinkError, reason: Any, regarding: str,
@@ -297,8 +301,9 @@ class BroadcasterBase:
             _log.info("Unable to write event %s for %s: %s (may retry)", reason, regarding,
                       err)
             return False
-        _log.error("Server rejected event %s for %s: %s (will not retry!)", reason,
-                   regarding, err)
+        log_failure(_log, self._failures, "rejected", f"HTTP {err.status}",
+                    "Server rejected event %s for %s: %s (will not retry!)", reason,
+                    regarding, err)
         with self.counter_lock:
             self._failed += 1
         return True

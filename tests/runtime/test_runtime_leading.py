@@ -310,15 +310,18 @@ def _stopped_within_a_second(controller: Controller[Any], runner: threading.Thre
     return took
 
 
-def test_a_leader_elected_controller_stops_within_a_second_on_a_hung_server() -> None:
+@pytest.mark.parametrize("warmup", [True, False])
+def test_a_leader_elected_controller_stops_within_a_second_on_a_hung_server(
+        warmup: bool) -> None:
     """Issue 67: no Lease ever held, the server accepts and never answers: run() returned
     5 s after shutdown() and the election thread lived 9-11 s (the lock's 10 s request
-    timeout). The stop now abandons the request in flight."""
+    timeout). The stop now abandons the request in flight; a cold standby (no informer
+    started) stops as promptly."""
     with HungServer() as hung:
         api = hung.api_client()
         lock = LeaseLock("default", "hung", api, ResourceLockConfig("only"))
         config = ControllerConfig(client_qps=0, events=False, name="hung-elected",
-                                  leader_election=LeaderElectionConfig(
+                                  warmup=warmup, leader_election=LeaderElectionConfig(
                                       lock=lock, release_on_cancel=True, **FAST))
         controller: Controller[Any] = Controller(
             new_shared_informer_factory(api, 0), CONFIGMAPS, config=config)

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from kubernetes.client import AppsV1Api, CoreV1Api, CustomObjectsApi
 
+from client_cache.client.rest import request_json
 from tests.conformance.util import Backend, parallel
 from tests.fixtures import eventually
 
@@ -119,9 +120,18 @@ class Harness:
             raise AssertionError(f"{len(state['wrong'])} Foos out of sync: {detail}") from None
 
     def events(self, reason: str) -> set[str]:
-        """Names of the objects with an Event of ``reason`` in the namespace."""
-        listed = CoreV1Api(self.api).list_namespaced_event(self.ns)
-        return {e.involved_object.name for e in listed.items if e.reason == reason}
+        """Names of the objects with an Event of ``reason`` in the namespace, on either
+        API: the runtime port records events.k8s.io/v1 Events, the plain port core/v1
+        ones (kube-apiserver serves each through both; the embedded server keeps them
+        apart)."""
+        core = CoreV1Api(self.api).list_namespaced_event(self.ns).items
+        # read as JSON: kube-apiserver serves core/v1 Events here with a null eventTime,
+        # which the kubernetes package's EventsV1Event model refuses
+        status, newer = request_json(
+            self.api, "GET", f"/apis/events.k8s.io/v1/namespaces/{self.ns}/events")
+        assert status == 200, status
+        return ({e.involved_object.name for e in core if e.reason == reason}
+                | {e["regarding"]["name"] for e in newer["items"] if e["reason"] == reason})
 
     def set_replicas(self, names: list[str], replicas: int) -> None:
         apis = self.apis

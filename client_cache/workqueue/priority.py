@@ -38,6 +38,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from client_cache.util.clock import REAL_CLOCK, PassiveClock
 from client_cache.workqueue.metrics import (
+    NOOP_METRIC,
     MetricsProvider,
     NoQueueMetrics,
     QueueMetrics,
@@ -185,16 +186,15 @@ class _PriorityQueueMetrics(QueueMetrics[T]):
 
     def _make_depth(self, provider: MetricsProvider, name: str) -> None:
         assert isinstance(provider, PriorityMetricsProvider)
+        self.depth = NOOP_METRIC  # the plain gauge: counted by priority instead
         self.depth_by_priority = provider.new_depth_metric_with_priority(name)
 
     def add(self, item: T) -> None:
-        """Count an add of ``item`` at its priority and note when it was queued."""
-        self.adds.inc()
+        """Count an add of ``item`` at its priority (then as every queue does)."""
         priority = self._priority_of(item)
         self._queued[item] = priority
         self.depth_by_priority.inc(priority)
-        if item not in self._add_times:
-            self._add_times[item] = self._clock.monotonic()
+        super().add(item)
 
     def raised(self, item: T, priority: int) -> None:
         """A queued ``item`` now waits at ``priority``: its count moves there."""
@@ -205,13 +205,9 @@ class _PriorityQueueMetrics(QueueMetrics[T]):
             self._queued[item] = priority
 
     def get(self, item: T) -> None:
-        """Record how long ``item`` waited and note when its work began."""
+        """Uncount ``item`` from the priority it waited at (then as every queue does)."""
         self.depth_by_priority.dec(self._queued.pop(item, DEFAULT_PRIORITY))
-        now = self._clock.monotonic()
-        self._processing_start_times[item] = now
-        start = self._add_times.pop(item, None)
-        if start is not None:
-            self.latency.observe(now - start)
+        super().get(item)
 
 
 class PriorityQueue(Typed[T]):

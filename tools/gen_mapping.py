@@ -136,6 +136,7 @@ PACKAGES = {
     "client_cache.runtime.recorder": "(controller-runtime mgr.GetEventRecorder; "
                                      f"{CLIENT_GO}/tools/events)",
     "client_cache.runtime.retry": "(controller-runtime controller.Options.RateLimiter)",
+    "client_cache.runtime.daemons": "(kopf @kopf.daemon and @kopf.timer; port only elsewhere)",
     "client_cache.client.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.codec._list_body": "(port only: a LIST body read item by item as it arrives)",
     "client_cache.codec.protobuf": f"{APIMACHINERY}/runtime/serializer/protobuf, the types' "
@@ -476,6 +477,14 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "set_controller_metrics_provider": ("—", ""),
     "reset_controller_metrics_provider_for_tests": ("—", "test helper"),
     "RECONCILE_RESULTS": ("—", "controller-runtime's result labels"),
+    "TIMER_RESULTS": ("—", "the result labels of timer ticks"),
+    "DaemonContext": ("—", "kopf's stopped, retry and memo daemon arguments"),
+    "DaemonFunction": ("—", "kopf @kopf.daemon / @kopf.timer handler: fn(obj, ctx)"),
+    "DaemonSpec": ("—", "one @kopf.daemon registration"),
+    "DaemonSupervisor": ("—", "kopf's daemon spawning and stopping, threaded"),
+    "DAEMON_STOP_GRACE": ("—", "kopf's cancellation_timeout, fixed at 1 s"),
+    "BACKOFF_RESET": ("—", "a daemon attempt this long resets its backoff"),
+    "ObjectScope": ("—", "which objects daemons and timers act on now"),
     "controller_owner_ref": ("metav1.NewControllerRef", "kube-rs controller_owner_ref"),
     "set_controller_reference": ("controllerutil.SetControllerReference", ""),
     "OwnerConflictError": ("controllerutil.AlreadyOwnedError", ""),

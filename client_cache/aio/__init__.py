@@ -13,7 +13,9 @@ which never run on, nor block, the user's event loop. What this package adds:
   of the informer here, not methods of it there);
 * ``await queue.get_async()`` and ``async for key in queue`` on every work queue;
 * the controller runtime takes ``async def reconcile`` (and an async ``error_policy``),
-  run on ``ControllerConfig.loop`` or on a loop the runtime owns;
+  run on ``ControllerConfig.loop`` or on a loop the runtime owns, and ``async def``
+  per-object daemons and timers (:mod:`client_cache.runtime.daemons`: a daemon awaits
+  ``ctx.sleep(seconds)`` and is cancelled at the end of its grace);
 * :class:`LoopCaller`, the piece all of these stand on;
 * :func:`await_condition_async`: wait for one object's condition on a watch;
 * :func:`low_latency_sync`: keep the loop responsive while a large cache fills (with

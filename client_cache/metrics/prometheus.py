@@ -400,6 +400,18 @@ class ControllerProvider:
         self.timeouts = Counter("controller_runtime_reconcile_timeouts",
                                 "Total number of reconciliation timeouts per controller",
                                 ["controller"], registry=registry)
+        self.daemons_running = Gauge("client_cache_controller_daemons_running",
+                                     "Per-object daemons running now per controller",
+                                     ["controller"], registry=registry)
+        self.daemons_waiting = Gauge("client_cache_controller_daemons_waiting",
+                                     "Per-object daemons waiting for a slot per controller",
+                                     ["controller"], registry=registry)
+        self.daemon_failures = Counter("client_cache_controller_daemon_failures",
+                                       "Per-object daemons that raised per controller",
+                                       ["controller"], registry=registry)
+        self.timer_ticks = Counter("client_cache_controller_timer_ticks",
+                                   "Per-object timer ticks per controller and result",
+                                   ["controller", "result"], registry=registry)
         self.deferrals = Counter("client_cache_controller_stale_cache_deferrals",
                                  "Reconciles deferred until the cache held the object's "
                                  "last write (read-your-writes)", ["controller"],
@@ -445,6 +457,26 @@ class ControllerProvider:
         the object's last write (``client_cache_controller_stale_cache_deferrals_total``,
         a port addition: read-your-writes, KEP-5647)."""
         return self.deferrals.labels(name)
+
+    def new_daemons_running_metric(self, name: str) -> Any:
+        """The gauge of controller ``name``'s daemons running now
+        (``client_cache_controller_daemons_running``, a port addition: kopf's daemons)."""
+        return self.daemons_running.labels(name)
+
+    def new_daemons_waiting_metric(self, name: str) -> Any:
+        """The gauge of controller ``name``'s daemons waiting for a slot
+        (``client_cache_controller_daemons_waiting``)."""
+        return self.daemons_waiting.labels(name)
+
+    def new_daemon_failures_metric(self, name: str) -> Any:
+        """The counter of controller ``name``'s daemons that raised
+        (``client_cache_controller_daemon_failures_total``)."""
+        return self.daemon_failures.labels(name)
+
+    def new_timer_ticks_metric(self, name: str, result: str) -> Any:
+        """The counter of controller ``name``'s timer ticks by ``result``
+        (``client_cache_controller_timer_ticks_total``: success, error, skipped)."""
+        return self.timer_ticks.labels(name, result)
 
     def new_max_concurrent_reconciles_metric(self, name: str) -> Any:
         """The gauge of controller ``name``'s concurrency limit

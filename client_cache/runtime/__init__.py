@@ -11,6 +11,7 @@ from client_cache.runtime.controller import (
     Mapper,
     Reconciler,
 )
+from client_cache.runtime.daemons import DaemonContext
 from client_cache.runtime.finalizer import FinalizerError, finalizer
 from client_cache.runtime.metrics import (
     ControllerMetricsProvider,
@@ -52,6 +53,7 @@ __all__ = [
     "Controller",
     "ControllerConfig",
     "ControllerRecorder",
+    "DaemonContext",
     "ErrorPolicy",
     "ControllerMetricsProvider",
     "FinalizerError",

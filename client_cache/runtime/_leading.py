@@ -58,6 +58,7 @@ class LeadershipGate:
         self.lost = False
         self.terms = 0
         """Terms led so far."""
+        self._listeners: list[Callable[[], None]] = []
 
         def started(lead_stop: threading.Event) -> None:
             with self._ended_lock:
@@ -65,6 +66,7 @@ class LeadershipGate:
                 self.terms += 1
             on_stop(lead_stop, self._lead_ended)
             self._leading.set()
+            self._tell()
             user.on_started_leading(lead_stop)
 
         self._config = dataclasses.replace(
@@ -106,6 +108,20 @@ class LeadershipGate:
                       "leads again", self._config.name)
         else:
             self._on_lost()
+        self._tell()
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Also call ``callback`` (on the elector's thread) when a term begins or ends
+        (the daemons start and stop with it)."""
+        self._listeners = [*self._listeners, callback]
+
+    def _tell(self) -> None:
+        for callback in self._listeners:
+            try:
+                callback()
+            except Exception:
+                _log.exception("controller %s: a leadership listener failed",
+                               self._config.name)
 
     @property
     def follows(self) -> bool:

@@ -42,9 +42,11 @@ from client_cache.runtime._kind import PrimaryKind
 from client_cache.runtime._leading import LeadershipGate
 from client_cache.runtime._read_your_writes import Writer, WrittenVersions
 from client_cache.runtime._timeouts import Watchdog
+from client_cache.runtime._timers import TimerRunner, TimerSpec
 from client_cache.runtime._triggers import Triggers, wake_on_stop
 from client_cache.runtime._worker import Tally, Workers
 from client_cache.runtime.config import ControllerConfig
+from client_cache.runtime.daemons import DaemonSpec, DaemonSupervisor, ObjectScope
 from client_cache.runtime.metrics import ControllerMetrics
 from client_cache.runtime.reconcile import ReconcileReason, RunSummary
 from client_cache.runtime.recorder import ControllerRecorder
@@ -110,6 +112,7 @@ class Run:
     triggers: Triggers
     watched: list[Watched]
     sources: list[tuple[Any, bool]]
+    background: list[DaemonSpec | TimerSpec]
     shutdown_events: list[threading.Event]
     on_signal: bool
     clock: WithTicker | None
@@ -174,7 +177,8 @@ class Run:
             metrics_provider=metrics.queue_provider, priorities=config.priority_queue)
         self.triggers.attach(scheduler, shard)
         caller = None
-        if is_async_callable(self.reconcile) or is_async_callable(self.error_policy):
+        if any(map(is_async_callable, (self.reconcile, self.error_policy,
+                                       *(spec.fn for spec in self.background)))):
             caller = LoopCaller(config.loop, name=f"controller-{self.name}-loop")
             stack.callback(caller.close)
         for event in self.shutdown_events:
@@ -217,6 +221,8 @@ class Run:
                                       state.stopping))
         workers: list[threading.Thread] = []
         stack.callback(self._end_workers, workers, caller)
+        # the daemons and timers stop first, within their grace, then the workers
+        background = self._background(stack, gate, shard, recorder, metrics, caller)
         if by_range:
             self._start_range(shard, informer_stop)
         if not warm and not self._start_when_leading(gate, informer_stop):
@@ -244,6 +250,46 @@ class Run:
                 stack.callback(run.watchdog.stop)  # before the workers are joined
             workers += [self._thread(run.loop, f"worker-{next(numbers)}")
                         for _ in range(config.concurrency)]
+            for supervised in background:
+                supervised.enable()
+
+    def _background(self, stack: contextlib.ExitStack, gate: LeadershipGate | None,
+                    shard: ShardGate | None, recorder: ControllerRecorder | None,
+                    metrics: ControllerMetrics, caller: LoopCaller | None,
+                    ) -> list[DaemonSupervisor | TimerRunner]:
+        """The run's daemons and timers (:mod:`client_cache.runtime.daemons`), hearing the
+        primary informer's events, the lease and the shard; enabled once the workers
+        start, stopped first at the teardown."""
+        daemons = [spec for spec in self.background if isinstance(spec, DaemonSpec)]
+        timers = [spec for spec in self.background if isinstance(spec, TimerSpec)]
+        if not daemons and not timers:
+            return []
+        state, config = self.state, self.config
+        scope = ObjectScope(self.watched[0].informer, self.primary.kind,
+                            self.primary.api_version, gate, shard)
+        started: list[DaemonSupervisor | TimerRunner] = []
+        if timers:
+            runner = TimerRunner(self.name, timers, scope, data=self.data, recorder=recorder,
+                                 stopping=state.stopping, tally=state.tally,
+                                 metrics=metrics, caller=caller, clock=self.clock,
+                                 threads=config.concurrency).start()
+            stack.callback(runner.stop)
+            started.append(runner)
+        if daemons:
+            supervisor = DaemonSupervisor(
+                self.name, daemons, scope, data=self.data, recorder=recorder,
+                max_daemons=config.max_daemons, stopping=state.stopping, metrics=metrics,
+                caller=caller).start()
+            stack.callback(supervisor.stop)
+            if gate is not None:
+                gate.add_listener(supervisor.changed)
+            if shard is not None:
+                shard.member.add_listener(supervisor.changed)
+                stack.callback(shard.member.remove_listener, supervisor.changed)
+            started.append(supervisor)
+        self.triggers.observers[:] = started
+        stack.callback(self.triggers.observers.clear)
+        return started
 
     def _recorder(self, limiter: TokenBucketRateLimiter | None
                   ) -> tuple[ControllerRecorder, EventBroadcaster | EventsV1Broadcaster]:

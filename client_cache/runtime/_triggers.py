@@ -36,7 +36,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from client_cache.api import meta
 from client_cache.controller import ResourceEventHandlerDetailedFuncs
@@ -50,7 +50,7 @@ from client_cache.shared_informer import SharedIndexInformer
 from client_cache.store import DeletedFinalStateUnknown
 from client_cache.workqueue.priority import DEFAULT_PRIORITY, LOW_PRIORITY
 
-__all__ = ["Mapper", "Triggers", "wake_on_stop"]
+__all__ = ["Mapper", "ObjectObserver", "Triggers", "wake_on_stop"]
 
 _log = logging.getLogger("client_cache.runtime.controller")
 
@@ -60,6 +60,17 @@ Mapper = Callable[[Any], "ObjectRef | Iterable[ObjectRef] | None"]
 
 def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+class ObjectObserver(Protocol):
+    """What hears every event of the primary informer besides the requests (the daemons
+    and timers of a run)."""
+
+    def applied(self, obj: Any) -> None:
+        """``obj`` was added or updated."""
+
+    def deleted(self, obj: Any) -> None:
+        """``obj`` was deleted."""
 
 
 class Triggers:
@@ -72,6 +83,7 @@ class Triggers:
         self.informer: SharedIndexInformer[Any] | None = None
         self._scheduler: Scheduler | None = None
         self._shard: ShardGate | None = None
+        self.observers: list[ObjectObserver] = []  # the run's daemons and timers
         self.primary_predicates: list[Predicate] = []  # Controller.filter
         self.event_filters: list[Predicate] = []  # Controller.event_filter: every informer
 
@@ -165,7 +177,10 @@ class Triggers:
 
     def _primary_applied(self, obj: Any, event: tuple[Any, ...], priority: int) -> None:
         shard = self._shard
-        if shard is not None and shard.by_labels and shard.observe(obj):
+        drain = shard is not None and shard.by_labels and shard.observe(obj)
+        for observer in self.observers:  # every event, whatever the predicates say
+            observer.applied(obj)
+        if drain:
             return  # asked to drain: let go, not reconciled here any more
         if not self._passes(self.primary_predicates, "add" if len(event) == 1 else "update",
                             *event):
@@ -177,6 +192,8 @@ class Triggers:
         shard = self._shard
         if shard is not None and shard.by_labels:
             shard.forget(obj)
+        for observer in self.observers:
+            observer.deleted(_unwrap(obj))
 
     # -- requests ----------------------------------------------------------------------------
     def trigger(self, ref: ObjectRef, reason: ReconcileReason,

@@ -90,6 +90,11 @@ class Tally:
         with self._lock:
             self._running.discard(ref)
 
+    def is_running(self, ref: ObjectRef) -> bool:
+        """Whether a reconcile of ``ref`` runs now."""
+        with self._lock:
+            return ref in self._running
+
     def running(self) -> int:
         """How many reconciles run now."""
         with self._lock:

@@ -73,7 +73,9 @@ class ControllerConfig:
     which is off there by default). False: a standby starts its informers only once it
     leads (controller-runtime's default), so a takeover first lists every resource; it
     counts as ready while it stands by (see :meth:`Controller.ready`). Without leader
-    election it changes nothing."""
+    election it changes nothing; ``max_daemons``: how many per-object daemons
+    (``Controller.daemon``) run at once, each on a thread of its own (default 100); the
+    others wait in line (see :mod:`client_cache.runtime.daemons`)."""
 
     debounce: float = 0.0
     concurrency: int = 1
@@ -93,10 +95,13 @@ class ControllerConfig:
     cache_sync_timeout: float | None = None
     priority_queue: bool = True
     warmup: bool = True
+    max_daemons: int = 100
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
+        if self.max_daemons < 1:
+            raise ValueError(f"max_daemons must be at least 1, not {self.max_daemons}")
         if self.debounce < 0 or self.shutdown_timeout < 0 or self.client_qps < 0 or \
                 self.read_your_writes_timeout < 0:
             raise ValueError("debounce, shutdown_timeout, client_qps and "

@@ -55,6 +55,11 @@ What it does, as kube-rs:
   controller owns) and waits for it, so concurrency and holding are unchanged and the
   loop is never blocked. At the shutdown deadline the coroutines still running are
   cancelled (a thread could not be).
+* **Daemons and timers** (kopf's): ``daemon(fn)`` runs ``fn(obj, ctx)`` on a thread of
+  its own per primary object while it exists, stopped on its deletion, at shutdown, at
+  a lost lease or key (:mod:`client_cache.runtime.daemons`); ``timer(fn, interval=)``
+  calls it per object every ``interval`` seconds, skipped while the object's reconcile
+  runs (:mod:`client_cache.runtime._timers`).
 * **Informers.** The controller asks ``factory`` for its informers, so controllers on one
   factory share watches. ``run(stop=...)``: the informers run until that event is set (the
   caller owns their lifetime, e.g. to run several controllers); without it, ``run`` makes
@@ -111,8 +116,10 @@ from client_cache.informers.factory import GenericInformer, SharedInformerFactor
 from client_cache.reflector_status import InformerHealth
 from client_cache.runtime._kind import PrimaryKind
 from client_cache.runtime._lifecycle import Run, RunState, Watched
+from client_cache.runtime._timers import TimerSpec
 from client_cache.runtime._triggers import Mapper, Triggers
 from client_cache.runtime.config import ControllerConfig
+from client_cache.runtime.daemons import DaemonContext, DaemonSpec
 from client_cache.runtime.objectref import controller_owner_ref
 from client_cache.runtime.predicates import Predicate
 from client_cache.runtime.reconcile import Action, Context, RunSummary
@@ -145,6 +152,11 @@ def _predicates(predicates: Iterable[Predicate]) -> tuple[Predicate, ...]:
             raise TypeError(f"expected client_cache.runtime.predicates.Predicate, not "
                             f"{type(predicate).__name__} (build one with changed() or when())")
     return chosen
+
+def _short_name(fn: Any) -> str:
+    """A daemon or timer's default name: its function's own name."""
+    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+
 
 class Controller(Generic[K]):
     """See the module documentation (kube-rs ``Controller<K>``). Generic in the type of
@@ -191,6 +203,7 @@ class Controller(Generic[K]):
         self._triggers.informer = informer
         self._watched = [Watched(informer, self._triggers.primary_handler())]
         self._sources: list[tuple[Any, bool]] = []
+        self._background: list[DaemonSpec | TimerSpec] = []
         self._shutdown_events: list[threading.Event] = []
         self._on_signal = False
         self._state = RunState()
@@ -284,6 +297,33 @@ class Controller(Generic[K]):
         """Reconcile every cached primary object each time ``source`` yields (kube-rs
         ``reconcile_all_on``; reason ``BULK_RECONCILE``)."""
         self._sources.append((source, True))
+        return self
+
+    def daemon(self, fn: Callable[[K, DaemonContext[Any]], Awaitable[None] | None], *,
+               name: str = "", initial_delay: float = 0.0, backoff: float = 1.0,
+               max_backoff: float = 300.0) -> Controller[K]:
+        """Run ``fn(obj, ctx)`` for every primary object while it exists, on a thread of
+        its own (kopf ``@kopf.daemon``): started once the workers start, after
+        ``initial_delay`` seconds; ``ctx.stopping`` set when the object is marked for
+        deletion or deleted, the run stops, the lease or the shard's key is lost; started
+        again after ``backoff`` seconds (doubling to ``max_backoff``) when it raises, not
+        when it returns. ``async def`` functions run on the controller's loop. ``name``
+        (default: the function's) names it in logs. See
+        :mod:`client_cache.runtime.daemons`."""
+        self._background.append(DaemonSpec(fn, name or _short_name(fn), initial_delay,
+                                           backoff, max_backoff))
+        return self
+
+    def timer(self, fn: Callable[[K, DaemonContext[Any]], Awaitable[None] | None], *,
+              interval: float, name: str = "", initial_delay: float = 0.0,
+              jitter: float = 0.0) -> Controller[K]:
+        """Call ``fn(obj, ctx)`` for every primary object every ``interval`` seconds
+        while it exists (kopf ``@kopf.timer``): the first ``initial_delay`` seconds after
+        the workers start or the object is added, each next one ``interval`` (plus up to
+        ``jitter`` times it, at random) after the last ended; skipped while a reconcile
+        of the object runs. See :mod:`client_cache.runtime._timers`."""
+        self._background.append(TimerSpec(fn, name or _short_name(fn), interval,
+                                          initial_delay, jitter))
         return self
 
     def shutdown_on_signal(self) -> Controller[K]:
@@ -440,5 +480,6 @@ class Controller(Generic[K]):
         """Run until shut down (see the module documentation); returns what it did
         (:class:`~client_cache.runtime._lifecycle.Run` does it)."""
         return Run(self.name, self._factory, self._config, self._primary, self._triggers,
-                   self._watched, self._sources, self._shutdown_events, self._on_signal,
+                   self._watched, self._sources, self._background, self._shutdown_events,
+                   self._on_signal,
                    self._clock, self._state, reconcile, error_policy, data, stop).run()

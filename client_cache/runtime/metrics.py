@@ -21,7 +21,7 @@ an exception that is not an expected failure (see
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from client_cache.util.provider import ProviderSlot
 from client_cache.workqueue.metrics import (
@@ -35,6 +35,7 @@ from client_cache.workqueue.metrics import (
 
 __all__ = [
     "RECONCILE_RESULTS",
+    "TIMER_RESULTS",
     "ControllerMetrics",
     "ControllerMetricsProvider",
     "NoopControllerMetricsProvider",
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+TIMER_RESULTS = ("success", "error", "skipped")
+"""What a timer tick did: ran and returned, raised, or was skipped (a reconcile of its
+object ran, a tick of it still ran, the replica did not lead or hold the key)."""
 
 
 class ControllerMetricsProvider(Protocol):
@@ -136,6 +140,30 @@ class NoopControllerMetricsProvider:
         """A metric that records nothing."""
         return _NOOP
 
+    def new_daemons_running_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing. (Optional in a provider: the gauge of
+        controller ``name``'s daemons running now,
+        ``client_cache_controller_daemons_running``.)"""
+        return _NOOP
+
+    def new_daemons_waiting_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing. (Optional in a provider: the gauge of
+        controller ``name``'s daemons waiting for a slot,
+        ``client_cache_controller_daemons_waiting``.)"""
+        return _NOOP
+
+    def new_daemon_failures_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing. (Optional in a provider: the counter of
+        controller ``name``'s daemons that raised,
+        ``client_cache_controller_daemon_failures_total``.)"""
+        return _NOOP
+
+    def new_timer_ticks_metric(self, name: str, result: str) -> CounterMetric:
+        """A metric that records nothing. (Optional in a provider: the counter of
+        controller ``name``'s timer ticks by ``result``, one of :data:`TIMER_RESULTS`,
+        ``client_cache_controller_timer_ticks_total``.)"""
+        return _NOOP
+
     def new_max_concurrent_reconciles_metric(self, name: str) -> SettableGaugeMetric:
         """A metric that records nothing."""
         return _NOOP
@@ -176,10 +204,20 @@ class ControllerMetrics:
         self.active = provider.new_active_workers_metric(name)
         # optional in a provider (added with read-your-writes): a provider without it
         # records no deferrals
-        deferrals = getattr(provider, "new_stale_cache_deferrals_metric", None)
-        self.deferrals: CounterMetric = deferrals(name) if callable(deferrals) else _NOOP
-        timeouts = getattr(provider, "new_reconcile_timeouts_metric", None)  # optional too
-        self.timeouts: CounterMetric = timeouts(name) if callable(timeouts) else _NOOP
+        self.deferrals: CounterMetric = _optional(
+            provider, "new_stale_cache_deferrals_metric", name)
+        # optional too: the timeouts, daemons and timers metrics
+        self.timeouts: CounterMetric = _optional(provider, "new_reconcile_timeouts_metric",
+                                                 name)
+        self.daemons_running: SettableGaugeMetric = _optional(
+            provider, "new_daemons_running_metric", name)
+        self.daemons_waiting: SettableGaugeMetric = _optional(
+            provider, "new_daemons_waiting_metric", name)
+        self.daemon_failures: CounterMetric = _optional(
+            provider, "new_daemon_failures_metric", name)
+        self.timer_ticks: dict[str, CounterMetric] = {
+            result: _optional(provider, "new_timer_ticks_metric", name, result)
+            for result in TIMER_RESULTS}
         self.queue_provider = provider.new_queue_metrics_provider(name)
         provider.new_max_concurrent_reconciles_metric(name).set(concurrency)
 
@@ -195,3 +233,10 @@ class ControllerMetrics:
                 self.terminal.inc()
             if panic:
                 self.panics.inc()
+
+
+def _optional(provider: ControllerMetricsProvider, method: str, *args: str) -> Any:
+    """The metric ``provider.method(*args)`` makes, or one that records nothing when the
+    provider predates it."""
+    make = getattr(provider, method, None)
+    return make(*args) if callable(make) else _NOOP

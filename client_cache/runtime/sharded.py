@@ -95,7 +95,9 @@ class ShardGate:
         self._first = True
         self._epoch = 0
         self._uid_of = uid_of if uid_of is not None else (lambda ref: ref.uid)
-        self._began: dict[ObjectRef, str] = {}  # server mode: the uid each began with
+        # server mode: the uids each ref began with (a reconcile and a daemon may both
+        # hold one ref)
+        self._began: dict[ObjectRef, list[str]] = {}
         self._metrics = get_sharding_metrics_provider()
         self.member = ShardMember(self.config, api_client, on_change=self._member_changed)
         self.labels = (LabelShare(self.config, self.member, api_client, gvr, namespace, name,
@@ -164,7 +166,7 @@ class ShardGate:
         if self.member.begin(key):
             if self.by_server:
                 with self._lock:
-                    self._began[ref] = key
+                    self._began.setdefault(ref, []).append(key)
             return True
         if self.member.wants(key):
             with self._lock:
@@ -178,10 +180,33 @@ class ShardGate:
             self.labels.end(ref.key())
         elif self.by_server:
             with self._lock:
-                key = self._began.pop(ref)
+                keys = self._began[ref]
+                key = keys.pop()
+                if not keys:
+                    del self._began[ref]
             self.member.end(key)
         else:
             self.member.end(ref.key())
+
+    def epoch(self) -> int:
+        """How many times the member lapsed (:meth:`ShardMember.epoch`): what
+        :meth:`keeps` is given for something begun now."""
+        return self.member.epoch()
+
+    def keeps(self, ref: ObjectRef, epoch: int) -> bool:
+        """Whether something :meth:`begin` allowed for ``ref`` while :meth:`epoch` was
+        ``epoch`` may go on (a daemon, in flight for as long as it runs): in label mode
+        the key is still labelled here and not draining; otherwise the member has not
+        lapsed, holds its Lease, sees the ring and its target view still gives it the key
+        (:meth:`ShardMember.keeps`). The member's listeners hear when this may change."""
+        if self.labels is not None:
+            return self.member.epoch() == epoch and self.labels.keeps(ref.key())
+        if self.by_server:
+            with self._lock:
+                began = self._began.get(ref)
+                key = began[-1] if began else self._key(ref)
+            return bool(key) and self.member.keeps(key, epoch)
+        return self.member.keeps(ref.key(), epoch)
 
     def _key(self, ref: ObjectRef) -> str:
         """What the member shards ``ref`` by: its key, or in server mode its uid."""

@@ -101,6 +101,16 @@ class LabelShare:
             self._inflight[key] += 1
             return True
 
+    def keeps(self, key: str) -> bool:
+        """Whether something :meth:`begin` allowed for ``key`` (a daemon) may go on: the
+        key is still labelled here and not asked to drain, and the member holds its
+        Lease and has not lapsed."""
+        member = self.member
+        if not member.holds_lease() or member.epoch() != 0:
+            return False
+        with self._lock:
+            return not self.lost and key in self._keys and key not in self._draining
+
     def end(self, key: str) -> None:
         """The reconcile :meth:`begin` allowed has finished; a key asked to drain meanwhile
         is let go now."""

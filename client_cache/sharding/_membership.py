@@ -220,6 +220,19 @@ class ShardMember:
                 self._dirty = True
                 self._wake.notify_all()
 
+    def keeps(self, key: str, epoch: int) -> bool:
+        """Whether something :meth:`begin` allowed for ``key`` while :meth:`epoch` was
+        ``epoch`` may go on (a daemon, which is in flight for as long as it runs): the
+        member has not lapsed since, still holds its Lease, its view of the ring is live
+        and its target view still gives it the key. When this turns False the member's
+        listeners are told, so the holder can end it and let the handover go on."""
+        h = self._position(key)
+        now = time.monotonic()
+        with self._lock:
+            return (not self._leaving and epoch == self._epoch and now < self._held_until
+                    and not self._blind_locked(now)
+                    and self._state.target.owner_of_hash(h) == self.identity)
+
     def wants(self, key: str) -> bool:
         """Whether ``key`` is this member's in its target view: it is, or will be once
         handed over, this member's to reconcile."""
@@ -533,7 +546,8 @@ class ShardMember:
                 publishing = self._publish_due_locked()
                 view = self._state.target if publishing else self._state.published
             lease = self._lease
-            if blind != self._blind:
+            flipped = blind != self._blind
+            if flipped:
                 self._blind = blind
                 if blind:
                     log_visibly(_log, logging.WARNING, "shard %s: the watch of the ring's "
@@ -598,7 +612,7 @@ class ShardMember:
             self._metrics.observe_drain(self.config.ring, drained)
             _log.info("shard %s: acting on %d members now (%s)", self.identity,
                       len(view.members), ",".join(sorted(view.members)))
-        if publishing or caught_up:
+        if publishing or caught_up or flipped:  # blind: what keeps() answers changed
             self._changed()
         return True
 

@@ -199,6 +199,10 @@ class TimerRunner:
             else:
                 spec.fn(obj, ctx)
         except Exception as err:
+            if self._stopping.is_set():  # cancelled or cut short by the stop: no failure
+                _log.debug("controller %s: timer %s of %s ended by the stop: %s",
+                           self.name, spec.name, ctx.ref, err)
+                return
             self._metrics.timer_ticks["error"].inc()
             repeat = self._failing.failed(item, f"{type(err).__name__}: {err}")
             if repeat.first:

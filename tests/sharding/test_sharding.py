@@ -649,8 +649,12 @@ def test_a_worker_group_restarts_a_dead_worker_with_its_index_and_stops_all(
 
 
 def _worker_leaving_a_note(index: int, directory: str) -> None:
-    """Returns at once; its exit handler says how many objects the teardown will skip."""
-    atexit.register(lambda: Path(directory, "frozen").write_text(str(gc.get_freeze_count())))
+    """Returns at once; its exit handler says how many objects the teardown will skip
+    (written aside, then renamed: the test reads the file once it exists)."""
+    def note() -> None:
+        Path(directory, "frozen.part").write_text(str(gc.get_freeze_count()))
+        os.replace(Path(directory, "frozen.part"), Path(directory, "frozen"))
+    atexit.register(note)
 
 
 def test_a_worker_leaves_with_its_heap_frozen_and_its_exit_handlers_run(

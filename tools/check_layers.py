@@ -5,7 +5,8 @@ The layers, bottom first; a module may import its own layer and those of a lower
 
     util  <-  codec, api (apimachinery)  <-  client (rest, discovery, pager, watch stream)
           <-  cache (the tools/cache port at the root, informers, workqueue)
-          <-  runtime, leaderelection, record, events, health, metrics, aio, crd, sharding
+          <-  runtime, leaderelection, record, events, health, metrics, aio, crd, sharding,
+              webhooks
           <-  testing
 
 Two layers of one rank do not import each other (codec and api are independent), except
@@ -30,7 +31,7 @@ from pathlib import Path
 PACKAGE = "client_cache"
 CACHE_SUBPACKAGES = ("informers", "workqueue")
 UPPER = ("runtime", "leaderelection", "record", "events", "health", "metrics", "aio", "crd",
-         "sharding")
+         "sharding", "webhooks")
 RANKS = {"util": 0, "codec": 1, "api": 1, "client": 2, "cache": 3, **dict.fromkeys(UPPER, 4),
          "testing": 5}
 
@@ -39,11 +40,14 @@ UPPER_EDGES: dict[str, set[str]] = {
     # core/v1) and runs async reconciles
     "runtime": {"leaderelection", "record", "events", "aio", "sharding"},
     # the Prometheus exporters of the runtime's and the elector's metrics providers
-    "metrics": {"runtime", "leaderelection", "sharding"},
+    "metrics": {"runtime", "leaderelection", "sharding", "webhooks"},
     # the events.k8s.io recorder shares client-go record's broadcaster
     "events": {"record"},
     # label-mode sharding elects the one member that runs the sharder (a Lease election)
     "sharding": {"leaderelection"},
+    # the webhook server answers the health probes on its port and decodes custom
+    # resource classes; its configurations are written with the runtime's apply
+    "webhooks": {"health", "crd", "runtime"},
 }
 """The imports allowed between two layers above the cache, and why."""
 

@@ -24,6 +24,7 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from client_cache.util.errors import ClientCacheError
 
@@ -34,6 +35,7 @@ __all__ = [
     "SelectorParseError",
     "everything",
     "format_labels",
+    "label_selector_as_selector",
     "new_requirement",
     "nothing",
     "parse",
@@ -324,6 +326,29 @@ def selector_from_validated_set(labels: Mapping[str, str] | None) -> Selector:
     if not labels:
         return _EVERYTHING
     return Selector(Requirement(k, Operator.EQUALS, (v,)) for k, v in labels.items())
+
+
+_LABEL_SELECTOR_OPERATORS = {"In": Operator.IN, "NotIn": Operator.NOT_IN,
+                              "Exists": Operator.EXISTS, "DoesNotExist": Operator.DOES_NOT_EXIST}
+
+
+def label_selector_as_selector(selector: Mapping[str, Any] | None) -> Selector:
+    """A ``metav1.LabelSelector`` in wire form (``matchLabels``, ``matchExpressions``
+    with ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``) as a :class:`Selector` (Go
+    ``metav1.LabelSelectorAsSelector``): None selects nothing, an empty one everything;
+    an unknown operator or a bad key or value raises :class:`SelectorParseError`."""
+    if selector is None:
+        return _NOTHING
+    requirements = [new_requirement(k, Operator.EQUALS, (v,))
+                    for k, v in (selector.get("matchLabels") or {}).items()]
+    for expression in selector.get("matchExpressions") or ():
+        operator = _LABEL_SELECTOR_OPERATORS.get(expression.get("operator", ""))
+        if operator is None:
+            raise SelectorParseError(f"{expression.get('operator')!r} is not a valid label "
+                                     "selector operator")
+        requirements.append(new_requirement(str(expression.get("key", "")), operator,
+                                            expression.get("values") or ()))
+    return Selector(requirements) if requirements else _EVERYTHING
 
 
 def validated_selector_from_set(labels: Mapping[str, str] | None) -> Selector:

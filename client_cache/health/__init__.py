@@ -5,6 +5,7 @@
 from client_cache.health.server import (
     Check,
     HealthServer,
+    Probes,
     caches_synced_check,
     controller_ready_check,
     informers_check,
@@ -26,6 +27,7 @@ __all__ = [
     "SLOW_LIST_SECONDS",
     "Check",
     "HealthServer",
+    "Probes",
     "InformerHealth",
     "ReflectorStatus",
     "caches_synced_check",

@@ -48,6 +48,7 @@ from urllib.parse import parse_qs, urlsplit
 __all__ = [
     "Check",
     "HealthServer",
+    "Probes",
     "caches_synced_check",
     "controller_ready_check",
     "informers_check",
@@ -143,42 +144,19 @@ class _Server(ThreadingHTTPServer):
         thread.start()
 
 
-class HealthServer:
-    """See the module documentation. ``registry``: the ``prometheus_client`` registry
-    ``/metrics`` shows (its default registry when None)."""
+class Probes:
+    """The checks of ``/healthz`` and ``/readyz`` and the ``/metrics`` registry, and the
+    answer to a GET of any of them (see the module documentation); a :class:`HealthServer`
+    serves them, and so can another server (the webhook server, on its own port).
+    ``registry``: the ``prometheus_client`` registry ``/metrics`` shows (its default
+    registry when None)."""
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", *,
-                 healthz: Mapping[str, Check] | None = None,
+    def __init__(self, *, healthz: Mapping[str, Check] | None = None,
                  readyz: Mapping[str, Check] | None = None, registry: Any = None) -> None:
         self._lock = threading.Lock()
         self._checks: dict[str, dict[str, Check]] = {
             "healthz": dict(healthz or {}), "readyz": dict(readyz or {})}
         self.registry = registry
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                code, body, content_type = owner.answer(self.path)
-                data = body.encode() if isinstance(body, str) else body
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("X-Content-Type-Options", "nosniff")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                _log.debug("health endpoint: " + format, *args)
-
-        self._httpd = _Server((host, port), Handler)
-        self.host, self.port = str(self._httpd.server_address[0]), int(
-            self._httpd.server_address[1])
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        """The server's ``http://host:port`` (its port when 0 was asked for)."""
-        return f"http://{self.host}:{self.port}"
 
     def add_healthz_check(self, name: str, check: Check) -> None:
         """Add a liveness check (controller-runtime ``AddHealthzCheck``)."""
@@ -189,6 +167,11 @@ class HealthServer:
         """Add a readiness check (controller-runtime ``AddReadyzCheck``)."""
         with self._lock:
             self._checks["readyz"][name] = check
+
+    def serves(self, path: str) -> bool:
+        """Whether a GET of ``path`` is one of these endpoints."""
+        first = urlsplit(path).path.strip("/").split("/")[0]
+        return first in ("healthz", "readyz", "metrics")
 
     def answer(self, path: str) -> tuple[int, str | bytes, str]:
         """(status, body, content type) for a GET of ``path``."""
@@ -237,6 +220,57 @@ class HealthServer:
             return 404, "metrics need the [prometheus] extra (prometheus_client)\n", \
                 "text/plain; charset=utf-8"
         return 200, generate_latest(self.registry or REGISTRY), CONTENT_TYPE_LATEST
+
+class HealthServer:
+    """See the module documentation: :class:`Probes` served on ``host:port``."""
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", *,
+                 healthz: Mapping[str, Check] | None = None,
+                 readyz: Mapping[str, Check] | None = None, registry: Any = None) -> None:
+        self._lock = threading.Lock()
+        self.probes = Probes(healthz=healthz, readyz=readyz, registry=registry)
+        probes = self.probes
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                code, body, content_type = probes.answer(self.path)
+                data = body.encode() if isinstance(body, str) else body
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("X-Content-Type-Options", "nosniff")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                _log.debug("health endpoint: " + format, *args)
+
+        self._httpd = _Server((host, port), Handler)
+        self.host, self.port = str(self._httpd.server_address[0]), int(
+            self._httpd.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def registry(self) -> Any:
+        """The registry ``/metrics`` shows."""
+        return self.probes.registry
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        """Add a liveness check (controller-runtime ``AddHealthzCheck``)."""
+        self.probes.add_healthz_check(name, check)
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        """Add a readiness check (controller-runtime ``AddReadyzCheck``)."""
+        self.probes.add_readyz_check(name, check)
+
+    def answer(self, path: str) -> tuple[int, str | bytes, str]:
+        """(status, body, content type) for a GET of ``path``."""
+        return self.probes.answer(path)
+
+    @property
+    def url(self) -> str:
+        """The server's ``http://host:port`` (its port when 0 was asked for)."""
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> HealthServer:
         """Serve on the ``health-server`` thread (it blocks in accept: nothing polls)."""

@@ -63,7 +63,14 @@ afterwards) and adds a collector that reads the informers' health at each scrape
 * leader election: ``leader_election_master_status{name}`` (1 while leading);
 * sharding (:mod:`client_cache.sharding`), label ``ring``: ``shard_members``,
   ``shard_keys_owned``, ``shard_handovers_total`` and
-  ``shard_drain_duration_seconds``.
+  ``shard_drain_duration_seconds``;
+* the runtime's daemons and timers, label ``controller``:
+  ``client_cache_controller_daemons_running``, ``..._daemons_waiting``,
+  ``..._daemon_failures_total``, ``..._timer_ticks_total{result}``;
+* the webhook server (:mod:`client_cache.webhooks`), controller-runtime's names, label
+  ``webhook`` (the path): ``controller_runtime_webhook_requests_total{code}``,
+  ``controller_runtime_webhook_latency_seconds``,
+  ``controller_runtime_webhook_requests_in_flight``.
 
 The work-queue provider is set only by the first call in a process, as client-go's
 ``SetProvider``; so is the reflector's.
@@ -90,6 +97,7 @@ from client_cache.leaderelection.metrics import set_leader_metrics_provider
 from client_cache.runtime.metrics import set_controller_metrics_provider
 from client_cache.sharding.metrics import set_sharding_metrics_provider
 from client_cache.util.rest_metrics import set_rest_client_metrics
+from client_cache.webhooks.metrics import set_webhook_metrics_provider
 from client_cache.workqueue import metrics as workqueue_metrics
 
 __all__ = [
@@ -594,6 +602,34 @@ class ShardingProvider:
         self.drain.labels(ring).observe(seconds)
 
 
+class WebhookProvider:
+    """The webhook server's metrics (:mod:`client_cache.webhooks.metrics`),
+    controller-runtime's names and label ``webhook`` (the path)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter("controller_runtime_webhook_requests",
+                                "Total number of admission requests by HTTP status code.",
+                                ["webhook", "code"], registry=registry)
+        self.latency = Histogram("controller_runtime_webhook_latency_seconds",
+                                 "Histogram of the latency of processing admission "
+                                 "requests", ["webhook"], registry=registry)
+        self.in_flight = Gauge("controller_runtime_webhook_requests_in_flight",
+                               "Current number of admission requests being served.",
+                               ["webhook"], registry=registry)
+
+    def new_requests_metric(self, webhook: str, code: str) -> Any:
+        """``controller_runtime_webhook_requests_total{webhook, code}``."""
+        return self.requests.labels(webhook, code)
+
+    def new_latency_metric(self, webhook: str) -> Any:
+        """``controller_runtime_webhook_latency_seconds{webhook}``."""
+        return self.latency.labels(webhook)
+
+    def new_in_flight_metric(self, webhook: str) -> Any:
+        """``controller_runtime_webhook_requests_in_flight{webhook}``."""
+        return self.in_flight.labels(webhook)
+
+
 class InformerCollector(Collector):
     """The informers of some factories (anything with ``health()``: a factory, a runtime
     Controller), read from their health at each scrape; held weakly."""
@@ -690,6 +726,7 @@ def register(registry: CollectorRegistry | None = None, *,
         set_rest_client_metrics(RestClientProvider(registry))
         set_leader_metrics_provider(LeaderProvider(registry))
         set_sharding_metrics_provider(ShardingProvider(registry))
+        set_webhook_metrics_provider(WebhookProvider(registry))
         collector = InformerCollector(factories)
         registry.register(collector)
         _registered[registry] = collector

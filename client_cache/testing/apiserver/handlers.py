@@ -123,8 +123,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        self._send_warnings()
         self.end_headers()
         self.wfile.write(body)
+
+    def _send_warnings(self) -> None:
+        """The admission webhooks' warnings of this request, as the real server sends
+        them (``Warning: 299 - "<text>"``)."""
+        for warning in self.owner.store.admission.take_warnings():
+            text = warning.replace("\\", "\\\\").replace('"', '\\"')
+            self.send_header("Warning", f'299 - "{text}"')
 
     def _send_obj(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         if self._protobuf and isinstance(obj, dict) and obj.get("kind") in (
@@ -135,6 +143,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
+            self._send_warnings()
             self.end_headers()
             self.wfile.write(body)
             return

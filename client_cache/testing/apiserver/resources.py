@@ -80,6 +80,10 @@ BUILTIN_RESOURCES = (
     # served as by a server with --runtime-config=coordination.k8s.io/v1beta1=true
     ResourceType("coordination.k8s.io", "v1beta1", "leasecandidates", "LeaseCandidate", True),
     ResourceType("", "v1", "podtemplates", "PodTemplate", True),
+    ResourceType("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                 "MutatingWebhookConfiguration", False),
+    ResourceType("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                 "ValidatingWebhookConfiguration", False),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                  "CustomResourceDefinition", False, ("crd", "crds")),
 )

@@ -25,11 +25,12 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from client_cache.api import labels as labelsel
 from client_cache.errors import (
+    ApiStatusError,
     new_already_exists,
     new_bad_request,
     new_conflict,
@@ -37,6 +38,7 @@ from client_cache.errors import (
     new_resource_expired,
     new_too_large_resource_version,
 )
+from client_cache.testing.apiserver.admission import Admission
 from client_cache.testing.apiserver.managed_fields import after_apply, after_update
 from client_cache.testing.apiserver.resources import (
     BUILTIN_RESOURCES,
@@ -162,8 +164,17 @@ class ApiStore:
         self._objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self._watchers: dict[tuple[str, str], set[Watcher]] = {}
         self._last_rv: dict[tuple[str, str], int] = {}  # last change per resource
+        #: The dynamic admission chain (webhooks), called outside the lock on every write
+        #: while a webhook configuration is stored (:mod:`.admission`).
+        self.admission = Admission(self.objects_of)
         for rtype in BUILTIN_RESOURCES:
             self.register(rtype)
+
+    def objects_of(self, key: tuple[str, str]) -> list[dict[str, Any]]:
+        """The stored objects of the resource ``key`` (``(group, plural)``), not copied:
+        never modify them."""
+        with self._lock:
+            return list(self._objects.get(key, {}).values())
 
     def close(self) -> None:
         """The server is stopping: requests a frozen dump holds end (with
@@ -247,7 +258,47 @@ class ApiStore:
         obj = copy.deepcopy(dict(body))
         obj.get("metadata", {}).pop("managedFields", None)
         after_update(None, obj, manager)
-        return copy.deepcopy(self.insert(rtype, namespace, obj))
+        return copy.deepcopy(self.insert(rtype, namespace, self._admit_create(
+            rtype, namespace, obj, manager)))
+
+    def _admit_create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any],
+                      user: str) -> dict[str, Any]:
+        """``obj`` as the admission webhooks leave it (its namespace filled in first, as
+        the webhooks see it on a real server)."""
+        if not self.admission.active():
+            return obj
+        md = obj.setdefault("metadata", {})
+        if rtype.namespaced and not md.get("namespace"):
+            md["namespace"] = namespace or "default"
+        obj.setdefault("apiVersion", rtype.api_version)
+        obj.setdefault("kind", rtype.kind)
+        admitted = self.admission.admit("CREATE", rtype, obj, None, user)
+        assert admitted is not None
+        return admitted
+
+    def _write(self, rtype: ResourceType, namespace: str, name: str,
+               build: Callable[[dict[str, Any]], dict[str, Any]], user: str = "",
+               ) -> dict[str, Any]:
+        """An update of ``name``: ``build(current)`` makes the new object under the lock
+        (raising for a bad request or a stale version); the admission webhooks see it
+        outside the lock, and it is stored if the object did not change meanwhile, else
+        built and admitted again (kube-apiserver's ``GuaranteedUpdate``)."""
+        while True:
+            with self._lock:
+                key, current = self._existing_locked(rtype, namespace, name)
+                obj = build(current)
+                if not self.admission.active():
+                    return copy.deepcopy(self._replace_locked(rtype, key, current, obj))
+                seen = current["metadata"].get("resourceVersion")
+                before = copy.deepcopy(current)
+            obj.setdefault("apiVersion", rtype.api_version)
+            obj.setdefault("kind", rtype.kind)
+            admitted = self.admission.admit("UPDATE", rtype, obj, before, user)
+            assert admitted is not None
+            with self._lock:
+                key, current = self._existing_locked(rtype, namespace, name)
+                if current["metadata"].get("resourceVersion") == seen:
+                    return copy.deepcopy(self._replace_locked(rtype, key, current, admitted))
 
     def apply(
         self, rtype: ResourceType, namespace: str, name: str, body: Mapping[str, Any],
@@ -267,14 +318,22 @@ class ApiStore:
                 f"not match the expected kind ({rtype.kind})")
         with self._lock:
             current = self._objects[rtype.key].get(self._key(rtype, namespace, name))
-            if current is None:
-                created = after_apply(None, dict(body), manager, force)
-                created.setdefault("metadata", {})["name"] = name
-                return copy.deepcopy(self.insert(rtype, namespace, created)), True
-            key = self._key(rtype, namespace, name)
+        if current is None:
+            created = after_apply(None, dict(body), manager, force)
+            created.setdefault("metadata", {})["name"] = name
+            try:
+                return copy.deepcopy(self.insert(rtype, namespace, self._admit_create(
+                    rtype, namespace, created, manager))), True
+            except ApiStatusError as err:
+                if err.reason != "AlreadyExists":
+                    raise  # created meanwhile: applied to it below
+
+        def build(current: dict[str, Any]) -> dict[str, Any]:
             merged = after_apply(current, dict(body), manager, force)
             validate_write(rtype.group, rtype.plural, merged)
-            return copy.deepcopy(self._replace_locked(rtype, key, current, merged)), False
+            return merged
+
+        return self._write(rtype, namespace, name, build, manager), False
 
     def insert(self, rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         """:meth:`create` without the copies: the store takes ``obj`` itself and returns
@@ -357,8 +416,7 @@ class ApiStore:
         manager: str = "",
     ) -> dict[str, Any]:
         """PUT: optimistic concurrency on ``metadata.resourceVersion`` when given."""
-        with self._lock:
-            key, current = self._existing_locked(rtype, namespace, name)
+        def build(current: dict[str, Any]) -> dict[str, Any]:
             obj = copy.deepcopy(dict(body))
             md = obj.setdefault("metadata", {})
             if md.get("name") not in (None, name):
@@ -369,7 +427,9 @@ class ApiStore:
             after_update(current, obj, manager)
             if md.get("managedFields") is None:
                 md.pop("managedFields", None)
-            return copy.deepcopy(self._replace_locked(rtype, key, current, obj))
+            return obj
+
+        return self._write(rtype, namespace, name, build, manager)
 
     def _existing_locked(
         self, rtype: ResourceType, namespace: str, name: str
@@ -429,21 +489,28 @@ class ApiStore:
         manager: str = "",
     ) -> dict[str, Any]:
         """A JSON merge patch (strategic merge patches are applied as merge patches)."""
-        with self._lock:
-            key, current = self._existing_locked(rtype, namespace, name)
+        def build(current: dict[str, Any]) -> dict[str, Any]:
             _check_version(rtype, name, current, (patch.get("metadata") or {}).get(
                 "resourceVersion"))
-            merged = _merge_patch(copy.deepcopy(current), patch)
+            merged: dict[str, Any] = _merge_patch(copy.deepcopy(current), patch)
             validate_write(rtype.group, rtype.plural, merged)
             after_update(current, merged, manager)
-            return copy.deepcopy(self._replace_locked(rtype, key, current, merged))
+            return merged
+
+        return self._write(rtype, namespace, name, build, manager)
 
     def delete(self, rtype: ResourceType, namespace: str, name: str,
                preconditions: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """DELETE. An object with finalizers is only marked (``deletionTimestamp``, a
         MODIFIED event) and goes when its last finalizer is removed, as on a real server.
         ``preconditions`` (DeleteOptions' ``uid``/``resourceVersion``) that the object does
-        not meet make it a 409 Conflict, as the real server answers."""
+        not meet make it a 409 Conflict, as the real server answers. The admission
+        webhooks see the object first (DELETE, its state then as ``oldObject``)."""
+        if self.admission.active():
+            with self._lock:
+                _, current = self._existing_locked(rtype, namespace, name)
+                before = copy.deepcopy(current)
+            self.admission.admit("DELETE", rtype, None, before)
         with self._lock:
             key, current = self._existing_locked(rtype, namespace, name)
             md = current["metadata"]

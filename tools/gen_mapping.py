@@ -145,6 +145,7 @@ PACKAGES = {
                                    "certificates)",
     "client_cache.webhooks.configuration": "(kopf's managed webhook configurations)",
     "client_cache.webhooks.metrics": "(controller-runtime pkg/webhook/internal/metrics)",
+    "client_cache.webhooks.conversion": "(controller-runtime pkg/webhook/conversion)",
     "client_cache.testing.apiserver.admission": "(port only: test server)",
     "client_cache.client.stream_watcher": f"{APIMACHINERY}/watch (streamwatcher.go)",
     "client_cache.codec._list_body": "(port only: a LIST body read item by item as it arrives)",
@@ -518,6 +519,9 @@ OVERRIDES: dict[str, tuple[str, str]] = {
     "DEFAULT_MAX_BODY_BYTES": ("—", "the largest request body served"),
     "Route": ("http.Handler of webhook.Server.Register", ""),
     "WebhookServer": ("webhook.Server", "kopf WebhookServer"),
+    "ConversionWebhook": ("conversion.NewWebhookHandler", "Hub/Convertible, hub and spoke"),
+    "round_trip_errors": ("—", "checks spoke -> hub -> spoke keeps every field"),
+    "CONVERSION_API_VERSION": ("—", "ConversionReview's apiextensions.k8s.io/v1"),
 
     "DaemonContext": ("—", "kopf's stopped, retry and memo daemon arguments"),
     "DaemonFunction": ("—", "kopf @kopf.daemon / @kopf.timer handler: fn(obj, ctx)"),

@@ -28,7 +28,7 @@ gives one CRD with several versions, ``storage`` naming the storage version.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -231,10 +231,14 @@ def version_schema(cls: type) -> dict[str, Any]:
     return out
 
 
-def crd(*classes: type, storage: type | None = None) -> dict[str, Any]:
+def crd(*classes: type, storage: type | None = None,
+        conversion: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``apiextensions.k8s.io/v1`` CustomResourceDefinition of one or more classes
     (the versions of one group and kind), as a wire dict; ``storage`` is the storage
-    version (default: the first class)."""
+    version (default: the first class); ``conversion`` its ``spec.conversion`` (default:
+    none, the ``None`` strategy: only ``apiVersion`` changes between versions; a
+    conversion webhook's is
+    :meth:`client_cache.webhooks.conversion.ConversionWebhook.crd_conversion`)."""
     if not classes:
         raise ValueError("crd() needs at least one custom resource class")
     infos = [resource_info(cls) for cls in classes]
@@ -268,6 +272,7 @@ def crd(*classes: type, storage: type | None = None) -> dict[str, Any]:
             "scope": "Namespaced" if first.namespaced else "Cluster",
             "versions": [_version(cls, info, cls is storage)
                          for cls, info in zip(classes, infos, strict=True)],
+            **({"conversion": dict(conversion)} if conversion else {}),
         },
     }
 

@@ -1,5 +1,7 @@
-"""Admission webhooks served by the library: the HTTPS server (:class:`WebhookServer`),
-admission handlers from functions (:func:`validating`, :func:`mutating`), their
+"""Admission and conversion webhooks served by the library: the HTTPS server
+(:class:`WebhookServer`), admission handlers from functions (:func:`validating`,
+:func:`mutating`), conversion between a custom resource's versions
+(:class:`ConversionWebhook`), their
 certificates (:func:`self_signed`, :class:`CertificateFiles`) and the webhook
 configurations the API server reads
 (:class:`~client_cache.webhooks.configuration.WebhookConfigurations`).
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
         validating,
     )
     from client_cache.webhooks.certs import CertificateBundle, CertificateFiles, self_signed
+    from client_cache.webhooks.conversion import ConversionWebhook, round_trip_errors
     from client_cache.webhooks.review import (
         ADMISSION_API_VERSION,
         AdmissionDenied,
@@ -35,6 +38,7 @@ _WHERE = {
     "AdmissionHandler": "admission", "AdmissionWebhook": "admission",
     "mutating": "admission", "validating": "admission",
     "CertificateBundle": "certs", "CertificateFiles": "certs", "self_signed": "certs",
+    "ConversionWebhook": "conversion", "round_trip_errors": "conversion",
     "ADMISSION_API_VERSION": "review", "AdmissionDenied": "review",
     "AdmissionRequest": "review", "FieldCause": "review", "MalformedReviewError": "review",
     "WebhookServer": "server",
@@ -48,10 +52,12 @@ __all__ = [
     "AdmissionWebhook",
     "CertificateBundle",
     "CertificateFiles",
+    "ConversionWebhook",
     "FieldCause",
     "MalformedReviewError",
     "WebhookServer",
     "mutating",
+    "round_trip_errors",
     "self_signed",
     "validating",
 ]

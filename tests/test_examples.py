@@ -82,6 +82,15 @@ def test_factory_with_index_example() -> None:
     assert "after moving blog/web-0, node-2 runs ['blog/web-0', 'blog/web-2', 'shop/web-5']" in out
 
 
+def test_foo_webhooks_example_defaults_and_refuses() -> None:
+    out = run("foo_webhooks.py")
+    assert 'created bare: spec {"deploymentName": "bare-deployment", "replicas": 1}' in out
+    assert ("refused bad: admission webhook \"validate-foo.foos.samplecontroller.k8s.io\" "
+            "denied the request: spec.deploymentName 'Not_A_Name' is not a DNS label") in out
+    assert "created good" in out
+    assert "refused the rename: " in out and "spec.deploymentName cannot change" in out
+
+
 def test_custom_resource_example() -> None:
     out = run("custom_resource.py")
     assert "informing example.com/v1/widgets" in out

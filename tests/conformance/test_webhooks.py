@@ -115,3 +115,26 @@ def test_an_unreachable_webhook_follows_its_failure_policy(api: Any, ns: str,
                              and (made.metadata.labels or {}).get("defaulted") == "yes")
             made = core.create_namespaced_config_map(ns, _cm(ns, "through"))
             assert made.metadata.labels["defaulted"] == "yes"
+
+
+def test_an_update_is_sent_when_the_old_object_or_the_new_one_is_selected(
+        api: Any, ns: str) -> None:
+    """Removing the selected label is still sent (the old object matches); the next
+    update, matching neither, is not."""
+    core = CoreV1Api(api)
+    seen: list[tuple[str, str]] = []
+
+    def record(obj: Any, request: AdmissionRequest) -> None:
+        seen.append((request.operation, request.name))
+
+    hook = validating(record, CONFIGMAPS, object_selector={"matchLabels": {
+        "webhook-test": ns}})
+    with WebhookServer([hook], port=0) as webhooks, \
+            WebhookConfigurations(api, webhooks, name=f"cf-{ns}"):
+        _until_effective(core, ns, lambda made: bool(seen))
+        core.create_namespaced_config_map(ns, _cm(ns, "x"))
+        core.patch_namespaced_config_map("x", ns, {"metadata": {"labels": None}})
+        core.patch_namespaced_config_map("x", ns, {"data": {"v": "2"}})
+        core.create_namespaced_config_map(ns, _cm(ns, "marker"))  # sent: in order
+    assert [entry for entry in seen if not entry[1].startswith("probe-")] == [
+        ("CREATE", "x"), ("UPDATE", "x"), ("CREATE", "marker")]

@@ -81,9 +81,8 @@ class Admission:
             mutating = key[1].startswith("mutating")
             for config in sorted(self._objects(key), key=lambda c: c["metadata"]["name"]):
                 for webhook in config.get("webhooks") or ():
-                    subject = obj if obj is not None else old
-                    if subject is None or not self._matches(webhook, operation, rtype,
-                                                            subject):
+                    subjects = [o for o in (obj, old) if o is not None]
+                    if not self._matches(webhook, operation, rtype, subjects):
                         continue
                     response = self._call(webhook, operation, rtype, obj, old, user)
                     if response is None:  # failed, ignored
@@ -94,13 +93,17 @@ class Admission:
 
     # -- matching ----------------------------------------------------------------------------
     def _matches(self, webhook: dict[str, Any], operation: str, rtype: ResourceType,
-                 subject: dict[str, Any]) -> bool:
-        if not any(_rule_matches(rule, operation, rtype)
-                   for rule in webhook.get("rules") or ()):
+                 subjects: list[dict[str, Any]]) -> bool:
+        """Whether ``webhook`` is called: a rule matches, and its object selector selects
+        the new or the old object (either, as the real server judges an UPDATE), and its
+        namespace selector the object's namespace."""
+        if not subjects or not any(_rule_matches(rule, operation, rtype)
+                                   for rule in webhook.get("rules") or ()):
             return False
-        labels = (subject.get("metadata") or {}).get("labels") or {}
-        if not _selects(webhook.get("objectSelector"), labels):
+        if not any(_selects(webhook.get("objectSelector"),
+                            (s.get("metadata") or {}).get("labels") or {}) for s in subjects):
             return False
+        subject = subjects[0]
         namespace_selector = webhook.get("namespaceSelector")
         if namespace_selector is None or not namespace_selector:
             return True

@@ -138,3 +138,25 @@ def test_an_update_is_sent_when_the_old_object_or_the_new_one_is_selected(
         core.create_namespaced_config_map(ns, _cm(ns, "marker"))  # sent: in order
     assert [entry for entry in seen if not entry[1].startswith("probe-")] == [
         ("CREATE", "x"), ("UPDATE", "x"), ("CREATE", "marker")]
+
+
+def test_a_dry_run_create_is_admitted_as_one_and_stores_nothing(api: Any, ns: str) -> None:
+    core = CoreV1Api(api)
+    runs: list[tuple[str, bool]] = []
+
+    def default(obj: Any, request: AdmissionRequest) -> None:
+        runs.append((request.name, request.dry_run))
+        obj["metadata"]["labels"]["defaulted"] = "yes"
+
+    hook = mutating(default, CONFIGMAPS, object_selector={"matchLabels": {
+        "webhook-test": ns}})
+    with WebhookServer([hook], port=0) as webhooks, \
+            WebhookConfigurations(api, webhooks, name=f"cf-{ns}"):
+        _until_effective(core, ns, lambda made: bool(runs))
+        made = core.create_namespaced_config_map(ns, _cm(ns, "dry"), dry_run="All")
+        assert made.metadata.labels["defaulted"] == "yes"
+        assert made.metadata.uid and not made.metadata.resource_version
+        with pytest.raises(ApiException) as caught:
+            core.read_namespaced_config_map("dry", ns)
+        assert caught.value.status == 404
+    assert ("dry", True) in runs

@@ -23,7 +23,8 @@ one) the ``objectSelector`` selects and whose namespace the ``namespaceSelector`
 
 The store calls :meth:`Admission.admit` outside its lock, so a webhook may read from this
 same server; an update admitted while the object changed is built and admitted again.
-The embedded server has no dry run: every review it sends has ``dryRun: false``.
+A dry-run create (``?dryRun=All``) is sent with ``dryRun: true`` and stores nothing; the
+embedded server refuses ``dryRun`` on the other writes (400) rather than write.
 """
 
 from __future__ import annotations
@@ -74,9 +75,11 @@ class Admission:
         return found
 
     def admit(self, operation: str, rtype: ResourceType, obj: dict[str, Any] | None,
-              old: dict[str, Any] | None, user: str = "") -> dict[str, Any] | None:
+              old: dict[str, Any] | None, user: str = "", *,
+              dry_run: bool = False) -> dict[str, Any] | None:
         """``obj`` (None on DELETE) as the mutating webhooks leave it, once every matching
-        webhook allowed it; an :class:`ApiStatusError` when one refuses or fails closed."""
+        webhook allowed it; an :class:`ApiStatusError` when one refuses or fails closed.
+        ``dry_run``: the reviews say so (a dry-run create)."""
         for key in ADMISSION_CONFIGURATIONS:
             mutating = key[1].startswith("mutating")
             for config in sorted(self._objects(key), key=lambda c: c["metadata"]["name"]):
@@ -84,7 +87,8 @@ class Admission:
                     subjects = [o for o in (obj, old) if o is not None]
                     if not self._matches(webhook, operation, rtype, subjects):
                         continue
-                    response = self._call(webhook, operation, rtype, obj, old, user)
+                    response = self._call(webhook, operation, rtype, obj, old, user,
+                                          dry_run)
                     if response is None:  # failed, ignored
                         continue
                     if mutating and obj is not None and response.get("patch"):
@@ -122,7 +126,7 @@ class Admission:
     # -- calling -----------------------------------------------------------------------------
     def _call(self, webhook: dict[str, Any], operation: str, rtype: ResourceType,
               obj: dict[str, Any] | None, old: dict[str, Any] | None,
-              user: str) -> dict[str, Any] | None:
+              user: str, dry_run: bool) -> dict[str, Any] | None:
         """The webhook's response (allowed), None when the call failed and is ignored;
         raises when it refused or failed closed."""
         name = str(webhook.get("name", ""))
@@ -145,7 +149,7 @@ class Admission:
                       "operation": operation,
                       "userInfo": {"username": user or "system:anonymous"},
                       "object": copy.deepcopy(obj), "oldObject": copy.deepcopy(old),
-                      "dryRun": False}}
+                      "dryRun": dry_run}}
         try:
             answer = _post(webhook, review)
             response = answer.get("response")

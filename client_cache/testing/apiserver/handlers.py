@@ -315,6 +315,8 @@ class Handler(BaseHTTPRequestHandler):
     def _item(self, method: str, rtype: ResourceType, namespace: str, name: str,
               query: dict[str, str]) -> None:
         store = self.owner.store
+        if method != "GET":
+            _dry_run(query, create=False)
         if method == "GET":
             obj = store.get(rtype, namespace, name)
             if _wants(self.headers.get("Accept"), "PartialObjectMetadata"):
@@ -353,7 +355,8 @@ class Handler(BaseHTTPRequestHandler):
         store = self.owner.store
         if method == "POST":
             self._send_obj(201, store.create(rtype, namespace, self._body(),
-                                             self._manager(query)))
+                                             self._manager(query),
+                                             dry_run=_dry_run(query, create=True)))
         elif method == "DELETE":
             self._body()
             store.delete_collection(rtype, namespace, labelsel.parse(query.get("labelSelector",
@@ -609,6 +612,22 @@ class Handler(BaseHTTPRequestHandler):
         self._send_obj(200, {"ok": True, "result": result,
                              "resourceVersion": owner.store.resource_version,
                              "watches": owner.open_watch_count()})
+
+
+def _dry_run(query: dict[str, str], *, create: bool) -> bool:
+    """Whether the write is a dry run (``dryRun=All``; any other value is refused, as
+    the real server refuses it). Only a create can be: the embedded server refuses a
+    dry run of any other write rather than write."""
+    value = query.get("dryRun")
+    if value is None:
+        return False
+    if value != "All":
+        raise ApiStatusError(400, "BadRequest", f'Unsupported value: "{value}": supported '
+                             'values: "All"')
+    if not create:
+        raise ApiStatusError(400, "BadRequest", "the embedded API server supports dryRun "
+                             "on create only")
+    return True
 
 
 def _is_apply(content_type: str | None) -> bool:

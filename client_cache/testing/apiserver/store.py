@@ -251,18 +251,21 @@ class ApiStore:
         return (namespace if rtype.namespaced else "", name)
 
     def create(
-        self, rtype: ResourceType, namespace: str, body: Mapping[str, Any], manager: str = ""
+        self, rtype: ResourceType, namespace: str, body: Mapping[str, Any], manager: str = "",
+        *, dry_run: bool = False,
     ) -> dict[str, Any]:
         """Create an object from ``body`` and return it as stored; ``manager`` (when given)
-        owns its fields (:mod:`~client_cache.testing.apiserver.managed_fields`)."""
+        owns its fields (:mod:`~client_cache.testing.apiserver.managed_fields`).
+        ``dry_run`` (``?dryRun=All``): admitted, checked and returned as it would be
+        stored, with a uid and no resourceVersion, and not stored."""
         obj = copy.deepcopy(dict(body))
         obj.get("metadata", {}).pop("managedFields", None)
         after_update(None, obj, manager)
         return copy.deepcopy(self.insert(rtype, namespace, self._admit_create(
-            rtype, namespace, obj, manager)))
+            rtype, namespace, obj, manager, dry_run), dry_run=dry_run))
 
     def _admit_create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any],
-                      user: str) -> dict[str, Any]:
+                      user: str, dry_run: bool = False) -> dict[str, Any]:
         """``obj`` as the admission webhooks leave it (its namespace filled in first, as
         the webhooks see it on a real server)."""
         if not self.admission.active():
@@ -272,7 +275,7 @@ class ApiStore:
             md["namespace"] = namespace or "default"
         obj.setdefault("apiVersion", rtype.api_version)
         obj.setdefault("kind", rtype.kind)
-        admitted = self.admission.admit("CREATE", rtype, obj, None, user)
+        admitted = self.admission.admit("CREATE", rtype, obj, None, user, dry_run=dry_run)
         assert admitted is not None
         return admitted
 
@@ -335,10 +338,11 @@ class ApiStore:
 
         return self._write(rtype, namespace, name, build, manager), False
 
-    def insert(self, rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def insert(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
+               dry_run: bool = False) -> dict[str, Any]:
         """:meth:`create` without the copies: the store takes ``obj`` itself and returns
         the stored object (for load generators that build fresh objects; never modify
-        either afterwards)."""
+        either afterwards); with ``dry_run`` it returns it unstored."""
         md = obj.setdefault("metadata", {})
         generate = "" if md.get("name") else md.get("generateName", "")
         if not md.get("name") and not generate:
@@ -383,6 +387,10 @@ class ApiStore:
             key = self._key(rtype, md.get("namespace", ""), md["name"])
             if key in objects:
                 raise new_already_exists(rtype.group, rtype.plural, md["name"])
+            if dry_run:
+                md.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=_now())
+                md.pop("resourceVersion", None)
+                return obj
             self._rv += 1
             md["uid"] = str(uuid.uuid4())
             md["resourceVersion"] = str(self._rv)

@@ -2,7 +2,8 @@
 self-signed ``WebhookServer`` certificates), made with the ``cryptography`` library.
 
 * :func:`self_signed` makes a CA and a serving certificate it signed, for development and
-  tests: P-256 keys, the serving one valid for ``hosts`` (DNS names and IP addresses;
+  tests: P-256 keys, key identifiers on both (Python 3.13's strict verification, as Go's,
+  needs them), the serving one valid for ``hosts`` (DNS names and IP addresses;
   by default ``localhost``, ``127.0.0.1`` and ``::1``; add the Service's DNS name,
   ``<service>.<namespace>.svc``, in a cluster). Its :attr:`CertificateBundle.ca_pem` is
   the ``caBundle`` the API server is given.
@@ -87,6 +88,8 @@ def self_signed(hosts: Sequence[str] = LOOPBACK, *, days: int = 365) -> Certific
           .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
           .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False,
                                        False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
+                         critical=False)
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = []
@@ -104,6 +107,10 @@ def self_signed(hosts: Sequence[str] = LOOPBACK, *, days: int = 365) -> Certific
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
                            critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                           critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256()))
     pem = serialization.Encoding.PEM
     return CertificateBundle(

@@ -341,6 +341,15 @@ def test_stop_closes_idle_connections_and_finishes_requests_in_flight() -> None:
         release.wait(5)
 
     webhooks = WebhookServer([validating(slow, CONFIGMAPS)], port=0, threads=2).start()
+    try:
+        _stop_while_busy(webhooks, entered, release)
+    finally:
+        release.set()
+        webhooks.stop()
+
+
+def _stop_while_busy(webhooks: WebhookServer, entered: threading.Event,
+                     release: threading.Event) -> None:
     assert webhooks.ca_bundle is not None
     context = ssl.create_default_context(cadata=webhooks.ca_bundle.decode())
     idle = http.client.HTTPSConnection("127.0.0.1", webhooks.port, context=context)

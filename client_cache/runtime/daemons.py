@@ -283,12 +283,6 @@ class DaemonSupervisor:
         with self._cond:
             self._cond.notify_all()
 
-    def running(self) -> list[ObjectRef]:
-        """The refs whose daemons hold a slot now, each once."""
-        with self._cond:
-            return sorted({life.ref for life in self._lives.values()
-                           if life.thread is not None or life.future is not None}, key=str)
-
     # -- the supervising thread --------------------------------------------------------------
     def _run(self) -> None:
         try:

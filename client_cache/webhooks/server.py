@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import logging
 import queue
 import socket
@@ -300,8 +301,6 @@ class WebhookServer:
 
 
 def _json(obj: Any) -> bytes:
-    import json  # noqa: PLC0415 - the stdlib's, small
-
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
